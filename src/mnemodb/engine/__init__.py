@@ -1,0 +1,31 @@
+"""The engine: memories, entities, relations, search and the change log, as a Python API."""
+
+from mnemodb.engine.engine import Engine, content_hash, normalize_tags
+from mnemodb.engine.errors import (
+    Conflict,
+    EngineError,
+    InvalidArgument,
+    NotFound,
+    OperationTimeout,
+    StoreUnavailable,
+)
+from mnemodb.engine.models import Change, Edge, Entity, Memory, NewMemory, SearchHit, Stats
+
+__all__ = [
+    "Change",
+    "Conflict",
+    "Edge",
+    "Engine",
+    "EngineError",
+    "Entity",
+    "InvalidArgument",
+    "Memory",
+    "NewMemory",
+    "NotFound",
+    "OperationTimeout",
+    "SearchHit",
+    "Stats",
+    "StoreUnavailable",
+    "content_hash",
+    "normalize_tags",
+]

@@ -1,0 +1,716 @@
+"""The engine: the one Python API every profile, the CLI and library users call.
+
+It owns the rules of the data model (content addressing, tag normalisation, scopes,
+temporal edges, the change log) and runs every operation as one store transaction.
+It knows nothing of MCP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import struct
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from mnemodb.engine import ops
+from mnemodb.engine.access import AccessRecorder
+from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.engine.models import (
+    ENTITY,
+    MEMORY,
+    Change,
+    Edge,
+    Entity,
+    ImportReport,
+    ItemResult,
+    Memory,
+    MemoryLink,
+    NewMemory,
+    Props,
+    Recall,
+    RelatedMemory,
+    Scalar,
+    SearchHit,
+    Stats,
+    StoredMemory,
+)
+from mnemodb.graph.traversal import expand
+from mnemodb.ids import SHARED, InvalidId, new_ulid, normalize_scope
+from mnemodb.search.analyzer import query_terms, words
+from mnemodb.search.ranking import DEFAULT_WEIGHTS, RankWeights, relevance, text_strengths
+from mnemodb.store.base import ReadTx, Store, WriteTx
+
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Engine", "content_hash", "normalize_tags", "now_ms"]
+
+MAX_TAGS = 100
+MAX_TAG_LENGTH = 50
+MAX_IMPORTANCE = 10
+EXPORT_FORMAT = "mnemodb"
+EXPORT_VERSION = 1
+_IMPORT_CHUNK = 500
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def content_hash(content: str) -> str:
+    """sha256 of the raw UTF-8 content, lower-case hex: no trimming, no case folding."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def check_text(value: str, what: str) -> str:
+    """Reject text SQLite cannot store faithfully (lone UTF-16 surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{what} is not valid Unicode text (it contains a lone surrogate)") from None
+    return value
+
+
+def normalize_tag(tag: str) -> str:
+    return unicodedata.normalize("NFKC", tag).lower()
+
+
+def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Tags in canonical form (NFKC, lower case), validated, deduplicated and sorted."""
+    out: dict[str, None] = {}
+    for raw in tags:
+        tag = normalize_tag(check_text(raw, "tag"))
+        if not tag:
+            raise InvalidArgument("Tag must be at least 1 character")
+        if len(tag) > MAX_TAG_LENGTH:
+            raise InvalidArgument(f"Tag exceeds {MAX_TAG_LENGTH} characters")
+        if any(ch.isspace() for ch in tag):
+            raise InvalidArgument("Tag must not contain whitespace")
+        out.setdefault(tag, None)
+    if len(out) > MAX_TAGS:
+        raise InvalidArgument(f"Too many tags (max {MAX_TAGS})")
+    return tuple(sorted(out))
+
+
+def check_props(props: Mapping[str, Any] | None) -> dict[str, Scalar]:
+    """Properties are JSON scalars: strings, finite numbers, booleans."""
+    out: dict[str, Scalar] = {}
+    for key, value in (props or {}).items():
+        check_text(key, "property name")
+        if isinstance(value, bool | int | str):
+            if isinstance(value, str):
+                check_text(value, f"property {key!r}")
+            out[key] = value
+        elif isinstance(value, float) and math.isfinite(value):
+            out[key] = value
+        else:
+            raise InvalidArgument(f"property {key!r} must be a string, a finite number or a boolean")
+    return out
+
+
+class Engine:
+    """Memories, entities, relations and the change log over one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        write_scope: str = SHARED,
+        read_scopes: Sequence[str] | None = None,
+        clock: Callable[[], int] = now_ms,
+        weights: RankWeights = DEFAULT_WEIGHTS,
+        access_interval: float = 0.1,
+    ) -> None:
+        self.store = store
+        self.write_scope = self.scope(write_scope)
+        self.read_scopes = self.scopes(read_scopes) if read_scopes is not None else (self.write_scope,)
+        self._clock = clock
+        self._weights = weights
+        self._access = AccessRecorder(store.bump_access, interval=access_interval)
+
+    @classmethod
+    def open(cls, path: str = ":memory:", **options: Any) -> Engine:
+        """An engine over the SQLite database at `path` (created if missing)."""
+        from mnemodb.store.sqlite import SqliteStore
+
+        return cls(SqliteStore(path), **options)
+
+    def close(self) -> None:
+        self._access.close()
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def time_limit(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
+        """Abort and roll back whatever this thread does in the engine after `seconds`."""
+        return self.store.deadline(seconds)
+
+    def flush_access(self) -> None:
+        """Write queued access statistics now (they are otherwise written within ~0.1 s)."""
+        self._access.flush()
+
+    # -- scopes -------------------------------------------------------------------------------
+
+    @staticmethod
+    def scope(text: str) -> str:
+        try:
+            return normalize_scope(text)
+        except InvalidId as exc:
+            raise InvalidArgument(f'invalid scope "{text}" (expected "shared" or a ULID): {exc}') from None
+
+    def scopes(self, texts: Sequence[str] | None) -> tuple[str, ...]:
+        if texts is None:
+            return self.read_scopes
+        if not texts:
+            raise InvalidArgument("scopes must not be empty (an empty scope set admits nothing)")
+        return tuple(dict.fromkeys(self.scope(t) for t in texts))
+
+    def _write_scope(self, scope: str | None) -> str:
+        return self.write_scope if scope is None else self.scope(scope)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
+        scope, name, target, data = op
+        return tx.append_change(at, scope, name, target, data)
+
+    def _record_access(self, pks: Iterable[int]) -> None:
+        self._access.record(pks, self._clock())
+
+    def _memory_in(self, tx: ReadTx, digest: str, scopes: Sequence[str]) -> Memory | None:
+        return tx.memory_by_hash(scopes, digest.lower())
+
+    # -- memories -------------------------------------------------------------------------------
+
+    def _check_new_memory(self, item: NewMemory) -> tuple[str, tuple[str, ...], dict[str, Scalar]]:
+        content = check_text(item.content, "content")
+        if not content:
+            raise InvalidArgument("content must not be empty")
+        if not 0 <= item.importance <= MAX_IMPORTANCE:
+            raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+        if not item.memory_type:
+            raise InvalidArgument("memory_type must not be empty")
+        if item.summary is not None:
+            check_text(item.summary, "summary")
+        return content, normalize_tags(item.tags), check_props(item.props)
+
+    def _store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int) -> StoredMemory:
+        content, tags, props = self._check_new_memory(item)
+        digest = content_hash(content)
+        existing = tx.memory_by_hash([scope], digest)
+        if existing is not None:
+            # Same content, same memory: merge the tags, keep everything else.
+            added = tx.add_tags(existing.pk, tags)
+            if added:
+                tx.touch_node(existing.pk, at)
+                self._log(tx, ops.tags_added(scope, existing.id, added), at)
+                refreshed = tx.memory_by_pk(existing.pk)
+                assert refreshed is not None
+                existing = refreshed
+            return StoredMemory(existing, False)
+        node_id = new_ulid()
+        pk = tx.insert_node(node_id, scope, MEMORY, props, at)
+        tx.insert_memory(pk, scope, digest, content, item.summary, item.importance, item.memory_type)
+        tx.add_tags(pk, tags)
+        memory = Memory(
+            pk=pk,
+            id=node_id,
+            scope=scope,
+            content=content,
+            hash=digest,
+            tags=tags,
+            importance=item.importance,
+            memory_type=item.memory_type,
+            summary=item.summary,
+            props=props,
+            created_at=at,
+            updated_at=at,
+        )
+        self._log(tx, ops.memory_created(memory), at)
+        return StoredMemory(memory, True)
+
+    def store_memory(
+        self,
+        content: str,
+        tags: Iterable[str] = (),
+        importance: int = 0,
+        memory_type: str = "general",
+        *,
+        summary: str | None = None,
+        props: Props | None = None,
+        scope: str | None = None,
+    ) -> StoredMemory:
+        """Store a memory; storing content the scope already holds merges tags and returns it."""
+        item = NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
+        target = self._write_scope(scope)
+        at = self._clock()
+        with self.store.write() as tx:
+            return self._store_one(tx, item, target, at)
+
+    def store_memories(self, items: Sequence[NewMemory], *, scope: str | None = None) -> list[ItemResult]:
+        """Store many memories in one transaction; each item succeeds or fails on its own."""
+        target = self._write_scope(scope)
+        at = self._clock()
+        results: list[ItemResult] = []
+        with self.store.write() as tx:
+            for index, item in enumerate(items):
+                try:
+                    with tx.savepoint():
+                        results.append(ItemResult(index, self._store_one(tx, item, target, at)))
+                except (InvalidArgument, Conflict) as exc:
+                    results.append(ItemResult(index, error=str(exc)))
+        return results
+
+    def get_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> Memory | None:
+        """The memory with this content hash (any case), or None."""
+        with self.store.read() as tx:
+            memory = self._memory_in(tx, digest, self.scopes(scopes))
+        if memory is not None:
+            self._record_access([memory.pk])
+        return memory
+
+    def update_memory(
+        self,
+        digest: str,
+        *,
+        content: str | None = None,
+        tags: Iterable[str] | None = None,
+        importance: int | None = None,
+        memory_type: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[Memory, Memory]:
+        """Change a memory in place (its id and relations stay). Returns (before, after)."""
+        new_tags = normalize_tags(tags) if tags is not None else None
+        if content is not None:
+            check_text(content, "content")
+            if not content:
+                raise InvalidArgument("content must not be empty")
+        if importance is not None and not 0 <= importance <= MAX_IMPORTANCE:
+            raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+        if memory_type is not None and not memory_type:
+            raise InvalidArgument("memory_type must not be empty")
+        at = self._clock()
+        with self.store.write() as tx:
+            before = self._memory_in(tx, digest, self.scopes(scopes))
+            if before is None:
+                raise NotFound("Memory not found")
+            fields: dict[str, Any] = {}
+            if content is not None and content != before.content:
+                new_hash = content_hash(content)
+                clash = tx.memory_by_hash([before.scope], new_hash)
+                if clash is not None and clash.pk != before.pk:
+                    raise Conflict("Content already exists as another memory")
+                fields.update(content=content, hash=new_hash)
+            if importance is not None and importance != before.importance:
+                fields["importance"] = importance
+            if memory_type is not None and memory_type != before.memory_type:
+                fields["memory_type"] = memory_type
+            changes: dict[str, Any] = dict(fields)
+            tx.update_memory(before.pk, fields)
+            if new_tags is not None and new_tags != before.tags:
+                tx.replace_tags(before.pk, new_tags)
+                changes["tags"] = list(new_tags)
+            if changes:
+                tx.touch_node(before.pk, at)
+                self._log(tx, ops.node_updated(before.scope, before.id, changes), at)
+            after = tx.memory_by_pk(before.pk)
+            assert after is not None
+        return before, after
+
+    def delete_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
+        """Delete a memory and its relations. False when there is no such memory."""
+        at = self._clock()
+        with self.store.write() as tx:
+            return self._delete_one(tx, digest, self.scopes(scopes), at)
+
+    def _delete_one(self, tx: WriteTx, digest: str, scopes: Sequence[str], at: int) -> bool:
+        memory = self._memory_in(tx, digest, scopes)
+        if memory is None:
+            return False
+        tx.delete_node(memory.pk)
+        self._log(tx, ops.node_removed(memory.scope, memory.id), at)
+        return True
+
+    def delete_memories(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
+        """Delete many memories in one transaction; each result says whether it was deleted."""
+        read = self.scopes(scopes)
+        at = self._clock()
+        with self.store.write() as tx:
+            return [ItemResult(i, self._delete_one(tx, d, read, at)) for i, d in enumerate(digests)]
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search_memories(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str] | None = None,
+        limit: int = 100,
+        record_access: bool = True,
+    ) -> list[SearchHit]:
+        """Memories matching the query's words or tags, most relevant first."""
+        read = self.scopes(scopes)
+        terms = query_terms(check_text(query, "query"))
+        tag_terms = tuple(dict.fromkeys([*words(query), *(normalize_tag(t) for t in query.split())]))
+        if not terms and not tag_terms:
+            return []
+        with self.store.read() as tx:
+            pool = max(limit * 5, 200)
+            bm25 = dict(tx.search_text(terms, read, pool))
+            tagged = set(tx.memories_with_tags(tag_terms, read, pool))
+            memories = tx.memories_by_pk(list(bm25.keys() | tagged))
+        now = self._clock()
+        strength = text_strengths(bm25)
+        hits = []
+        for pk, memory in memories.items():
+            score, parts = relevance(
+                strength.get(pk, 0.0), pk in tagged, memory.importance, memory.created_at, now, self._weights
+            )
+            hits.append(SearchHit(memory, score, parts))
+        hits.sort(key=lambda h: (-h.score, -h.memory.pk))
+        hits = hits[:limit]
+        if record_access:
+            self._record_access(h.memory.pk for h in hits)
+        return hits
+
+    def recall(self, query: str, depth: int = 1, *, scopes: Sequence[str] | None = None, limit: int = 50) -> Recall:
+        """Search, then follow relations between memories up to `depth` hops (both ways).
+
+        Seeds come first in relevance order, then memories one hop away, and so on; at
+        most `limit` memories. Each carries the relevance 1 / (1 + hops). The links are
+        the open relations whose both ends were returned.
+        """
+        if not 0 <= depth <= 3:
+            raise InvalidArgument("depth must be from 0 to 3")
+        read = self.scopes(scopes)
+        hits = self.search_memories(query, scopes=read, record_access=False)
+        if not hits or depth == 0:
+            self._record_access(h.memory.pk for h in hits[:limit])
+            return Recall(tuple(RelatedMemory(h.memory, 0, h.score) for h in hits), ())
+        now = self._clock()
+        with self.store.read() as tx:
+
+            def memories_in_scope(pks: Iterable[int]) -> set[int]:
+                labels = tx.labels_of(list(pks))
+                return {pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in read}
+
+            reached = expand(
+                tx,
+                [h.memory.pk for h in hits],
+                depth,
+                direction="both",
+                valid_at=now,
+                edge_scopes=read,
+                admit=memories_in_scope,
+                limit=limit,
+            )
+            memories = tx.memories_by_pk(list(reached.depth))
+            edges = tx.edges_among(list(reached.depth), valid_at=now)
+        related = tuple(
+            RelatedMemory(memories[pk], d, 1.0 / (1 + d)) for pk, d in reached.depth.items() if pk in memories
+        )
+        self._record_access(r.memory.pk for r in related)
+        return Recall(related, self._memory_links(edges, memories))
+
+    @staticmethod
+    def _memory_links(edges: Iterable[Edge], memories: Mapping[int, Memory]) -> tuple[MemoryLink, ...]:
+        links = [
+            MemoryLink(e, memories[e.src_pk].hash, memories[e.dst_pk].hash)
+            for e in edges
+            if e.src_pk in memories and e.dst_pk in memories
+        ]
+        links.sort(key=lambda x: (x.edge.type, x.from_hash, x.to_hash, x.edge.created_at, x.edge.pk))
+        return tuple(links)
+
+    # -- relations between memories -------------------------------------------------------------
+
+    def relate_memories(
+        self, from_hash: str, to_hash: str, relation_type: str, *, scope: str | None = None
+    ) -> tuple[MemoryLink, bool]:
+        """Link two memories; an open link of the same type is returned as it is."""
+        check_text(relation_type, "relation type")
+        if not relation_type:
+            raise InvalidArgument("relation type must not be empty")
+        edge_scope = self._write_scope(scope)
+        read = self.read_scopes
+        at = self._clock()
+        with self.store.write() as tx:
+            src = self._memory_in(tx, from_hash, read)
+            if src is None:
+                raise NotFound(f"Memory not found: {from_hash.lower()}")
+            dst = self._memory_in(tx, to_hash, read)
+            if dst is None:
+                raise NotFound(f"Memory not found: {to_hash.lower()}")
+            if src.pk == dst.pk:
+                raise InvalidArgument("Cannot create self-referential relationship")
+            existing = tx.find_edges(src.pk, dst.pk, relation_type, open_at=at)
+            if existing:
+                return MemoryLink(existing[0], src.hash, dst.hash), False
+            edge = self._insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at)
+            return MemoryLink(edge, src.hash, dst.hash), True
+
+    def memory_links(
+        self, digest: str, direction: str = "both", *, scopes: Sequence[str] | None = None
+    ) -> list[MemoryLink]:
+        """Open relations between this memory and other memories; [] for an unknown hash."""
+        if direction not in ("outgoing", "incoming", "both", "out", "in"):
+            raise InvalidArgument("direction must be outgoing, incoming or both")
+        way = {"outgoing": "out", "incoming": "in"}.get(direction, direction)
+        read = self.scopes(scopes)
+        now = self._clock()
+        with self.store.read() as tx:
+            memory = self._memory_in(tx, digest, read)
+            if memory is None:
+                return []
+            edges = tx.edges_of([memory.pk], way, valid_at=now, scopes=read)  # type: ignore[arg-type]
+            ends = {e.src_pk for e in edges} | {e.dst_pk for e in edges}
+            memories = {pk: m for pk, m in tx.memories_by_pk(list(ends)).items() if m.scope in read}
+        return list(self._memory_links(edges, memories))
+
+    def unrelate_memories(
+        self, from_hash: str, to_hash: str, relation_type: str, *, scopes: Sequence[str] | None = None
+    ) -> bool:
+        """Delete the relation(s) of this type from one memory to the other."""
+        read = self.scopes(scopes)
+        at = self._clock()
+        with self.store.write() as tx:
+            src = self._memory_in(tx, from_hash, read)
+            dst = self._memory_in(tx, to_hash, read)
+            if src is None or dst is None:
+                return False
+            edges = [e for e in tx.find_edges(src.pk, dst.pk, relation_type) if e.scope in read]
+            for edge in edges:
+                tx.delete_edge(edge.pk)
+                self._log(tx, ops.edge_removed(edge), at)
+            return bool(edges)
+
+    # -- edges between any nodes ------------------------------------------------------------------
+
+    def _insert_edge(
+        self,
+        tx: WriteTx,
+        src: int,
+        dst: int,
+        src_scope: str,
+        dst_scope: str,
+        edge_type: str,
+        scope: str,
+        props: Props,
+        valid_from: int,
+        at: int,
+    ) -> Edge:
+        if src_scope != dst_scope and SHARED not in (src_scope, dst_scope):
+            raise InvalidArgument("cross-scope edge requires at least one shared endpoint")
+        edge_id = new_ulid()
+        pk = tx.insert_edge(edge_id, src, dst, edge_type, scope, props, valid_from, at)
+        edge = tx.edge_by_pk(pk)
+        assert edge is not None
+        self._log(tx, ops.edge_created(edge), at)
+        return edge
+
+    def link(
+        self,
+        from_id: str,
+        to_id: str,
+        edge_type: str,
+        *,
+        props: Props | None = None,
+        valid_from: int | None = None,
+        scope: str | None = None,
+    ) -> Edge:
+        """A new edge between two existing nodes, valid from `valid_from` (default: now)."""
+        check_text(edge_type, "edge type")
+        if not edge_type:
+            raise InvalidArgument("edge type must not be empty")
+        clean = check_props(props)
+        edge_scope = self._write_scope(scope)
+        at = self._clock()
+        with self.store.write() as tx:
+            src, dst = tx.node_by_id(from_id), tx.node_by_id(to_id)
+            if src is None:
+                raise NotFound(f"node {from_id} not found")
+            if dst is None:
+                raise NotFound(f"node {to_id} not found")
+            start = at if valid_from is None else valid_from
+            return self._insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, edge_scope, clean, start, at)
+
+    def close_edge(self, edge_id: str, valid_to: int | None = None) -> Edge:
+        """Mark an open edge as no longer true from `valid_to` (default: now)."""
+        at = self._clock()
+        with self.store.write() as tx:
+            edge = tx.edge_by_id(edge_id)
+            if edge is None:
+                raise NotFound(f"edge {edge_id} not found")
+            if edge.valid_to is not None:
+                raise Conflict(f"edge {edge_id} is already closed")
+            end = at if valid_to is None else valid_to
+            tx.close_edge(edge.pk, end)
+            self._log(tx, ops.edge_closed(edge, end), at)
+            closed = tx.edge_by_pk(edge.pk)
+            assert closed is not None
+            return closed
+
+    # -- entities and observations ------------------------------------------------------------
+
+    def create_entity(
+        self,
+        name: str,
+        entity_type: str = "",
+        observations: Sequence[str] = (),
+        *,
+        props: Props | None = None,
+        scope: str | None = None,
+        unique: bool = True,
+    ) -> tuple[Entity, bool]:
+        """An entity; with `unique`, an existing entity of that name in the scope is returned."""
+        check_text(name, "entity name")
+        if not name:
+            raise InvalidArgument("entity name must not be empty")
+        check_text(entity_type, "entity type")
+        for obs in observations:
+            check_text(obs, "observation")
+        clean = check_props(props)
+        target = self._write_scope(scope)
+        at = self._clock()
+        with self.store.write() as tx:
+            if unique:
+                existing = tx.entity_by_name([target], name)
+                if existing is not None:
+                    return existing, False
+            node_id = new_ulid()
+            pk = tx.insert_node(node_id, target, ENTITY, clean, at)
+            tx.insert_entity(pk, target, name, entity_type)
+            kept = tx.add_observations(pk, list(observations), at)
+            entity = Entity(pk, node_id, target, name, entity_type, tuple(kept), clean, at, at)
+            self._log(tx, ops.entity_created(entity), at)
+            return entity, True
+
+    def get_entity(self, name: str, *, scopes: Sequence[str] | None = None) -> Entity | None:
+        with self.store.read() as tx:
+            return tx.entity_by_name(self.scopes(scopes), name)
+
+    def add_observations(self, name: str, contents: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[str]:
+        """Append observations to an entity, skipping ones it already has. Returns the added ones."""
+        for obs in contents:
+            check_text(obs, "observation")
+        at = self._clock()
+        with self.store.write() as tx:
+            entity = tx.entity_by_name(self.scopes(scopes), name)
+            if entity is None:
+                raise NotFound(f"Entity with name {name} not found")
+            added = tx.add_observations(entity.pk, list(contents), at)
+            if added:
+                tx.touch_node(entity.pk, at)
+                self._log(tx, ops.observations_added(entity, added), at)
+            return added
+
+    # -- statistics, change log, export and import -------------------------------------------------
+
+    def stats(self, *, scopes: Sequence[str] | None = None) -> Stats:
+        read = self.scopes(scopes)
+        with self.store.read() as tx:
+            counts = tx.counts(read)
+            oldest, newest = tx.memory_time_range(read)
+            return Stats(
+                memories=counts["memories"],
+                tags=tx.count_tags(read),
+                entities=counts["entities"],
+                observations=counts["observations"],
+                edges=counts["edges"],
+                nodes=counts["nodes"],
+                embeddings=counts["embeddings"],
+                oldest_memory_at=oldest,
+                newest_memory_at=newest,
+                current_seq=tx.current_seq(),
+                size_bytes=self.store.size_bytes(),
+            )
+
+    def current_seq(self) -> int:
+        with self.store.read() as tx:
+            return tx.current_seq()
+
+    def changes(self, since_seq: int = 1, limit: int | None = None) -> list[Change]:
+        """The change log from `since_seq` (inclusive), oldest first."""
+        if limit is not None and limit < 1:
+            raise InvalidArgument("limit must be at least 1")
+        with self.store.read() as tx:
+            return tx.changes(max(1, since_seq), limit)
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Everything in the store as records: a header, then nodes, edges, embeddings."""
+        with self.store.read() as tx:
+            yield {
+                "type": "header",
+                "format": EXPORT_FORMAT,
+                "version": EXPORT_VERSION,
+                "seq": tx.current_seq(),
+                "exported_at": self._clock(),
+            }
+            yield from tx.dump()
+
+    def import_records(
+        self, records: Iterable[Mapping[str, Any]], *, progress: Callable[[int], None] | None = None
+    ) -> ImportReport:
+        """Load exported records; what is already here is left alone (import is idempotent)."""
+        written = unchanged = 0
+        errors: list[str] = []
+        batch: list[Mapping[str, Any]] = []
+
+        def flush() -> None:
+            nonlocal written, unchanged
+            at = self._clock()
+            with self.store.write() as tx:
+                for record in batch:
+                    try:
+                        with tx.savepoint():
+                            if tx.load(record):
+                                written += 1
+                                self._log_import(tx, record, at)
+                            else:
+                                unchanged += 1
+                    except (ValueError, KeyError, TypeError) as exc:
+                        errors.append(f"{record.get('type', '?')} {record.get('id', '')}: {exc}".strip())
+            if progress is not None:
+                progress(len(batch))
+            batch.clear()
+
+        for record in records:
+            kind = record.get("type")
+            if kind == "header":
+                if record.get("format") != EXPORT_FORMAT or record.get("version") != EXPORT_VERSION:
+                    raise InvalidArgument(
+                        f"not a mnemodb export of version {EXPORT_VERSION}: "
+                        f"format={record.get('format')!r} version={record.get('version')!r}"
+                    )
+                continue
+            batch.append(record)
+            if len(batch) >= _IMPORT_CHUNK:
+                flush()
+        if batch:
+            flush()
+        return ImportReport(written, unchanged, tuple(errors))
+
+    def _log_import(self, tx: WriteTx, record: Mapping[str, Any], at: int) -> None:
+        kind = record["type"]
+        if kind == "node":
+            self._log(tx, ops.record_created(record), at)
+        elif kind == "edge":
+            edge = tx.edge_by_id(record["id"])
+            if edge is not None:
+                self._log(tx, ops.edge_created(edge), at)
+                if edge.valid_to is not None:
+                    self._log(tx, ops.edge_closed(edge, edge.valid_to), at)
+        elif kind == "embedding":
+            node = tx.node_by_id(record["node"])
+            if node is not None:
+                vector = _floats(bytes.fromhex(record["vector"]))
+                self._log(tx, ops.embedding_set(node.scope, node.id, record["model"], vector), at)
+
+
+def _floats(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(blob) // 4}f", blob))

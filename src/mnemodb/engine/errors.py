@@ -1,0 +1,29 @@
+"""Errors the engine raises. Each says what was wrong in words a caller can act on."""
+
+from __future__ import annotations
+
+__all__ = ["Conflict", "EngineError", "InvalidArgument", "NotFound", "OperationTimeout", "StoreUnavailable"]
+
+
+class EngineError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class InvalidArgument(EngineError):
+    """The call's arguments break a rule of the data model."""
+
+
+class NotFound(EngineError):
+    """The node, edge or memory the call names does not exist in the caller's scopes."""
+
+
+class Conflict(EngineError):
+    """The write would break a uniqueness rule (for example, content stored twice in one scope)."""
+
+
+class OperationTimeout(EngineError):
+    """The operation ran past its deadline and was rolled back."""
+
+
+class StoreUnavailable(EngineError):
+    """The database could not be opened or stayed locked past every retry."""

@@ -1,0 +1,202 @@
+"""The engine's value types: what every profile reads and writes.
+
+Frozen dataclasses inside; the MCP layer turns them into each profile's JSON shapes.
+All times are integer milliseconds since the Unix epoch, UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Scalar = str | int | float | bool
+"""A property value: JSON scalars only (no null, arrays or objects)."""
+
+Props = Mapping[str, Scalar]
+
+Direction = Literal["out", "in", "both"]
+
+MEMORY = "Memory"
+ENTITY = "Entity"
+
+MEMORY_TYPES = ("general", "fact", "plan", "decision", "reflection", "lesson", "error", "gradient")
+"""The memory types memdb defined; the engine accepts any non-empty type name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A piece of remembered text with its metadata."""
+
+    pk: int
+    """Integer row id: stable for the life of the memory (memdb's integer `id`)."""
+    id: str
+    """ULID."""
+    scope: str
+    content: str
+    hash: str
+    """sha256 of the raw UTF-8 content, lower-case hex."""
+    tags: tuple[str, ...]
+    """Sorted, unique."""
+    importance: int
+    memory_type: str
+    summary: str | None
+    props: Props
+    created_at: int
+    updated_at: int
+    access_count: int = 0
+    last_accessed_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A named thing memories and relations are about, with its observations."""
+
+    pk: int
+    id: str
+    scope: str
+    name: str
+    entity_type: str
+    observations: tuple[str, ...]
+    props: Props
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """Any node, in the label + properties form the property-graph face uses."""
+
+    pk: int
+    id: str
+    scope: str
+    label: str
+    props: Props
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed, directed, time-bounded relation between two nodes."""
+
+    pk: int
+    id: str
+    src: str
+    """ULID of the source node."""
+    dst: str
+    type: str
+    scope: str
+    props: Props
+    valid_from: int
+    valid_to: int | None
+    """None while the edge is open; the instant it stopped being true otherwise."""
+    created_at: int
+    src_pk: int
+    dst_pk: int
+
+    def is_valid_at(self, at: int) -> bool:
+        """`valid_from` inclusive, `valid_to` exclusive."""
+        return self.valid_from <= at and (self.valid_to is None or at < self.valid_to)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of the change log: an operation a committed write performed."""
+
+    seq: int
+    at: int
+    scope: str | None
+    op: str
+    target: str | None
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """The fields a caller gives to store a memory."""
+
+    content: str
+    tags: tuple[str, ...] = ()
+    importance: int = 0
+    memory_type: str = "general"
+    summary: str | None = None
+    props: Props = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMemory:
+    """The outcome of storing one memory: the memory and whether it was new."""
+
+    memory: Memory
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """The outcome of one item of a batch: a value, or the reason it failed."""
+
+    index: int
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A memory found by a search, with its relevance and how it was made."""
+
+    memory: Memory
+    score: float
+    components: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLink:
+    """A relation between two memories, with both endpoints' content hashes."""
+
+    edge: Edge
+    from_hash: str
+    to_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedMemory:
+    """A memory reached from search seeds by following relations."""
+
+    memory: Memory
+    depth: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """Search seeds expanded over relations: memories and the edges between them."""
+
+    memories: tuple[RelatedMemory, ...]
+    links: tuple[MemoryLink, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    memories: int
+    tags: int
+    entities: int
+    observations: int
+    edges: int
+    nodes: int
+    embeddings: int
+    oldest_memory_at: int | None
+    newest_memory_at: int | None
+    current_seq: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    written: int
+    unchanged: int
+    errors: tuple[str, ...]

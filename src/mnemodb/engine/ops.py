@@ -1,0 +1,135 @@
+"""The operations the change log records, as plain JSON-ready dicts.
+
+Each committed write appends one entry per operation, in the same transaction as the
+write. An entry is `(scope, op, target, data)`; `target` is the ULID the operation is
+about. The shapes are documented in docs/design.md; profiles render them in their own
+formats (topodb's externally-tagged ops, for example).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mnemodb.engine.models import Edge, Entity, Memory, Props
+
+Op = tuple[str | None, str, str | None, dict[str, Any]]
+
+CREATE_NODE = "create_node"
+UPDATE_NODE = "update_node"
+REMOVE_NODE = "remove_node"
+CREATE_EDGE = "create_edge"
+CLOSE_EDGE = "close_edge"
+REMOVE_EDGE = "remove_edge"
+ADD_TAGS = "add_tags"
+ADD_OBSERVATIONS = "add_observations"
+REMOVE_OBSERVATIONS = "remove_observations"
+SET_EMBEDDING = "set_embedding"
+
+
+def node_record(
+    node_id: str,
+    scope: str,
+    label: str,
+    props: Props,
+    *,
+    memory: Mapping[str, Any] | None = None,
+    entity: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": node_id, "label": label, "scope": scope, "props": dict(props)}
+    if memory is not None:
+        data["memory"] = dict(memory)
+    if entity is not None:
+        data["entity"] = dict(entity)
+    return data
+
+
+def memory_fields(memory: Memory) -> dict[str, Any]:
+    return {
+        "hash": memory.hash,
+        "content": memory.content,
+        "summary": memory.summary,
+        "importance": memory.importance,
+        "memory_type": memory.memory_type,
+        "tags": list(memory.tags),
+    }
+
+
+def memory_created(memory: Memory) -> Op:
+    data = node_record(memory.id, memory.scope, "Memory", memory.props, memory=memory_fields(memory))
+    return memory.scope, CREATE_NODE, memory.id, data
+
+
+def entity_created(entity: Entity) -> Op:
+    fields = {
+        "name": entity.name,
+        "entity_type": entity.entity_type,
+        "observations": list(entity.observations),
+    }
+    data = node_record(entity.id, entity.scope, "Entity", entity.props, entity=fields)
+    return entity.scope, CREATE_NODE, entity.id, data
+
+
+def record_created(record: Mapping[str, Any]) -> Op:
+    """The create op for a node record in dump format (import and migration)."""
+    memory = record.get("memory")
+    entity = record.get("entity")
+    if entity is not None:
+        entity = {**entity, "observations": [o["content"] for o in entity.get("observations", [])]}
+    data = node_record(
+        record["id"],
+        record["scope"],
+        record["label"],
+        record.get("props") or {},
+        memory=memory,
+        entity=entity,
+    )
+    return record["scope"], CREATE_NODE, record["id"], data
+
+
+def node_updated(scope: str, node_id: str, changes: Mapping[str, Any]) -> Op:
+    return scope, UPDATE_NODE, node_id, {"id": node_id, "set": dict(changes)}
+
+
+def node_removed(scope: str, node_id: str) -> Op:
+    return scope, REMOVE_NODE, node_id, {"id": node_id}
+
+
+def tags_added(scope: str, node_id: str, tags: Sequence[str]) -> Op:
+    return scope, ADD_TAGS, node_id, {"id": node_id, "tags": list(tags)}
+
+
+def edge_created(edge: Edge) -> Op:
+    return edge.scope, CREATE_EDGE, edge.id, edge_record(edge)
+
+
+def edge_record(edge: Edge) -> dict[str, Any]:
+    return {
+        "id": edge.id,
+        "from": edge.src,
+        "to": edge.dst,
+        "type": edge.type,
+        "scope": edge.scope,
+        "props": dict(edge.props),
+        "valid_from": edge.valid_from,
+    }
+
+
+def edge_closed(edge: Edge, valid_to: int) -> Op:
+    return edge.scope, CLOSE_EDGE, edge.id, {"id": edge.id, "valid_to": valid_to}
+
+
+def edge_removed(edge: Edge) -> Op:
+    return edge.scope, REMOVE_EDGE, edge.id, {"id": edge.id}
+
+
+def observations_added(entity: Entity, contents: Sequence[str]) -> Op:
+    return entity.scope, ADD_OBSERVATIONS, entity.id, {"id": entity.id, "contents": list(contents)}
+
+
+def observations_removed(entity: Entity, contents: Sequence[str]) -> Op:
+    return entity.scope, REMOVE_OBSERVATIONS, entity.id, {"id": entity.id, "contents": list(contents)}
+
+
+def embedding_set(scope: str, node_id: str, model: str, vector: Sequence[float]) -> Op:
+    return scope, SET_EMBEDDING, node_id, {"id": node_id, "model": model, "vector": list(vector)}

@@ -1,0 +1,1 @@
+"""Graph traversal over the store: neighbourhoods, paths, subgraphs."""

@@ -1,0 +1,121 @@
+"""ULIDs: the stable identifiers of nodes, edges and scopes.
+
+A ULID is 48 bits of millisecond time and 80 random bits, written as 26 Crockford
+base32 characters. Ids made by one process are strictly increasing (the random part
+is incremented within one millisecond), so sorting by id sorts by creation order.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+__all__ = [
+    "SHARED",
+    "InvalidId",
+    "is_ulid",
+    "new_ulid",
+    "normalize_scope",
+    "parse_ulid",
+    "ulid_at",
+    "ulid_time_ms",
+]
+
+SHARED = "shared"
+"""The scope every reader may include: memory shared by all agents on one store."""
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_DECODE = {c: i for i, c in enumerate(_ALPHABET)}
+# Crockford's aliases: lower case, and I/L/O read as 1/1/0.
+_DECODE.update({c.lower(): i for c, i in list(_DECODE.items())})
+_DECODE.update({"I": 1, "i": 1, "L": 1, "l": 1, "O": 0, "o": 0})
+
+_MAX_RANDOM = (1 << 80) - 1
+
+
+class InvalidId(ValueError):
+    """A string that is not a ULID."""
+
+
+class _Generator:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_ms = -1
+        self._last_random = 0
+
+    def next(self) -> int:
+        with self._lock:
+            now = time.time_ns() // 1_000_000
+            if now <= self._last_ms:
+                # Same (or earlier, if the clock stepped back) millisecond: stay monotonic.
+                now = self._last_ms
+                rand = self._last_random + 1
+                if rand > _MAX_RANDOM:
+                    now += 1
+                    rand = int.from_bytes(os.urandom(10), "big") >> 1
+            else:
+                # Top bit clear leaves room to increment many times in one millisecond.
+                rand = int.from_bytes(os.urandom(10), "big") >> 1
+            self._last_ms, self._last_random = now, rand
+            return (now << 80) | rand
+
+
+_generator = _Generator()
+
+
+def _encode(value: int) -> str:
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_ulid() -> str:
+    """A new ULID, greater than every ULID this process made before."""
+    return _encode(_generator.next())
+
+
+def ulid_at(ms: int) -> str:
+    """A ULID for a past instant (used when importing records that carry their own time)."""
+    rand = int.from_bytes(os.urandom(10), "big")
+    return _encode((max(0, ms) << 80) | rand)
+
+
+def parse_ulid(text: str) -> str:
+    """Return the canonical (upper-case) form of `text`, or raise `InvalidId`."""
+    if len(text) != 26:
+        raise InvalidId(f"invalid length {len(text)} (a ULID has 26 characters)")
+    value = 0
+    for ch in text:
+        digit = _DECODE.get(ch)
+        if digit is None:
+            raise InvalidId(f"invalid character {ch!r}")
+        value = (value << 5) | digit
+    if value >> 128:
+        raise InvalidId("value overflows 128 bits")
+    return _encode(value)
+
+
+def is_ulid(text: str) -> bool:
+    try:
+        parse_ulid(text)
+    except InvalidId:
+        return False
+    return True
+
+
+def ulid_time_ms(ulid: str) -> int:
+    """The millisecond timestamp in a ULID."""
+    value = 0
+    for ch in parse_ulid(ulid)[:10]:
+        value = (value << 5) | _DECODE[ch]
+    return value
+
+
+def normalize_scope(text: str) -> str:
+    """`shared` (any case) or a ULID in canonical form; raise `InvalidId` otherwise."""
+    if text.strip().lower() == SHARED:
+        return SHARED
+    return parse_ulid(text.strip())

@@ -1,0 +1,1 @@
+"""Ranking, query analysis and (later) embedders."""

@@ -1,0 +1,60 @@
+"""How a memory's relevance to a query is scored.
+
+relevance = match x importance factor + recency bonus, in [0, 1 + recency_max]:
+
+- match, in [0, 1]: the text match relative to the best one in the result set
+  (bm25 / best bm25, so the best text match scores 1 and better matches always score
+  higher), raised halfway towards 1 when a tag equals a query term; a tag-only hit
+  scores `tag_match`.
+- importance factor: `importance_floor` for importance 0 up to 1 for importance 10,
+  so importance orders otherwise similar matches without burying a strong match.
+- recency: `recency_max` for a memory written now, falling linearly to 0 at
+  `recency_days`.
+
+memdb's relevance field keeps its 0..~1.15 range this way, but ranks the right way up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class RankWeights:
+    tag_match: float = 0.5
+    importance_floor: float = 0.75
+    recency_max: float = 0.15
+    recency_days: float = 7.0
+
+
+DEFAULT_WEIGHTS = RankWeights()
+
+
+def text_strengths(bm25: Mapping[int, float]) -> dict[int, float]:
+    """bm25 scores (FTS5: more negative is better) as strengths in (0, 1], best = 1."""
+    if not bm25:
+        return {}
+    best = max(abs(v) for v in bm25.values())
+    if best <= 0:
+        return dict.fromkeys(bm25, 1.0)
+    return {pk: abs(v) / best for pk, v in bm25.items()}
+
+
+def relevance(
+    text: float,
+    tag_hit: bool,
+    importance: int,
+    created_at: int,
+    now: int,
+    weights: RankWeights = DEFAULT_WEIGHTS,
+) -> tuple[float, dict[str, float]]:
+    """The relevance of one candidate and the parts it is made of."""
+    match = text + (1.0 - text) * weights.tag_match if tag_hit else text
+    factor = weights.importance_floor + (1.0 - weights.importance_floor) * max(0, min(10, importance)) / 10
+    age_days = max(0.0, (now - created_at) / DAY_MS)
+    recency = max(0.0, (weights.recency_days - age_days) / weights.recency_days) * weights.recency_max
+    score = match * factor + recency
+    return score, {"text": text, "tag": 1.0 if tag_hit else 0.0, "importance": factor, "recency": recency}

@@ -1,0 +1,1 @@
+"""Persistence behind a narrow interface; all SQL lives in this package."""

@@ -1,0 +1,141 @@
+"""Opening a database file that memdb made: detect it, back it up, migrate it in place.
+
+memdb keeps `memories`, `tags` and `relationships` tables (plural names) with integer
+ids. The migration copies every row into mnemodb's tables in the same transaction that
+creates them, keeping memdb's integer ids as the node and edge row ids so that every
+id a client saw before still means the same memory, then drops the old tables. A copy
+of the original file is written first, next to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mnemodb.engine import ops
+from mnemodb.ids import SHARED, ulid_at
+
+if TYPE_CHECKING:
+    from mnemodb.store.sqlite.store import _WriteTx
+
+log = logging.getLogger(__name__)
+
+_TABLES = ("memories", "tags", "relationships")
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def is_memdb_database(conn: sqlite3.Connection) -> bool:
+    """True for a file holding memdb's schema (and not yet migrated)."""
+    memory_columns = _columns(conn, "memories")
+    return {"id", "content", "hash"} <= memory_columns and "memory_id" in _columns(conn, "tags")
+
+
+def backup_before_migration(conn: sqlite3.Connection, path: str) -> Path:
+    """Copy the whole memdb database next to it before anything is changed."""
+    target = Path(path + ".memdb-backup")
+    n = 1
+    while target.exists():
+        n += 1
+        target = Path(f"{path}.memdb-backup-{n}")
+    dest = sqlite3.connect(target)
+    try:
+        conn.backup(dest)
+    finally:
+        dest.close()
+    log.warning("found a memdb database at %s; a copy was saved to %s before migrating it", path, target)
+    return target
+
+
+def parse_timestamp(text: Any) -> int:
+    """memdb's `YYYY-MM-DD HH:MM:SS` (UTC, SQLite CURRENT_TIMESTAMP) as epoch milliseconds."""
+    if isinstance(text, int | float):
+        return int(text)
+    value = str(text or "").strip().replace("T", " ").rstrip("Z")
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d"):
+        try:
+            return int(datetime.strptime(value, fmt).replace(tzinfo=UTC).timestamp() * 1000)
+        except ValueError:
+            continue
+    return 0
+
+
+def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
+    """Move memdb's rows into mnemodb's tables (already created in this transaction)."""
+    conn = tx.conn
+    memory_columns = _columns(conn, "memories")
+    tags: dict[int, list[str]] = {}
+    for memory_id, tag in conn.execute("SELECT memory_id, tag FROM tags ORDER BY memory_id, tag"):
+        tags.setdefault(memory_id, []).append(tag)
+
+    def col(name: str, default: str) -> str:
+        return name if name in memory_columns else default
+
+    select = ", ".join(
+        [
+            "id",
+            "content",
+            col("summary", "NULL"),
+            col("importance", "0"),
+            col("memory_type", "'general'"),
+            col("created_at", "NULL"),
+            col("accessed_at", "NULL"),
+            "hash",
+        ]
+    )
+    rows = conn.execute(f"SELECT {select} FROM memories ORDER BY id").fetchall()
+    ids: dict[int, str] = {}
+    for memory_id, content, summary, importance, memory_type, created_at, accessed_at, digest in rows:
+        at = parse_timestamp(created_at)
+        node_id = ulid_at(at)
+        ids[memory_id] = node_id
+        pk = tx.insert_node(node_id, SHARED, "Memory", {}, at, pk=memory_id)
+        tx.insert_memory(
+            pk, SHARED, str(digest).lower(), content, summary, int(importance or 0), memory_type or "general"
+        )
+        tx.add_tags(pk, tags.get(memory_id, []))
+        accessed = parse_timestamp(accessed_at) if accessed_at else 0
+        if accessed > at:
+            conn.execute("INSERT INTO node_access (node, count, last_at) VALUES (?, 0, ?)", [pk, accessed])
+        memory = tx.memory_by_pk(pk)
+        assert memory is not None
+        tx.append_change(at, *ops.memory_created(memory))
+
+    relationship_count = 0
+    if _columns(conn, "relationships"):
+        rel_columns = _columns(conn, "relationships")
+        src = "from_memory_id" if "from_memory_id" in rel_columns else "from_id"
+        dst = "to_memory_id" if "to_memory_id" in rel_columns else "to_id"
+        created = "created_at" if "created_at" in rel_columns else "NULL"
+        for rel_id, from_id, to_id, relation_type, created_at in conn.execute(
+            f"SELECT id, {src}, {dst}, relation_type, {created} FROM relationships ORDER BY id"
+        ).fetchall():
+            if from_id not in ids or to_id not in ids:
+                continue
+            at = parse_timestamp(created_at)
+            edge_pk = tx.insert_edge(ulid_at(at), from_id, to_id, relation_type, SHARED, {}, at, at, pk=rel_id)
+            edge = tx.edge_by_pk(edge_pk)
+            assert edge is not None
+            tx.append_change(at, *ops.edge_created(edge))
+            relationship_count += 1
+
+    # Drop the old tables last. Dropping memdb's FTS5 table takes its shadow tables with
+    # it, and dropping a table takes its triggers.
+    virtual = [
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' "
+            "AND name NOT IN ('memory_fts', 'observation_fts')"
+        )
+    ]
+    for name in virtual:
+        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+    for table in ("relationships", "tags", "memories"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    log.warning("migrated %d memories and %d relationships from memdb's schema", len(rows), relationship_count)
+    return len(rows), relationship_count

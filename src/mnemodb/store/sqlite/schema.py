@@ -1,0 +1,152 @@
+"""The SQLite schema, as an ordered list of migrations.
+
+`PRAGMA user_version` holds the number of migrations applied. A migration is never
+edited once released: a change to the schema is a new migration at the end.
+Table names are singular on purpose: they never collide with the plural tables of a
+memdb database, which lets a memdb file be migrated in place (see `legacy.py`).
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x4D4E454D  # "MNEM": marks a file as a mnemodb database
+
+# The analyzer for memory and observation text. Porter stemming over unicode61 gave the
+# best BM25 recall on the conversational-memory development split (see docs/design.md).
+TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: nodes, memories, tags, edges, the change log.
+    f"""
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+
+    CREATE TABLE node (
+        pk         INTEGER PRIMARY KEY AUTOINCREMENT,
+        id         TEXT NOT NULL UNIQUE,
+        scope      TEXT NOT NULL,
+        label      TEXT NOT NULL,
+        props      TEXT NOT NULL DEFAULT '{{}}',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX node_label_scope ON node (label, scope, created_at);
+
+    CREATE TABLE memory (
+        node        INTEGER PRIMARY KEY REFERENCES node (pk) ON DELETE CASCADE,
+        scope       TEXT NOT NULL,
+        hash        TEXT NOT NULL,
+        content     TEXT NOT NULL,
+        summary     TEXT,
+        importance  INTEGER NOT NULL DEFAULT 0 CHECK (importance BETWEEN 0 AND 10),
+        memory_type TEXT NOT NULL DEFAULT 'general'
+    );
+    CREATE UNIQUE INDEX memory_scope_hash ON memory (scope, hash);
+
+    CREATE TABLE memory_tag (
+        node INTEGER NOT NULL REFERENCES memory (node) ON DELETE CASCADE,
+        tag  TEXT NOT NULL,
+        PRIMARY KEY (node, tag)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_tag_tag ON memory_tag (tag, node);
+
+    CREATE VIRTUAL TABLE memory_fts USING fts5 (
+        content, summary,
+        content = 'memory', content_rowid = 'node',
+        tokenize = '{TEXT_TOKENIZER}'
+    );
+    CREATE TRIGGER memory_fts_insert AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_fts (rowid, content, summary) VALUES (new.node, new.content, new.summary);
+    END;
+    CREATE TRIGGER memory_fts_delete AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, summary)
+        VALUES ('delete', old.node, old.content, old.summary);
+    END;
+    CREATE TRIGGER memory_fts_update AFTER UPDATE OF content, summary ON memory BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, summary)
+        VALUES ('delete', old.node, old.content, old.summary);
+        INSERT INTO memory_fts (rowid, content, summary) VALUES (new.node, new.content, new.summary);
+    END;
+
+    CREATE TABLE edge (
+        pk         INTEGER PRIMARY KEY AUTOINCREMENT,
+        id         TEXT NOT NULL UNIQUE,
+        src        INTEGER NOT NULL REFERENCES node (pk) ON DELETE CASCADE,
+        dst        INTEGER NOT NULL REFERENCES node (pk) ON DELETE CASCADE,
+        type       TEXT NOT NULL,
+        scope      TEXT NOT NULL,
+        props      TEXT NOT NULL DEFAULT '{{}}',
+        valid_from INTEGER NOT NULL,
+        valid_to   INTEGER,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX edge_src ON edge (src, type);
+    CREATE INDEX edge_dst ON edge (dst, type);
+
+    CREATE TABLE change_log (
+        seq    INTEGER PRIMARY KEY,
+        at     INTEGER NOT NULL,
+        scope  TEXT,
+        op     TEXT NOT NULL,
+        target TEXT,
+        data   TEXT NOT NULL
+    );
+    """,
+    # 2: entities with ordered observations, embeddings, access statistics.
+    f"""
+    CREATE TABLE entity (
+        node        INTEGER PRIMARY KEY REFERENCES node (pk) ON DELETE CASCADE,
+        scope       TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        entity_type TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX entity_scope_name ON entity (scope, name);
+    CREATE INDEX entity_type ON entity (entity_type);
+
+    CREATE TABLE observation (
+        pk         INTEGER PRIMARY KEY,
+        entity     INTEGER NOT NULL REFERENCES entity (node) ON DELETE CASCADE,
+        position   INTEGER NOT NULL,
+        content    TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (entity, content)
+    );
+    CREATE INDEX observation_order ON observation (entity, position);
+
+    CREATE VIRTUAL TABLE observation_fts USING fts5 (
+        content,
+        content = 'observation', content_rowid = 'pk',
+        tokenize = '{TEXT_TOKENIZER}'
+    );
+    CREATE TRIGGER observation_fts_insert AFTER INSERT ON observation BEGIN
+        INSERT INTO observation_fts (rowid, content) VALUES (new.pk, new.content);
+    END;
+    CREATE TRIGGER observation_fts_delete AFTER DELETE ON observation BEGIN
+        INSERT INTO observation_fts (observation_fts, rowid, content) VALUES ('delete', old.pk, old.content);
+    END;
+    CREATE TRIGGER observation_fts_update AFTER UPDATE OF content ON observation BEGIN
+        INSERT INTO observation_fts (observation_fts, rowid, content) VALUES ('delete', old.pk, old.content);
+        INSERT INTO observation_fts (rowid, content) VALUES (new.pk, new.content);
+    END;
+
+    CREATE TABLE embedding (
+        node       INTEGER NOT NULL REFERENCES node (pk) ON DELETE CASCADE,
+        model      TEXT NOT NULL,
+        dim        INTEGER NOT NULL,
+        vector     BLOB NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (node, model)
+    ) WITHOUT ROWID;
+    CREATE INDEX embedding_model ON embedding (model, node);
+
+    -- Written in batches off the read path; never in the change log.
+    CREATE TABLE node_access (
+        node    INTEGER PRIMARY KEY REFERENCES node (pk) ON DELETE CASCADE,
+        count   INTEGER NOT NULL,
+        last_at INTEGER NOT NULL
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,912 @@
+"""The SQLite store: one file, WAL, FTS5, safe for several processes at once.
+
+Concurrency model, in one process: one write connection, used by one thread at a time
+under a lock, and one read connection per thread. Across processes: WAL lets readers
+run beside the one writer; every write transaction starts with `BEGIN IMMEDIATE`, so a
+writer waits for the write lock up front (busy timeout plus a retry loop) instead of
+failing half-way with "database is locked".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mnemodb.engine.errors import OperationTimeout, StoreUnavailable
+from mnemodb.engine.models import Change, Direction, Edge, Entity, Memory, Node, Props
+from mnemodb.store.sqlite import legacy
+from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["SqliteStore"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MEMORY_DB = ":memory:"
+
+# How long a writer keeps trying to get the write lock before giving up. Each attempt
+# also waits up to the connection's busy timeout inside SQLite.
+_BUSY_TIMEOUT_S = 5.0
+_WRITE_LOCK_DEADLINE_S = 120.0
+
+_MEMORY_COLUMNS = (
+    "n.pk, n.id, n.scope, m.content, m.hash, m.importance, m.memory_type, m.summary, n.props, "
+    "n.created_at, n.updated_at, a.count, a.last_at"
+)
+_MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
+_EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
+_EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _fts_phrase(term: str) -> str:
+    # A double-quoted FTS5 string is always a plain phrase: no operator inside it is live.
+    return '"' + term.replace('"', '""') + '"'
+
+
+class _Tx:
+    """Read methods over one connection. Every method is a few indexed statements."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # -- memories --------------------------------------------------------------------------
+
+    def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
+        rows = self.conn.execute(f"SELECT {_MEMORY_COLUMNS} FROM {_MEMORY_FROM} WHERE {where}", params).fetchall()
+        if not rows:
+            return []
+        tags = self._tags_of([r[0] for r in rows])
+        return [
+            Memory(
+                pk=r[0],
+                id=r[1],
+                scope=r[2],
+                content=r[3],
+                hash=r[4],
+                importance=r[5],
+                memory_type=r[6],
+                summary=r[7],
+                props=json.loads(r[8]),
+                created_at=r[9],
+                updated_at=r[10],
+                tags=tags.get(r[0], ()),
+                access_count=r[11] or 0,
+                last_accessed_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        out: dict[int, list[str]] = {}
+        for chunk in _chunks(pks, 500):
+            for node, tag in self.conn.execute(
+                f"SELECT node, tag FROM memory_tag WHERE node IN ({_marks(len(chunk))}) ORDER BY node, tag",
+                chunk,
+            ):
+                out.setdefault(node, []).append(tag)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
+        found = self._memories(
+            f"m.hash = ? AND m.scope IN ({_marks(len(scopes))}) ORDER BY m.node LIMIT 1", [digest, *scopes]
+        )
+        return found[0] if found else None
+
+    def memory_by_pk(self, pk: int) -> Memory | None:
+        found = self._memories("m.node = ?", [pk])
+        return found[0] if found else None
+
+    def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        out: dict[int, Memory] = {}
+        for chunk in _chunks(pks, 500):
+            for memory in self._memories(f"m.node IN ({_marks(len(chunk))})", chunk):
+                out[memory.pk] = memory
+        return out
+
+    def search_text(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Memories matching any of `terms`, best first, with FTS5's bm25 (lower is better)."""
+        if not terms or limit <= 0:
+            return []
+        match = " OR ".join(_fts_phrase(t) for t in terms)
+        rows = self.conn.execute(
+            "SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memory m ON m.node = f.rowid "
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({_marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            [match, *scopes, limit],
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[int]:
+        if not tags:
+            return []
+        rows = self.conn.execute(
+            "SELECT DISTINCT t.node FROM memory_tag t JOIN memory m ON m.node = t.node "
+            f"WHERE t.tag IN ({_marks(len(tags))}) AND m.scope IN ({_marks(len(scopes))}) LIMIT ?",
+            [*tags, *scopes, limit],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def count_memories(self, scopes: Sequence[str]) -> int:
+        row = self.conn.execute(
+            f"SELECT COUNT(*) FROM memory WHERE scope IN ({_marks(len(scopes))})", scopes
+        ).fetchone()
+        return int(row[0])
+
+    def count_tags(self, scopes: Sequence[str]) -> int:
+        row = self.conn.execute(
+            "SELECT COUNT(DISTINCT t.tag) FROM memory_tag t JOIN memory m ON m.node = t.node "
+            f"WHERE m.scope IN ({_marks(len(scopes))})",
+            scopes,
+        ).fetchone()
+        return int(row[0])
+
+    def memory_time_range(self, scopes: Sequence[str]) -> tuple[int | None, int | None]:
+        row = self.conn.execute(
+            "SELECT MIN(n.created_at), MAX(n.created_at) FROM node n "
+            f"WHERE n.label = 'Memory' AND n.scope IN ({_marks(len(scopes))})",
+            scopes,
+        ).fetchone()
+        return row[0], row[1]
+
+    # -- nodes and entities ---------------------------------------------------------------
+
+    def node_by_id(self, node_id: str) -> Node | None:
+        row = self.conn.execute(
+            "SELECT pk, id, scope, label, props, created_at, updated_at FROM node WHERE id = ?", [node_id]
+        ).fetchone()
+        if row is None:
+            return None
+        return Node(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+
+    def node_pk(self, node_id: str) -> int | None:
+        row = self.conn.execute("SELECT pk FROM node WHERE id = ?", [node_id]).fetchone()
+        return None if row is None else int(row[0])
+
+    def labels_of(self, pks: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """Node pk -> (label, scope), for the pks that exist."""
+        out: dict[int, tuple[str, str]] = {}
+        for chunk in _chunks(pks, 500):
+            for pk, label, scope in self.conn.execute(
+                f"SELECT pk, label, scope FROM node WHERE pk IN ({_marks(len(chunk))})", chunk
+            ):
+                out[pk] = (label, scope)
+        return out
+
+    def entity_by_name(self, scopes: Sequence[str], name: str) -> Entity | None:
+        row = self.conn.execute(
+            "SELECT n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at "
+            "FROM entity e JOIN node n ON n.pk = e.node "
+            f"WHERE e.name = ? AND e.scope IN ({_marks(len(scopes))}) ORDER BY e.node LIMIT 1",
+            [name, *scopes],
+        ).fetchone()
+        if row is None:
+            return None
+        observations = tuple(
+            r[0]
+            for r in self.conn.execute("SELECT content FROM observation WHERE entity = ? ORDER BY position", [row[0]])
+        )
+        return Entity(row[0], row[1], row[2], row[3], row[4], observations, json.loads(row[5]), row[6], row[7])
+
+    # -- edges ------------------------------------------------------------------------------
+
+    def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
+        rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
+        return [
+            Edge(
+                pk=r[0],
+                id=r[1],
+                src=r[2],
+                dst=r[3],
+                type=r[4],
+                scope=r[5],
+                props=json.loads(r[6]),
+                valid_from=r[7],
+                valid_to=r[8],
+                created_at=r[9],
+                src_pk=r[10],
+                dst_pk=r[11],
+            )
+            for r in rows
+        ]
+
+    def edge_by_pk(self, pk: int) -> Edge | None:
+        found = self._edges("e.pk = ?", [pk])
+        return found[0] if found else None
+
+    def edge_by_id(self, edge_id: str) -> Edge | None:
+        found = self._edges("e.id = ?", [edge_id])
+        return found[0] if found else None
+
+    def find_edges(self, src: int, dst: int, edge_type: str, *, open_at: int | None = None) -> list[Edge]:
+        where = "e.src = ? AND e.dst = ? AND e.type = ?"
+        params: list[Any] = [src, dst, edge_type]
+        if open_at is not None:
+            where += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+            params += [open_at, open_at]
+        return self._edges(where + " ORDER BY e.pk", params)
+
+    def edges_of(
+        self,
+        pks: Sequence[int],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[Edge]:
+        """Edges leaving (`out`), entering (`in`) or touching (`both`) any of `pks`."""
+        if not pks:
+            return []
+        filters = ""
+        extra: list[Any] = []
+        if valid_at is not None:
+            filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+            extra += [valid_at, valid_at]
+        if scopes is not None:
+            filters += f" AND e.scope IN ({_marks(len(scopes))})"
+            extra += list(scopes)
+        if edge_types:
+            filters += f" AND e.type IN ({_marks(len(edge_types))})"
+            extra += list(edge_types)
+        found: dict[int, Edge] = {}
+        for chunk in _chunks(pks, 400):
+            marks = _marks(len(chunk))
+            # Two indexed lookups (edge_src, edge_dst) rather than one OR, which would scan.
+            if direction in ("out", "both"):
+                for edge in self._edges(f"e.src IN ({marks}){filters}", [*chunk, *extra]):
+                    found[edge.pk] = edge
+            if direction in ("in", "both"):
+                for edge in self._edges(f"e.dst IN ({marks}){filters}", [*chunk, *extra]):
+                    found[edge.pk] = edge
+        return [found[k] for k in sorted(found)]
+
+    def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
+        """Edges whose both endpoints are in `pks`."""
+        members = set(pks)
+        return [e for e in self.edges_of(pks, "out", valid_at=valid_at) if e.dst_pk in members]
+
+    # -- statistics, change log, metadata ---------------------------------------------------
+
+    def counts(self, scopes: Sequence[str] | None) -> dict[str, int]:
+        if scopes is None:
+            where, params = "", []
+        else:
+            where, params = f" WHERE scope IN ({_marks(len(scopes))})", list(scopes)
+        out = {}
+        for name, table in (
+            ("nodes", "node"),
+            ("memories", "memory"),
+            ("entities", "entity"),
+            ("edges", "edge"),
+        ):
+            out[name] = int(self.conn.execute(f"SELECT COUNT(*) FROM {table}{where}", params).fetchone()[0])
+        obs_where = (
+            "" if scopes is None else f" JOIN entity e ON e.node = o.entity WHERE e.scope IN ({_marks(len(scopes))})"
+        )
+        out["observations"] = int(
+            self.conn.execute(f"SELECT COUNT(*) FROM observation o{obs_where}", params).fetchone()[0]
+        )
+        out["embeddings"] = int(self.conn.execute("SELECT COUNT(*) FROM embedding").fetchone()[0])
+        return out
+
+    def current_seq(self) -> int:
+        row = self.conn.execute("SELECT MAX(seq) FROM change_log").fetchone()
+        return int(row[0] or 0)
+
+    def changes(self, since_seq: int, limit: int | None) -> list[Change]:
+        sql = "SELECT seq, at, scope, op, target, data FROM change_log WHERE seq >= ? ORDER BY seq"
+        params: list[Any] = [since_seq]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [Change(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self.conn.execute(sql, params)]
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return None if row is None else str(row[0])
+
+    def dump(self) -> Iterator[dict[str, Any]]:
+        """Every node, edge and embedding as plain records, in creation order."""
+        conn = self.conn
+        tags: dict[int, list[str]] = {}
+        for node, tag in conn.execute("SELECT node, tag FROM memory_tag ORDER BY node, tag"):
+            tags.setdefault(node, []).append(tag)
+        observations: dict[int, list[dict[str, Any]]] = {}
+        for entity, content, created_at in conn.execute(
+            "SELECT entity, content, created_at FROM observation ORDER BY entity, position"
+        ):
+            observations.setdefault(entity, []).append({"content": content, "created_at": created_at})
+        rows = conn.execute(
+            "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
+            "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
+            "a.count, a.last_at "
+            "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
+            "LEFT JOIN node_access a ON a.node = n.pk ORDER BY n.pk"
+        )
+        for r in rows:
+            record: dict[str, Any] = {
+                "type": "node",
+                "pk": r[0],
+                "id": r[1],
+                "scope": r[2],
+                "label": r[3],
+                "props": json.loads(r[4]),
+                "created_at": r[5],
+                "updated_at": r[6],
+            }
+            if r[7] is not None:
+                record["memory"] = {
+                    "hash": r[7],
+                    "content": r[8],
+                    "summary": r[9],
+                    "importance": r[10],
+                    "memory_type": r[11],
+                    "tags": tags.get(r[0], []),
+                }
+            if r[12] is not None:
+                record["entity"] = {
+                    "name": r[12],
+                    "entity_type": r[13],
+                    "observations": observations.get(r[0], []),
+                }
+            if r[14] is not None:
+                record["access"] = {"count": r[14], "last_at": r[15]}
+            yield record
+        for edge in self._edges("1 ORDER BY e.pk", []):
+            yield {
+                "type": "edge",
+                "pk": edge.pk,
+                "id": edge.id,
+                "from": edge.src,
+                "to": edge.dst,
+                "edge_type": edge.type,
+                "scope": edge.scope,
+                "props": dict(edge.props),
+                "valid_from": edge.valid_from,
+                "valid_to": edge.valid_to,
+                "created_at": edge.created_at,
+            }
+        for node_id, model, dim, vector, updated_at in conn.execute(
+            "SELECT n.id, b.model, b.dim, b.vector, b.updated_at FROM embedding b JOIN node n ON n.pk = b.node "
+            "ORDER BY b.node, b.model"
+        ):
+            yield {
+                "type": "embedding",
+                "node": node_id,
+                "model": model,
+                "dim": dim,
+                "vector": bytes(vector).hex(),
+                "updated_at": updated_at,
+            }
+
+
+class _WriteTx(_Tx):
+    """Write methods. Only ever used inside `SqliteStore.write()`."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self._savepoints = 0
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """Changes made inside are undone alone if the block raises; the transaction goes on."""
+        self._savepoints += 1
+        name = f"item_{self._savepoints}"
+        self.conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute(f"ROLLBACK TO {name}")
+            self.conn.execute(f"RELEASE {name}")
+            raise
+        self.conn.execute(f"RELEASE {name}")
+
+    def insert_node(self, node_id: str, scope: str, label: str, props: Props, at: int, *, pk: int | None = None) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [pk, node_id, scope, label, _dumps(dict(props)), at, at],
+        )
+        return int(cur.lastrowid or 0)
+
+    def touch_node(self, pk: int, at: int) -> None:
+        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [at, pk])
+
+    def set_node_props(self, pk: int, props: Props, at: int) -> None:
+        self.conn.execute("UPDATE node SET props = ?, updated_at = ? WHERE pk = ?", [_dumps(dict(props)), at, pk])
+
+    def delete_node(self, pk: int) -> None:
+        # Memory, tags, entity, observations, edges, embeddings and access rows go by cascade.
+        self.conn.execute("DELETE FROM node WHERE pk = ?", [pk])
+
+    def insert_memory(
+        self,
+        pk: int,
+        scope: str,
+        digest: str,
+        content: str,
+        summary: str | None,
+        importance: int,
+        memory_type: str,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [pk, scope, digest, content, summary, importance, memory_type],
+        )
+
+    _MEMORY_FIELDS = frozenset({"hash", "content", "summary", "importance", "memory_type"})
+
+    def update_memory(self, pk: int, fields: Mapping[str, Any]) -> None:
+        unknown = set(fields) - self._MEMORY_FIELDS
+        if unknown:
+            raise ValueError(f"not memory fields: {sorted(unknown)}")
+        if not fields:
+            return
+        names = list(fields)
+        self.conn.execute(
+            f"UPDATE memory SET {', '.join(f'{n} = ?' for n in names)} WHERE node = ?",
+            [*(fields[n] for n in names), pk],
+        )
+
+    def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
+        added = []
+        for tag in tags:
+            cur = self.conn.execute("INSERT OR IGNORE INTO memory_tag (node, tag) VALUES (?, ?)", [pk, tag])
+            if cur.rowcount:
+                added.append(tag)
+        return added
+
+    def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
+        self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk])
+        self.add_tags(pk, tags)
+
+    def insert_entity(self, pk: int, scope: str, name: str, entity_type: str) -> None:
+        self.conn.execute(
+            "INSERT INTO entity (node, scope, name, entity_type) VALUES (?, ?, ?, ?)",
+            [pk, scope, name, entity_type],
+        )
+
+    def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
+        row = self.conn.execute(
+            "SELECT COALESCE(MAX(position), -1) FROM observation WHERE entity = ?", [entity_pk]
+        ).fetchone()
+        position = int(row[0])
+        added = []
+        for content in contents:
+            position += 1
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO observation (entity, position, content, created_at) VALUES (?, ?, ?, ?)",
+                [entity_pk, position, content, at],
+            )
+            if cur.rowcount:
+                added.append(content)
+        return added
+
+    def delete_observations(self, entity_pk: int, contents: Sequence[str]) -> list[str]:
+        removed = []
+        for content in contents:
+            cur = self.conn.execute("DELETE FROM observation WHERE entity = ? AND content = ?", [entity_pk, content])
+            if cur.rowcount:
+                removed.append(content)
+        return removed
+
+    def insert_edge(
+        self,
+        edge_id: str,
+        src: int,
+        dst: int,
+        edge_type: str,
+        scope: str,
+        props: Props,
+        valid_from: int,
+        at: int,
+        *,
+        pk: int | None = None,
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO edge (pk, id, src, dst, type, scope, props, valid_from, valid_to, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+            [pk, edge_id, src, dst, edge_type, scope, _dumps(dict(props)), valid_from, at],
+        )
+        return int(cur.lastrowid or 0)
+
+    def close_edge(self, pk: int, valid_to: int) -> None:
+        self.conn.execute("UPDATE edge SET valid_to = ? WHERE pk = ?", [valid_to, pk])
+
+    def delete_edge(self, pk: int) -> None:
+        self.conn.execute("DELETE FROM edge WHERE pk = ?", [pk])
+
+    def set_embedding(self, pk: int, model: str, vector: bytes, dim: int, at: int) -> None:
+        self.conn.execute(
+            "INSERT INTO embedding (node, model, dim, vector, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (node, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
+            "updated_at = excluded.updated_at",
+            [pk, model, dim, vector, at],
+        )
+
+    def append_change(self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]) -> int:
+        # INTEGER PRIMARY KEY without AUTOINCREMENT takes MAX(seq)+1. Writers are serialised
+        # by BEGIN IMMEDIATE and a rolled-back insert leaves no row, so the log has no gaps.
+        cur = self.conn.execute(
+            "INSERT INTO change_log (at, scope, op, target, data) VALUES (?, ?, ?, ?, ?)",
+            [at, scope, op, target, _dumps(dict(data))],
+        )
+        return int(cur.lastrowid or 0)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )
+
+    def load(self, record: Mapping[str, Any]) -> bool:
+        """Insert one dumped record unless it is already here. True when something was written."""
+        kind = record["type"]
+        if kind == "node":
+            return self._load_node(record)
+        if kind == "edge":
+            if self.conn.execute("SELECT 1 FROM edge WHERE id = ?", [record["id"]]).fetchone():
+                return False
+            src, dst = self.node_pk(record["from"]), self.node_pk(record["to"])
+            if src is None or dst is None:
+                missing = record["from"] if src is None else record["to"]
+                raise ValueError(f"edge {record['id']} refers to node {missing}, which is not in the store")
+            pk = self.insert_edge(
+                record["id"],
+                src,
+                dst,
+                record["edge_type"],
+                record["scope"],
+                record.get("props") or {},
+                int(record["valid_from"]),
+                int(record["created_at"]),
+            )
+            if record.get("valid_to") is not None:
+                self.close_edge(pk, int(record["valid_to"]))
+            return True
+        if kind == "embedding":
+            node = self.node_pk(record["node"])
+            if node is None:
+                raise ValueError(f"embedding refers to node {record['node']}, which is not in the store")
+            exists = self.conn.execute(
+                "SELECT 1 FROM embedding WHERE node = ? AND model = ?", [node, record["model"]]
+            ).fetchone()
+            if exists:
+                return False
+            self.set_embedding(
+                node,
+                record["model"],
+                bytes.fromhex(record["vector"]),
+                int(record["dim"]),
+                int(record["updated_at"]),
+            )
+            return True
+        raise ValueError(f"unknown record type {kind!r}")
+
+    def _load_node(self, record: Mapping[str, Any]) -> bool:
+        existing = self.node_pk(record["id"])
+        memory = record.get("memory")
+        entity = record.get("entity")
+        # The same content under another id is the same memory (content-addressed per scope).
+        if existing is None and memory is not None and self.memory_by_hash([record["scope"]], memory["hash"]):
+            return False
+        if existing is not None:
+            if entity is not None:
+                added = self.add_observations(
+                    existing,
+                    [o["content"] for o in entity.get("observations", [])],
+                    int(record["updated_at"]),
+                )
+                return bool(added)
+            return False
+        pk = self.insert_node(
+            record["id"],
+            record["scope"],
+            record["label"],
+            record.get("props") or {},
+            int(record["created_at"]),
+        )
+        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [int(record["updated_at"]), pk])
+        if memory is not None:
+            self.insert_memory(
+                pk,
+                record["scope"],
+                memory["hash"],
+                memory["content"],
+                memory.get("summary"),
+                int(memory.get("importance", 0)),
+                memory.get("memory_type", "general"),
+            )
+            self.add_tags(pk, memory.get("tags", []))
+        if entity is not None:
+            self.insert_entity(pk, record["scope"], entity["name"], entity.get("entity_type", ""))
+            for obs in entity.get("observations", []):
+                self.add_observations(pk, [obs["content"]], int(obs.get("created_at", record["created_at"])))
+        access = record.get("access")
+        if access:
+            self.conn.execute(
+                "INSERT INTO node_access (node, count, last_at) VALUES (?, ?, ?)",
+                [pk, int(access["count"]), int(access["last_at"])],
+            )
+        return True
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class SqliteStore:
+    """A mnemodb graph in one SQLite file (or `:memory:`)."""
+
+    def __init__(self, path: str | os.PathLike[str] = MEMORY_DB, *, create_parent: bool = True) -> None:
+        self._path = str(path)
+        self._in_memory = self._path == MEMORY_DB
+        if not self._in_memory:
+            parent = Path(self._path).expanduser().resolve().parent
+            if create_parent:
+                parent.mkdir(parents=True, exist_ok=True)
+            elif not parent.is_dir():
+                raise StoreUnavailable(f"database parent directory does not exist: {parent}")
+            self._path = str(Path(self._path).expanduser().resolve())
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+        self._writer = self._connect()
+        self._open_schema()
+
+    # -- connections ------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        return self._path
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._path,
+                timeout=_BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=512,
+            )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open database {self._path}: {exc}") from exc
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.set_progress_handler(self._check_deadline, 4000)
+        return conn
+
+    def _check_deadline(self) -> int:
+        deadline = getattr(self._local, "deadline", None)
+        return 1 if deadline is not None and time.monotonic() > deadline else 0
+
+    @contextlib.contextmanager
+    def deadline(self, seconds: float | None) -> Iterator[None]:
+        """Abort (and roll back) any statement this thread runs after `seconds`."""
+        previous = getattr(self._local, "deadline", None)
+        self._local.deadline = None if seconds is None else time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            self._local.deadline = previous
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._in_memory:
+            return self._writer
+        conn: sqlite3.Connection | None = getattr(self._local, "reader", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = ON")
+            self._local.reader = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _retry_busy(self, action: Callable[[], T], what: str) -> T:
+        deadline = time.monotonic() + _WRITE_LOCK_DEADLINE_S
+        delay = 0.005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    if _is_busy(exc):
+                        raise StoreUnavailable(f"database stayed locked while trying to {what}") from exc
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def _open_schema(self) -> None:
+        conn = self._writer
+        if not self._in_memory:
+            # WAL is a property of the file; setting it needs a moment of exclusive access.
+            mode = self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), "enable WAL")
+            if mode[0].lower() != "wal":
+                log.warning("database %s is in %s mode, not WAL", self._path, mode[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise StoreUnavailable(
+                f"database {self._path} has schema version {version}, newer than this mnemodb "
+                f"understands ({SCHEMA_VERSION}); upgrade mnemodb"
+            )
+        if version == 0 and legacy.is_memdb_database(conn):
+            legacy.backup_before_migration(conn, self._path)
+        with self._write_tx() as tx:
+            self._migrate(tx)
+
+    def _migrate(self, tx: _WriteTx) -> None:
+        conn = tx.conn
+        # Re-read inside the write lock: another process may have migrated meanwhile.
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version == 0:
+            app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+            foreign = [
+                name
+                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if not name.startswith("sqlite_")
+            ]
+            is_memdb = legacy.is_memdb_database(conn)
+            if foreign and app_id != APPLICATION_ID and not is_memdb:
+                raise StoreUnavailable(
+                    f"{self._path} is an SQLite database that mnemodb did not create "
+                    f"(it has tables {', '.join(sorted(foreign)[:5])}); refusing to change it"
+                )
+        else:
+            is_memdb = False
+        for number in range(version, SCHEMA_VERSION):
+            for statement in _split_sql(MIGRATIONS[number]):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if is_memdb:
+            legacy.migrate_in_place(tx)
+
+    # -- transactions ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _write_tx(self) -> Iterator[_WriteTx]:
+        with self._write_lock:
+            self._ensure_open()
+            conn = self._writer
+            self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), "start a write")
+            try:
+                yield _WriteTx(conn)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                self._retry_busy(lambda: conn.execute("COMMIT"), "commit")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[_WriteTx]:
+        try:
+            with self._write_tx() as tx:
+                yield tx
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise OperationTimeout("the operation ran past its time limit and was rolled back") from exc
+            raise
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[_Tx]:
+        self._ensure_open()
+        if self._in_memory:
+            with self._write_lock:
+                yield from self._read_on(self._writer)
+            return
+        yield from self._read_on(self._reader())
+
+    def _read_on(self, conn: sqlite3.Connection) -> Iterator[_Tx]:
+        # One deferred transaction: every statement of the read sees the same snapshot.
+        self._retry_busy(lambda: conn.execute("BEGIN"), "start a read")
+        try:
+            yield _Tx(conn)
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise OperationTimeout("the operation ran past its time limit") from exc
+            raise
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+
+    def bump_access(self, hits: Mapping[int, tuple[int, int]]) -> None:
+        """Add read counts: `hits` maps node pk to (count, last access ms). Best effort."""
+        if not hits:
+            return
+        with self._write_tx() as tx:
+            tx.conn.executemany(
+                "INSERT INTO node_access (node, count, last_at) SELECT ?, ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM node WHERE pk = ?) ON CONFLICT (node) DO UPDATE SET "
+                "count = count + excluded.count, last_at = MAX(last_at, excluded.last_at)",
+                [(pk, count, last, pk) for pk, (count, last) in hits.items()],
+            )
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def backup(self, target: str) -> None:
+        """A consistent copy of the whole database, taken while it stays in use."""
+        Path(target).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+        dest = sqlite3.connect(target)
+        try:
+            with self._write_lock:
+                self._writer.backup(dest)
+        finally:
+            dest.close()
+
+    def size_bytes(self) -> int:
+        if self._in_memory:
+            page_size = self._writer.execute("PRAGMA page_size").fetchone()[0]
+            pages = self._writer.execute("PRAGMA page_count").fetchone()[0]
+            return int(page_size) * int(pages)
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(self._path + suffix)
+        return total
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        with self._write_lock:
+            self._closed = True
+            with self._readers_lock:
+                for conn in self._readers:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.close()
+                self._readers.clear()
+            self._writer.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements

@@ -729,16 +729,22 @@ class SqliteStore:
         return conn
 
     def _retry_busy(self, action: Callable[[], T], what: str) -> T:
-        deadline = time.monotonic() + _WRITE_LOCK_DEADLINE_S
+        give_up = time.monotonic() + _WRITE_LOCK_DEADLINE_S
         delay = 0.005
         while True:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() > deadline:
-                    if _is_busy(exc):
-                        raise StoreUnavailable(f"database stayed locked while trying to {what}") from exc
+                if not _is_busy(exc):
                     raise
+                deadline = getattr(self._local, "deadline", None)
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
+                    raise OperationTimeout(
+                        f"the database stayed locked by another writer while trying to {what}"
+                    ) from exc
+                if now > give_up:
+                    raise StoreUnavailable(f"database stayed locked while trying to {what}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
@@ -805,12 +811,16 @@ class SqliteStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            # Past this point the work is done: a deadline must not interrupt the commit.
+            deadline, self._local.deadline = getattr(self._local, "deadline", None), None
             try:
                 self._retry_busy(lambda: conn.execute("COMMIT"), "commit")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._local.deadline = deadline
 
     @contextlib.contextmanager
     def write(self) -> Iterator[_WriteTx]:

@@ -1,0 +1,1 @@
+"""The `mnemodb` command line."""

@@ -1,0 +1,365 @@
+"""`mnemodb`: the command line. `serve` speaks MCP; the rest are for humans and scripts.
+
+Each command is a thin layer over the engine. Human output goes to stdout, progress
+and errors to stderr; `--json` prints machine-readable JSON instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mnemodb import __version__
+
+if TYPE_CHECKING:
+    from mnemodb.engine import Engine
+
+PROFILES = ("memdb", "native", "topodb", "knowledge-graph")
+DEFAULT_PROFILE = "memdb"
+
+
+class CliError(Exception):
+    """A problem to report in one line on stderr, with exit status 1."""
+
+
+# -- output helpers ----------------------------------------------------------------------------
+
+
+class Progress:
+    """A one-line progress counter on stderr, shown only on a terminal."""
+
+    def __init__(self, label: str, total: int | None = None, stream: TextIO = sys.stderr) -> None:
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self._last = 0.0
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.enabled and now - self._last >= 0.1:
+            self._last = now
+            self._draw()
+
+    def _draw(self) -> None:
+        if self.total:
+            width = 30
+            filled = int(width * min(self.done, self.total) / self.total)
+            bar = "#" * filled + "-" * (width - filled)
+            self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
+        else:
+            self.stream.write(f"\r{self.label} {self.done}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            self._draw()
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000))
+
+
+def _open_engine(args: argparse.Namespace) -> Engine:
+    from mnemodb.engine import Engine
+    from mnemodb.server.config import DEFAULT_DB, resolve_db_path
+
+    db = args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB
+    scope = args.scope or os.environ.get("MNEMODB_SCOPE") or "shared"
+    return Engine.open(resolve_db_path(db), write_scope=scope)
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mnemodb.server import config
+
+    try:
+        settings = config.load(
+            profile=args.profile,
+            db=args.db,
+            scope=args.scope,
+            read_scopes=args.read_scopes,
+            tool_timeout_ms=args.tool_timeout_ms,
+            log_level=args.log_level,
+        )
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+    config.configure_logging(settings.log_level)
+
+    from mnemodb.server.run import serve
+
+    return serve(settings)
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    text = args.text if args.text != "-" else sys.stdin.read()
+    with _open_engine(args) as engine:
+        stored = engine.store_memory(text, args.tag or (), args.importance, args.type)
+    memory = stored.memory
+    if args.json:
+        _print_json({"id": memory.id, "hash": memory.hash, "new": stored.is_new, "tags": list(memory.tags)})
+    else:
+        state = "stored" if stored.is_new else "already stored"
+        print(f"{state}: {memory.hash[:12]}  {memory.id}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _open_engine(args) as engine:
+        hits = engine.search_memories(args.query, limit=args.limit)
+    if args.json:
+        _print_json(
+            [
+                {
+                    "id": h.memory.id,
+                    "hash": h.memory.hash,
+                    "score": round(h.score, 4),
+                    "content": h.memory.content,
+                    "tags": list(h.memory.tags),
+                    "importance": h.memory.importance,
+                    "created_at": h.memory.created_at,
+                }
+                for h in hits
+            ]
+        )
+        return 0
+    if not hits:
+        print("no matches")
+        return 0
+    for h in hits:
+        text = " ".join(h.memory.content.split())
+        if len(text) > 100:
+            text = text[:97] + "..."
+        tags = f"  [{', '.join(h.memory.tags)}]" if h.memory.tags else ""
+        print(f"{h.score:5.3f}  {h.memory.hash[:12]}  {text}{tags}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open_engine(args) as engine:
+        stats = engine.stats(scopes=args.scopes.split(",") if args.scopes else None)
+        location = engine.store.location
+    fields = {
+        "database": location,
+        "memories": stats.memories,
+        "tags": stats.tags,
+        "entities": stats.entities,
+        "observations": stats.observations,
+        "relations": stats.edges,
+        "embeddings": stats.embeddings,
+        "oldest_memory": _when(stats.oldest_memory_at),
+        "newest_memory": _when(stats.newest_memory_at),
+        "change_log_seq": stats.current_seq,
+        "size_bytes": stats.size_bytes,
+    }
+    if args.json:
+        _print_json(fields)
+    else:
+        width = max(map(len, fields))
+        for key, value in fields.items():
+            print(f"{key.replace('_', ' '):<{width}}  {value}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.format != "mnemodb":
+        raise CliError(f"unknown export format {args.format!r} (available: mnemodb)")
+    progress = Progress("exporting")
+    with _open_engine(args) as engine, _output(args.file) as out:
+        for record in engine.export():
+            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            progress.advance()
+    progress.finish()
+    if args.file != "-":
+        print(f"exported {progress.done - 1} records to {args.file}", file=sys.stderr)
+    return 0
+
+
+@contextlib.contextmanager
+def _output(path: str) -> Iterator[TextIO]:
+    """`path` opened for writing, or stdout for `-`."""
+    if path == "-":
+        yield sys.stdout
+        return
+    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        yield handle
+
+
+def _read_records(path: str, errors: list[str]) -> Iterator[dict[str, Any]]:
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    try:
+        for number, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                errors.append(f"line {number}: not JSON ({exc})")
+                continue
+            if not isinstance(record, dict) or "type" not in record:
+                errors.append(f'line {number}: not a record (no "type")')
+                continue
+            yield record
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from mnemodb.engine import InvalidArgument
+
+    if args.file != "-" and not Path(args.file).is_file():
+        raise CliError(f"no such file: {args.file}")
+    parse_errors: list[str] = []
+    total = None
+    if args.file != "-":
+        with open(args.file, encoding="utf-8") as handle:
+            total = sum(1 for line in handle if line.strip()) - 1
+    progress = Progress("importing", total)
+    with _open_engine(args) as engine:
+        try:
+            report = engine.import_records(_read_records(args.file, parse_errors), progress=progress.advance)
+        except InvalidArgument as exc:
+            raise CliError(str(exc)) from None
+    progress.finish()
+    errors = [*parse_errors, *report.errors]
+    if args.json:
+        _print_json({"written": report.written, "unchanged": report.unchanged, "errors": errors})
+    else:
+        print(f"imported {report.written} records ({report.unchanged} already present)")
+        for error in errors:
+            print(f"skipped: {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    target = Path(args.path).expanduser()
+    if target.exists() and not args.force:
+        raise CliError(f"{target} exists; pass --force to overwrite it")
+    if target.exists():
+        target.unlink()
+    with _open_engine(args) as engine:
+        started = time.monotonic()
+        engine.store.backup(str(target))
+        elapsed = time.monotonic() - started
+    size = target.stat().st_size
+    if args.json:
+        _print_json({"path": str(target.resolve()), "bytes": size, "seconds": round(elapsed, 3)})
+    else:
+        print(f"backed up to {target} ({size:,} bytes in {elapsed:.2f}s)")
+    return 0
+
+
+# -- argument parsing -------------------------------------------------------------------------------
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="database file (default: $MNEMODB_DB or .mnemodb/memory.db)")
+    parser.add_argument("--scope", help='scope to write to and read from: "shared" (default) or a ULID')
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemodb",
+        description="Persistent, searchable memory for AI assistants and agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"mnemodb {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the MCP server over stdio")
+    serve.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=os.environ.get("MNEMODB_PROFILE", DEFAULT_PROFILE),
+        help=f"which tool set to serve (default: {DEFAULT_PROFILE})",
+    )
+    serve.add_argument(
+        "--db", help="database file (default: $MEMDB_PATH or .memdb/memory.db for memdb, else .mnemodb/memory.db)"
+    )
+    serve.add_argument("--scope", help='default write scope: "shared" (default) or a ULID')
+    serve.add_argument("--read-scopes", help="default read scopes, comma-separated (default: the write scope)")
+    serve.add_argument("--tool-timeout-ms", type=int, help="per-call time limit in ms; 0 disables (default: 15000)")
+    serve.add_argument("--log-level", choices=("error", "warn", "info"), help="stderr log level (default: info)")
+    serve.set_defaults(run=cmd_serve)
+
+    remember = commands.add_parser("remember", help="store a memory")
+    remember.add_argument("text", help="what to remember (- reads stdin)")
+    remember.add_argument("--tag", "-t", action="append", help="a tag (repeatable)")
+    remember.add_argument("--importance", "-i", type=int, default=0, help="0 to 10 (default 0)")
+    remember.add_argument("--type", default="general", help="memory type (default: general)")
+    _store_options(remember)
+    remember.set_defaults(run=cmd_remember)
+
+    search = commands.add_parser("search", help="search memories")
+    search.add_argument("query")
+    search.add_argument("--limit", "-n", type=int, default=10, help="how many results (default 10)")
+    _store_options(search)
+    search.set_defaults(run=cmd_search)
+
+    stats = commands.add_parser("stats", help="what the database holds")
+    stats.add_argument("--scopes", help="comma-separated scopes to count (default: the --scope)")
+    _store_options(stats)
+    stats.set_defaults(run=cmd_stats)
+
+    export = commands.add_parser("export", help="write everything as versioned JSONL")
+    export.add_argument("file", nargs="?", default="-", help="output file (default: stdout)")
+    export.add_argument("--format", default="mnemodb", help="dump format (default: mnemodb)")
+    _store_options(export)
+    export.set_defaults(run=cmd_export)
+
+    load = commands.add_parser("import", help="load a JSONL export (idempotent)")
+    load.add_argument("file", help="file written by `mnemodb export` (- reads stdin)")
+    _store_options(load)
+    load.set_defaults(run=cmd_import)
+
+    backup = commands.add_parser("backup", help="copy the database while it is in use")
+    backup.add_argument("path", help="where to write the copy")
+    backup.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _store_options(backup)
+    backup.set_defaults(run=cmd_backup)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    from mnemodb.engine import EngineError
+
+    try:
+        return int(args.run(args))
+    except CliError as exc:
+        print(f"mnemodb: {exc}", file=sys.stderr)
+        return 1
+    except EngineError as exc:
+        print(f"mnemodb: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

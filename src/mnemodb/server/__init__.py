@@ -1,0 +1,1 @@
+"""MCP transports and the profiles that map upstream tools onto the engine."""

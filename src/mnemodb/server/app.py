@@ -1,0 +1,159 @@
+"""The MCP server: a profile's tools and resources served by the SDK's low-level Server.
+
+The low-level `Server` is used rather than `MCPServer` because every profile needs
+exact control of its tools' JSON Schemas, validation messages, result shapes and error
+transport, and because it is the shortest path per call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    ResourceTemplate,
+    TextResourceContents,
+)
+from mcp_types import Resource as McpResource
+from mcp_types import Tool as McpTool
+
+from mnemodb import __version__
+from mnemodb.engine.errors import OperationTimeout
+from mnemodb.server.profile import Profile, Tool
+from mnemodb.server.schema import Invalid
+
+if TYPE_CHECKING:
+    from mnemodb.engine import Engine
+
+log = logging.getLogger("mnemodb.server")
+T = TypeVar("T")
+
+# Past the tool's own time limit, how long to wait for the worker thread before giving
+# up on it. The store aborts and rolls back at the limit itself; this only catches
+# work that is not inside a database statement.
+_BACKSTOP_S = 6.0
+
+
+def _listed(tool: Tool) -> McpTool:
+    return McpTool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.params.json_schema(),
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        annotations=tool.annotations,
+    )
+
+
+async def run_in_worker(engine: Engine, work: Callable[[], T], timeout_ms: int) -> T:
+    """Run engine work on a worker thread, within the tool time limit (0 = none)."""
+    if timeout_ms <= 0:
+        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+    limit = timeout_ms / 1000
+
+    def bounded() -> T:
+        with engine.time_limit(limit):
+            return work()
+
+    try:
+        with anyio.fail_after(limit + _BACKSTOP_S):
+            return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+    except TimeoutError:
+        raise OperationTimeout(f"timed out after {timeout_ms}ms") from None
+
+
+def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_000) -> Server[Any]:
+    """The SDK server for one profile over one engine."""
+    tools = {tool.name: tool for tool in profile.tools}
+    listed = [_listed(tool) for tool in profile.tools]
+    resources = {r.uri: r for r in profile.resources}
+
+    async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        tool = tools.get(params.name)
+        if tool is None:
+            log.info("unknown tool %r", params.name)
+            return profile.unknown_tool(params.name)
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            arguments = tool.params.validate(params.arguments)
+            value = await run_in_worker(engine, lambda: tool.run(engine, arguments), tool_timeout_ms)
+        except Invalid as exc:
+            outcome = "error"
+            return profile.invalid(tool, exc)
+        except OperationTimeout:
+            outcome = "timeout"
+            return profile.timeout(tool, tool_timeout_ms)
+        except MCPError:
+            outcome = "error"
+            raise
+        except Exception as exc:
+            outcome = "error"
+            return profile.failure(tool, exc)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            log.info("Tool %s %s in %dms", tool.name, outcome, elapsed, extra={"tool": tool.name})
+        return profile.success(tool, value)
+
+    async def list_resources(ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        return ListResourcesResult(
+            resources=[
+                McpResource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
+                for r in profile.resources
+                if not r.template
+            ]
+        )
+
+    async def list_templates(ctx: Any, params: PaginatedRequestParams | None) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult(
+            resource_templates=[
+                ResourceTemplate(
+                    uri_template=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type
+                )
+                for r in profile.resources
+                if r.template
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        resource = resources.get(str(params.uri))
+        if resource is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Resource {params.uri} not found")
+        text = await run_in_worker(engine, lambda: resource.read(engine), tool_timeout_ms)
+        return ReadResourceResult(
+            contents=[TextResourceContents(uri=str(params.uri), text=text, mime_type=resource.mime_type)]
+        )
+
+    server: Server[Any] = Server(
+        profile.server_name,
+        version=__version__,
+        title=f"mnemodb ({profile.name} profile)",
+        instructions=profile.instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources if profile.resources else None,
+        on_list_resource_templates=list_templates if profile.resources else None,
+        on_read_resource=read_resource if profile.resources else None,
+    )
+    # The OpenTelemetry middleware is a no-op without an exporter but still costs every
+    # call; mnemodb does not export traces.
+    server.middleware.clear()
+    return server

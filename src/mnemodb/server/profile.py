@@ -1,0 +1,102 @@
+"""What a profile is: a table of tools over the engine, plus how its upstream talks.
+
+A profile module builds one `Profile`: its tools (name, parameters, engine call), its
+server identity and instructions, its resources, how it shapes success and failure, and
+the protocol rules its upstream enforced on stdio. The server (`app.py`) and the
+transport (`stdio.py`) read these; neither knows any profile by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcp_types import CallToolResult, ToolAnnotations
+
+from mnemodb.server.schema import Invalid, Obj
+
+if TYPE_CHECKING:
+    from mnemodb.engine import Engine
+
+ToolRun = Callable[["Engine", dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    params: Obj
+    run: ToolRun
+    """Called in a worker thread with the engine and the validated arguments."""
+    title: str | None = None
+    annotations: ToolAnnotations | None = None
+    output_schema: Mapping[str, Any] | None = None
+    error_code: str = "E_TOOL_ERROR"
+    """The code a profile with coded errors reports when this tool fails."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    uri: str
+    name: str
+    read: Callable[[Engine], str]
+    title: str | None = None
+    description: str | None = None
+    mime_type: str = "text/plain"
+    template: bool = False
+    """Advertised through `resources/templates/list` instead of `resources/list`."""
+
+
+@dataclass(frozen=True)
+class ProtocolRules:
+    """How the stdio transport answers what the SDK would silently drop."""
+
+    supported_versions: Sequence[str] | None = None
+    """`initialize` with any other version is refused (-32000); None accepts all."""
+    close_on_unsupported_version: bool = False
+    """Stop serving after refusing an `initialize` for its protocol version."""
+    enforce_lifecycle: bool = False
+    """Refuse requests (but `ping`) before the handshake completes, and a second `initialize`."""
+    parse_error_id: bool = True
+    """Send `"id": null` on errors that have no id (JSON-RPC 2.0); memdb omitted it."""
+    blank_line_is_parse_error: bool = False
+
+
+class Profile:
+    """Base class: default shaping is plain MCP (structured content plus compact text)."""
+
+    name: str = ""
+    server_name: str = "mnemodb"
+    instructions: str | None = None
+    rules: ProtocolRules = ProtocolRules()
+    tools: Sequence[Tool] = ()
+    resources: Sequence[Resource] = ()
+
+    def success(self, tool: Tool, value: Any) -> CallToolResult:
+        raise NotImplementedError
+
+    def failure(self, tool: Tool, error: Exception) -> CallToolResult:
+        raise NotImplementedError
+
+    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult:
+        raise NotImplementedError
+
+    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult:
+        raise NotImplementedError
+
+    def unknown_tool(self, name: str) -> CallToolResult:
+        raise NotImplementedError
+
+
+@dataclass
+class ServeOptions:
+    """Settings every profile shares, from flags and the environment."""
+
+    db_path: str
+    profile: str = "memdb"
+    write_scope: str = "shared"
+    read_scopes: Sequence[str] | None = None
+    tool_timeout_ms: int = 15_000
+    log_level: str = "info"
+    extra: dict[str, Any] = field(default_factory=dict)

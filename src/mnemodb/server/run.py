@@ -1,0 +1,54 @@
+"""`mnemodb serve`: the composition root that wires settings, engine, profile and transport."""
+
+from __future__ import annotations
+
+import logging
+import signal
+
+import anyio
+
+from mnemodb.engine import Engine, EngineError
+from mnemodb.server.app import build_server
+from mnemodb.server.config import Settings
+from mnemodb.server.profiles import build_profile
+from mnemodb.server.stdio import serve_stdio
+
+log = logging.getLogger("mnemodb")
+
+
+def serve(settings: Settings) -> int:
+    """Serve MCP over stdio until stdin closes or a termination signal arrives. Exit status."""
+    try:
+        profile = build_profile(settings.profile)
+    except ValueError as exc:
+        log.error("%s", exc)
+        return 1
+    try:
+        engine = Engine.open(settings.db_path, write_scope=settings.write_scope, read_scopes=settings.read_scopes)
+    except EngineError as exc:
+        log.error("Failed to open the database: %s", exc)
+        return 1
+    server = build_server(profile, engine, tool_timeout_ms=settings.tool_timeout_ms)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        log.info("Received %s, shutting down", signal.Signals(signum).name)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            await serve_stdio(server, profile.rules)
+            tg.cancel_scope.cancel()
+
+    log.info("mnemodb serving the %s profile on stdio, database %s", profile.name, engine.store.location)
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.close()
+    return 0

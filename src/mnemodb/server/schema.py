@@ -1,0 +1,366 @@
+"""Declarative tool parameters: one definition gives the JSON Schema and the validator.
+
+A tool's parameters are an `Obj` of fields. `Obj.json_schema()` is what `tools/list`
+advertises; `Obj.validate(arguments)` returns the cleaned arguments or raises
+`Invalid` with every problem found. Problems are recorded as issues shaped like Zod's
+(code, path, message and the code's own keys), because two of the three servers
+mnemodb replaces report validation errors that way; each profile formats them as its
+upstream did.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Arr", "Bool", "Enum", "Field", "Int", "Invalid", "Issue", "Num", "Obj", "Str", "js_length"]
+
+Issue = dict[str, Any]
+Path = tuple[str | int, ...]
+
+
+class Invalid(Exception):
+    """Arguments that do not satisfy a tool's parameter schema."""
+
+    def __init__(self, issues: list[Issue]) -> None:
+        super().__init__("; ".join(f"{'.'.join(map(str, i['path'])) or '(root)'}: {i['message']}" for i in issues))
+        self.issues = issues
+
+
+def js_length(text: str) -> int:
+    """String length in UTF-16 code units, as JavaScript counts it."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def type_name(value: Any) -> str:
+    """The name Zod gives the type of a received value."""
+    if value is _MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "NaN" if isinstance(value, float) and math.isnan(value) else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+
+
+def _invalid_type(expected: str, value: Any, path: Path) -> Issue:
+    return {
+        "expected": expected,
+        "code": "invalid_type",
+        "path": list(path),
+        "message": f"Invalid input: expected {expected}, received {type_name(value)}",
+    }
+
+
+@dataclass(frozen=True)
+class Field:
+    description: str | None = field(default=None, kw_only=True)
+    default: Any = field(default=_MISSING, kw_only=True)
+
+    def schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        raise NotImplementedError
+
+    def json_schema(self) -> dict[str, Any]:
+        out = self.schema()
+        if self.description is not None:
+            out["description"] = self.description
+        if self.default is not _MISSING:
+            out["default"] = self.default
+        return out
+
+
+@dataclass(frozen=True)
+class Str(Field):
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    pattern_flags: str = ""
+    pattern_message: str | None = None
+    trim: bool = False
+    utf16: bool = True
+    """Count length in UTF-16 code units (JavaScript's rule) rather than code points."""
+    schema_pattern: str | None = None
+    """The pattern advertised in the JSON Schema, when it must differ from `pattern`
+    (JSON Schema has no flags, so a case-insensitive pattern is spelled out)."""
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "string"}
+        if self.min_length is not None:
+            out["minLength"] = self.min_length
+        if self.max_length is not None:
+            out["maxLength"] = self.max_length
+        if self.schema_pattern is not None or self.pattern is not None:
+            out["pattern"] = self.schema_pattern or self.pattern
+        return out
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if not isinstance(value, str):
+            issues.append(_invalid_type("string", value, path))
+            return value
+        if self.trim:
+            value = value.strip()
+        length = js_length(value) if self.utf16 else len(value)
+        if self.min_length is not None and length < self.min_length:
+            issues.append(
+                {
+                    "origin": "string",
+                    "code": "too_small",
+                    "minimum": self.min_length,
+                    "inclusive": True,
+                    "path": list(path),
+                    "message": f"Too small: expected string to have >={self.min_length} characters",
+                }
+            )
+        if self.max_length is not None and length > self.max_length:
+            issues.append(
+                {
+                    "origin": "string",
+                    "code": "too_big",
+                    "maximum": self.max_length,
+                    "inclusive": True,
+                    "path": list(path),
+                    "message": f"Too big: expected string to have <={self.max_length} characters",
+                }
+            )
+        if self.pattern is not None:
+            flags = re.IGNORECASE if "i" in self.pattern_flags else 0
+            if re.search(self.pattern, value, flags) is None:
+                shown = f"/{self.pattern}/{self.pattern_flags}"
+                issues.append(
+                    {
+                        "origin": "string",
+                        "code": "invalid_format",
+                        "format": "regex",
+                        "pattern": shown,
+                        "path": list(path),
+                        "message": self.pattern_message or f"Invalid string: must match pattern {shown}",
+                    }
+                )
+        return value
+
+
+@dataclass(frozen=True)
+class Num(Field):
+    minimum: float | None = None
+    maximum: float | None = None
+    integer: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "integer" if self.integer else "number"}
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        return out
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            issues.append(_invalid_type("number", value, path))
+            return value
+        if self.integer and (isinstance(value, float) and not value.is_integer()):
+            issues.append(
+                {
+                    "expected": "int",
+                    "format": "safeint",
+                    "code": "invalid_type",
+                    "path": list(path),
+                    "message": "Invalid input: expected int, received number",
+                }
+            )
+            return value
+        if self.integer:
+            value = int(value)
+        if self.minimum is not None and value < self.minimum:
+            shown = int(self.minimum) if float(self.minimum).is_integer() else self.minimum
+            issues.append(
+                {
+                    "origin": "number",
+                    "code": "too_small",
+                    "minimum": shown,
+                    "inclusive": True,
+                    "path": list(path),
+                    "message": f"Too small: expected number to be >={shown}",
+                }
+            )
+        if self.maximum is not None and value > self.maximum:
+            shown = int(self.maximum) if float(self.maximum).is_integer() else self.maximum
+            issues.append(
+                {
+                    "origin": "number",
+                    "code": "too_big",
+                    "maximum": shown,
+                    "inclusive": True,
+                    "path": list(path),
+                    "message": f"Too big: expected number to be <={shown}",
+                }
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Int(Num):
+    integer: bool = True
+
+
+@dataclass(frozen=True)
+class Bool(Field):
+    def schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if not isinstance(value, bool):
+            issues.append(_invalid_type("boolean", value, path))
+        return value
+
+
+@dataclass(frozen=True)
+class Enum(Field):
+    values: tuple[str, ...] = ()
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.values)}
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if value not in self.values or not isinstance(value, str):
+            options = "|".join(f'"{v}"' for v in self.values)
+            issues.append(
+                {
+                    "code": "invalid_value",
+                    "values": list(self.values),
+                    "path": list(path),
+                    "message": f"Invalid option: expected one of {options}",
+                }
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Arr(Field):
+    items: Field = field(default_factory=Str)
+    min_items: int | None = None
+    max_items: int | None = None
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "array", "items": self.items.json_schema()}
+        if self.min_items is not None:
+            out["minItems"] = self.min_items
+        if self.max_items is not None:
+            out["maxItems"] = self.max_items
+        return out
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if not isinstance(value, list):
+            issues.append(_invalid_type("array", value, path))
+            return value
+        cleaned = [self.items.check(item, (*path, i), issues) for i, item in enumerate(value)]
+        if self.min_items is not None and len(value) < self.min_items:
+            issues.append(
+                {
+                    "origin": "array",
+                    "code": "too_small",
+                    "minimum": self.min_items,
+                    "inclusive": True,
+                    "path": list(path),
+                    "message": f"Too small: expected array to have >={self.min_items} items",
+                }
+            )
+        if self.max_items is not None and len(value) > self.max_items:
+            issues.append(
+                {
+                    "origin": "array",
+                    "code": "too_big",
+                    "maximum": self.max_items,
+                    "inclusive": True,
+                    "path": list(path),
+                    "message": f"Too big: expected array to have <={self.max_items} items",
+                }
+            )
+        return cleaned
+
+
+@dataclass(frozen=True)
+class Obj(Field):
+    """An object with named fields. `required` names the fields that must be present."""
+
+    fields: Mapping[str, Field] = field(default_factory=dict)
+    required: Sequence[str] = ()
+    strict: bool = True
+    """Reject unknown keys (Zod's strictObject); otherwise they are dropped."""
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "object",
+            "properties": {name: f.json_schema() for name, f in self.fields.items()},
+        }
+        if self.required:
+            out["required"] = list(self.required)
+        if self.strict:
+            out["additionalProperties"] = False
+        return out
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if not isinstance(value, dict):
+            issues.append(_invalid_type("object", value, path))
+            return value
+        out: dict[str, Any] = {}
+        for name, spec in self.fields.items():
+            if name in value:
+                out[name] = spec.check(value[name], (*path, name), issues)
+            elif name in self.required:
+                issues.append(_invalid_type(_expected(spec), _MISSING, (*path, name)))
+            elif spec.default is not _MISSING:
+                out[name] = spec.default
+        unknown = [k for k in value if k not in self.fields]
+        if unknown and self.strict:
+            listed = ", ".join(f'"{k}"' for k in unknown)
+            issues.append(
+                {
+                    "code": "unrecognized_keys",
+                    "keys": unknown,
+                    "path": list(path),
+                    "message": f"Unrecognized key{'s' if len(unknown) > 1 else ''}: {listed}",
+                }
+            )
+        return out
+
+    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Cleaned arguments; absent arguments count as `{}` unless a field is required."""
+        issues: list[Issue] = []
+        if arguments is None and self.required:
+            raise Invalid([_invalid_type("object", _MISSING, ())])
+        cleaned = self.check(dict(arguments or {}), (), issues)
+        if issues:
+            raise Invalid(issues)
+        return dict(cleaned)
+
+
+def _expected(spec: Field) -> str:
+    if isinstance(spec, Str | Enum):
+        return "string"
+    if isinstance(spec, Num):
+        return "number"
+    if isinstance(spec, Bool):
+        return "boolean"
+    if isinstance(spec, Arr):
+        return "array"
+    return "object"

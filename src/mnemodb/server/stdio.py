@@ -1,0 +1,262 @@
+"""MCP over stdio, hardened: every line gets an answer or a reason to have none.
+
+The SDK's stdio transport silently drops unparseable lines and JSON-RPC batches, which
+leaves a client waiting forever. This transport sits in front of the SDK and answers
+those itself:
+
+- a line that is not JSON: -32700 Parse error;
+- a JSON array (a batch, which MCP no longer allows): one -32600 Invalid request per
+  element that has an id, or a single one without id when none has;
+- valid JSON that is not a JSON-RPC message: -32600 when it carries a usable id;
+- a line longer than 16 MiB: -32700, and the line is discarded without being held in
+  memory whole;
+- per profile, memdb's rules: an `initialize` with an unsupported protocol version
+  (-32000) and requests outside the handshake order (-32600).
+
+Everything else goes to the SDK unchanged. stdout carries protocol messages only:
+while serving, fd 1 points at stderr, so a stray print cannot corrupt the wire.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+
+from mnemodb.server.profile import ProtocolRules
+
+__all__ = ["MAX_LINE_BYTES", "serve_stdio"]
+
+log = logging.getLogger("mnemodb.stdio")
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_READ_CHUNK = 1 << 16
+_MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
+@contextlib.contextmanager
+def _claim_stdio() -> Iterator[tuple[int, int]]:
+    """Private copies of fds 0 and 1; fd 0 reads /dev/null and fd 1 goes to stderr meanwhile."""
+    wire_in = os.dup(0)
+    wire_out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        yield wire_in, wire_out
+    finally:
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+        os.dup2(wire_out, 1)
+        os.dup2(wire_in, 0)
+        os.close(wire_out)
+        os.close(wire_in)
+
+
+def _error(code: int, message: str, request_id: Any, rules: ProtocolRules, *, with_id: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"jsonrpc": "2.0"}
+    if with_id:
+        out["id"] = request_id
+    elif rules.parse_error_id:
+        out["id"] = None
+    out["error"] = {"code": code, "message": message}
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _usable_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _is_initialize_params(params: Any) -> bool:
+    if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
+        return False
+    info = params.get("clientInfo")
+    return (
+        isinstance(params.get("capabilities"), dict)
+        and isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    )
+
+
+class _Gate:
+    """The per-connection checks of `ProtocolRules` that the SDK does not make."""
+
+    def __init__(self, rules: ProtocolRules) -> None:
+        self.rules = rules
+        self.initialize_seen = False
+        self.initialized = False
+        self.modern = False
+        self.closed = False
+
+    def check(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """An error response to send instead of passing `message` on, or None to pass it."""
+        rules = self.rules
+        method = message.get("method")
+        if not isinstance(method, str):
+            return None  # a response from the client: always passes
+        is_request = "id" in message
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if method == "server/discover" or (isinstance(meta, dict) and _MODERN_VERSION_KEY in meta):
+            self.modern = True  # the 2026-07-28 era has no handshake to enforce
+            return None
+        if method == "initialize" and is_request and (not rules.enforce_lifecycle or _is_initialize_params(params)):
+            if rules.enforce_lifecycle and self.initialize_seen:
+                return _error(
+                    -32600, "Invalid request: initialize already received", message["id"], rules, with_id=True
+                )
+            version = params.get("protocolVersion") if isinstance(params, dict) else None
+            if rules.supported_versions is not None and version not in rules.supported_versions:
+                supported = ", ".join(rules.supported_versions)
+                text = f"Unsupported protocol version: {version} (supported versions: {supported})"
+                self.closed = rules.close_on_unsupported_version
+                return _error(-32000, text, message["id"], rules, with_id=True)
+            self.initialize_seen = True
+            return None
+        if method == "notifications/initialized":
+            if self.initialize_seen:
+                self.initialized = True
+            return None
+        if not rules.enforce_lifecycle or self.initialized or self.modern or method == "ping":
+            return None
+        if is_request:
+            text = "Invalid request: initialize must be sent before other requests"
+            return _error(-32600, text, message["id"], rules, with_id=True)
+        return {}  # a notification before the handshake: dropped
+
+
+async def _lines(fd: int) -> AsyncIterator[bytes | None]:
+    """Lines from `fd` without their newline; None for a line over the size limit."""
+    buffer = bytearray()
+    skipping = False
+    while True:
+        chunk = await anyio.to_thread.run_sync(os.read, fd, _READ_CHUNK, abandon_on_cancel=True)
+        if not chunk:
+            if buffer and not skipping:
+                yield bytes(buffer)
+            return
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not skipping:
+                    buffer += chunk[start:]
+                    if len(buffer) > MAX_LINE_BYTES:
+                        buffer.clear()
+                        skipping = True
+                        yield None
+                break
+            if skipping:
+                skipping = False
+            else:
+                buffer += chunk[start:end]
+                if len(buffer) > MAX_LINE_BYTES:
+                    yield None
+                else:
+                    yield bytes(buffer)
+                buffer.clear()
+            start = end + 1
+
+
+async def serve_stdio(server: Server[Any], rules: ProtocolRules, *, fds: tuple[int, int] | None = None) -> None:
+    """Serve `server` over stdin/stdout (or the given pair of fds) until stdin closes."""
+    with contextlib.ExitStack() as stack:
+        wire_in, wire_out = fds if fds is not None else stack.enter_context(_claim_stdio())
+        await _serve(server, rules, wire_in, wire_out)
+
+
+async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_out: int) -> None:
+    to_server, server_reads = create_context_streams[SessionMessage | Exception](0)
+    server_writes, from_server = create_context_streams[SessionMessage](0)
+    out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
+    gate = _Gate(rules)
+
+    async def emit(payload: dict[str, Any]) -> None:
+        await out_send.send(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+
+    async def write_out() -> None:
+        async with out_receive:
+            async for data in out_receive:
+                view = memoryview(data)
+                while view:
+                    written = os.write(wire_out, view)
+                    view = view[written:]
+
+    async def relay_server_messages() -> None:
+        async with from_server:
+            async for message in from_server:
+                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await out_send.send(text.encode() + b"\n")
+
+    async def read_in() -> None:
+        async with to_server:
+            async for line in _lines(wire_in):
+                await handle_line(line)
+                if gate.closed:
+                    log.info("closing the connection after refusing its protocol version")
+                    return
+
+    async def handle_line(line: bytes | None) -> None:
+        if line is None:
+            log.warning("rejected a message longer than %d bytes", MAX_LINE_BYTES)
+            await emit(_error(-32700, "Parse error", None, rules, with_id=False))
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip() and not rules.blank_line_is_parse_error:
+            return
+        try:
+            payload = json.loads(line, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            await emit(_error(-32700, "Parse error", None, rules, with_id=False))
+            return
+        if isinstance(payload, list):
+            ids = [item["id"] for item in payload if isinstance(item, dict) and _usable_id(item.get("id"))]
+            for request_id in ids or [None]:
+                await emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
+            return
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(payload, by_name=False)
+        except Exception:
+            if isinstance(payload, dict) and _usable_id(payload.get("id")):
+                await emit(_error(-32600, "Invalid request", payload["id"], rules, with_id=True))
+            elif isinstance(payload, dict) and "id" in payload:
+                await emit(_error(-32600, "Invalid request", None, rules, with_id=False))
+            return  # anything else (a malformed notification) has nobody to answer
+        refusal = gate.check(payload)
+        if refusal is not None:
+            if refusal:
+                await emit(refusal)
+            return
+        await to_server.send(SessionMessage(message))
+
+    async def server_side() -> None:
+        # Ends once stdin has closed and the server has answered what it had; then the
+        # writer drains and stops.
+        async with anyio.create_task_group() as inner:
+            inner.start_soon(relay_server_messages)
+            async with server_reads, server_writes:
+                await server.run(server_reads, server_writes, server.create_initialization_options())
+        await out_send.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write_out)
+        tg.start_soon(server_side)
+        await read_in()

@@ -9,6 +9,7 @@ of the original file is written first, next to it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sqlite3
 from datetime import UTC, datetime
@@ -89,15 +90,26 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
         ]
     )
     rows = conn.execute(f"SELECT {select} FROM memories ORDER BY id").fetchall()
-    ids: dict[int, str] = {}
-    for memory_id, content, summary, importance, memory_type, created_at, accessed_at, digest in rows:
+    # memdb id -> the node it became. Files from memdb's MD5 era carry 32-character
+    # hashes that no hash tool accepts; every memory is re-hashed with SHA-256 here, and
+    # content stored twice (once per era) becomes one memory with both sets of tags.
+    node_of: dict[int, int] = {}
+    by_hash: dict[str, int] = {}
+    for memory_id, content, summary, importance, memory_type, created_at, accessed_at, _old in rows:
+        digest = hashlib.sha256(str(content).encode("utf-8")).hexdigest()
+        kept = by_hash.get(digest)
+        if kept is not None:
+            node_of[memory_id] = kept
+            added = tx.add_tags(kept, tags.get(memory_id, []))
+            if added:
+                memory = tx.memory_by_pk(kept)
+                assert memory is not None
+                tx.append_change(parse_timestamp(created_at), *ops.tags_added(SHARED, memory.id, added))
+            continue
         at = parse_timestamp(created_at)
-        node_id = ulid_at(at)
-        ids[memory_id] = node_id
-        pk = tx.insert_node(node_id, SHARED, "Memory", {}, at, pk=memory_id)
-        tx.insert_memory(
-            pk, SHARED, str(digest).lower(), content, summary, int(importance or 0), memory_type or "general"
-        )
+        pk = tx.insert_node(ulid_at(at), SHARED, "Memory", {}, at, pk=memory_id)
+        level = max(0, min(10, int(importance or 0)))
+        tx.insert_memory(pk, SHARED, digest, str(content), summary, level, memory_type or "general")
         tx.add_tags(pk, tags.get(memory_id, []))
         accessed = parse_timestamp(accessed_at) if accessed_at else 0
         if accessed > at:
@@ -105,6 +117,7 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
         memory = tx.memory_by_pk(pk)
         assert memory is not None
         tx.append_change(at, *ops.memory_created(memory))
+        node_of[memory_id] = by_hash[digest] = pk
 
     relationship_count = 0
     if _columns(conn, "relationships"):
@@ -115,10 +128,13 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
         for rel_id, from_id, to_id, relation_type, created_at in conn.execute(
             f"SELECT id, {src}, {dst}, relation_type, {created} FROM relationships ORDER BY id"
         ).fetchall():
-            if from_id not in ids or to_id not in ids:
+            source, target = node_of.get(from_id), node_of.get(to_id)
+            if source is None or target is None or source == target:
                 continue
+            if tx.find_edges(source, target, relation_type):
+                continue  # both ends were merged duplicates: the link already exists
             at = parse_timestamp(created_at)
-            edge_pk = tx.insert_edge(ulid_at(at), from_id, to_id, relation_type, SHARED, {}, at, at, pk=rel_id)
+            edge_pk = tx.insert_edge(ulid_at(at), source, target, relation_type, SHARED, {}, at, at, pk=rel_id)
             edge = tx.edge_by_pk(edge_pk)
             assert edge is not None
             tx.append_change(at, *ops.edge_created(edge))
@@ -137,5 +153,5 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
         conn.execute(f'DROP TABLE IF EXISTS "{name}"')
     for table in ("relationships", "tags", "memories"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
-    log.warning("migrated %d memories and %d relationships from memdb's schema", len(rows), relationship_count)
-    return len(rows), relationship_count
+    log.warning("migrated %d memories and %d relationships from memdb's schema", len(by_hash), relationship_count)
+    return len(by_hash), relationship_count

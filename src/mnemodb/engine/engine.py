@@ -29,6 +29,7 @@ from mnemodb.engine.models import (
     ItemResult,
     Memory,
     MemoryLink,
+    MemoryStats,
     NewMemory,
     Props,
     Recall,
@@ -359,21 +360,24 @@ class Engine:
         tag_terms = tuple(dict.fromkeys([*words(query), *(normalize_tag(t) for t in query.split())]))
         if not terms and not tag_terms:
             return []
-        with self.store.read() as tx:
-            pool = max(limit * 5, 200)
-            bm25 = dict(tx.search_text(terms, read, pool))
-            tagged = set(tx.memories_with_tags(tag_terms, read, pool))
-            memories = tx.memories_by_pk(list(bm25.keys() | tagged))
+        # Rank light candidate rows first; only the winners are read in full. The pool is
+        # wider than the limit so importance and recency can lift a slightly weaker match.
+        pool = max(limit * 3, 50)
         now = self._clock()
-        strength = text_strengths(bm25)
-        hits = []
-        for pk, memory in memories.items():
-            score, parts = relevance(
-                strength.get(pk, 0.0), pk in tagged, memory.importance, memory.created_at, now, self._weights
-            )
-            hits.append(SearchHit(memory, score, parts))
-        hits.sort(key=lambda h: (-h.score, -h.memory.pk))
-        hits = hits[:limit]
+        with self.store.read() as tx:
+            by_text = tx.search_text(terms, read, pool)
+            by_tag = tx.memories_with_tags(tag_terms, read, pool)
+            strength = text_strengths({c[0]: c[1] for c in by_text})
+            tagged = {c[0] for c in by_tag}
+            scored: dict[int, tuple[float, dict[str, float]]] = {}
+            for pk, _, importance, created_at in (*by_text, *by_tag):
+                if pk not in scored:
+                    scored[pk] = relevance(
+                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._weights
+                    )
+            best = sorted(scored, key=lambda pk: (-scored[pk][0], -pk))[:limit]
+            memories = tx.memories_by_pk(best)
+        hits = [SearchHit(memories[pk], *scored[pk]) for pk in best if pk in memories]
         if record_access:
             self._record_access(h.memory.pk for h in hits)
         return hits
@@ -629,6 +633,13 @@ class Engine:
                 current_seq=tx.current_seq(),
                 size_bytes=self.store.size_bytes(),
             )
+
+    def memory_stats(self, *, scopes: Sequence[str] | None = None) -> MemoryStats:
+        """Memory and distinct-tag counts and the oldest and newest memory's time."""
+        read = self.scopes(scopes)
+        with self.store.read() as tx:
+            oldest, newest = tx.memory_time_range(read)
+            return MemoryStats(tx.count_memories(read), tx.count_tags(read), oldest, newest)
 
     def current_seq(self) -> int:
         with self.store.read() as tx:

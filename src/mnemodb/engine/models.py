@@ -196,6 +196,16 @@ class Stats:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """What memories a set of scopes holds; cheap at any size (kept by counters)."""
+
+    memories: int
+    tags: int
+    oldest_at: int | None
+    newest_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class ImportReport:
     written: int
     unchanged: int

@@ -19,10 +19,12 @@ while serving, fd 1 points at stderr, so a stray print cannot corrupt the wire.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -142,12 +144,35 @@ class _Gate:
         return {}  # a notification before the handshake: dropped
 
 
+async def _chunks(fd: int) -> AsyncIterator[bytes]:
+    """What arrives on `fd`, chunk by chunk, until end of file."""
+    mode = os.fstat(fd).st_mode
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop than asyncio's
+        loop = None
+    if loop is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        # A pipe is watched by the event loop itself: no thread hop per message.
+        reader = asyncio.StreamReader(limit=_READ_CHUNK, loop=loop)
+        pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+        try:
+            while chunk := await reader.read(_READ_CHUNK):
+                yield chunk
+        finally:
+            transport.close()
+        return
+    while chunk := await anyio.to_thread.run_sync(os.read, fd, _READ_CHUNK, abandon_on_cancel=True):
+        yield chunk
+
+
 async def _lines(fd: int) -> AsyncIterator[bytes | None]:
     """Lines from `fd` without their newline; None for a line over the size limit."""
     buffer = bytearray()
     skipping = False
+    chunks = _chunks(fd)
     while True:
-        chunk = await anyio.to_thread.run_sync(os.read, fd, _READ_CHUNK, abandon_on_cancel=True)
+        chunk = await anext(chunks, b"")
         if not chunk:
             if buffer and not skipping:
                 yield bytes(buffer)

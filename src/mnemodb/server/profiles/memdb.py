@@ -228,12 +228,12 @@ def delete_relationship(engine: Engine, a: dict[str, Any]) -> Any:
 
 
 def memory_stats(engine: Engine, a: dict[str, Any]) -> Any:
-    stats = engine.stats()
+    stats = engine.memory_stats()
     return {
         "memoryCount": stats.memories,
         "tagCount": stats.tags,
-        "oldestMemory": timestamp(stats.oldest_memory_at),
-        "newestMemory": timestamp(stats.newest_memory_at),
+        "oldestMemory": timestamp(stats.oldest_at),
+        "newestMemory": timestamp(stats.newest_at),
     }
 
 

@@ -147,6 +147,44 @@ MIGRATIONS: tuple[str, ...] = (
         last_at INTEGER NOT NULL
     );
     """,
+    # 3: counters kept by triggers, so statistics cost the same at any size.
+    """
+    ALTER TABLE memory_tag ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+    UPDATE memory_tag SET scope = (SELECT m.scope FROM memory m WHERE m.node = memory_tag.node);
+    DROP INDEX memory_tag_tag;
+    CREATE INDEX memory_tag_tag ON memory_tag (tag, scope);
+
+    CREATE TABLE tag_count (
+        scope TEXT NOT NULL,
+        tag   TEXT NOT NULL,
+        n     INTEGER NOT NULL,
+        PRIMARY KEY (scope, tag)
+    ) WITHOUT ROWID;
+    INSERT INTO tag_count (scope, tag, n) SELECT scope, tag, COUNT(*) FROM memory_tag GROUP BY scope, tag;
+    CREATE TRIGGER tag_count_insert AFTER INSERT ON memory_tag BEGIN
+        INSERT INTO tag_count (scope, tag, n) VALUES (new.scope, new.tag, 1)
+        ON CONFLICT (scope, tag) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER tag_count_delete AFTER DELETE ON memory_tag BEGIN
+        UPDATE tag_count SET n = n - 1 WHERE scope = old.scope AND tag = old.tag;
+        DELETE FROM tag_count WHERE scope = old.scope AND tag = old.tag AND n <= 0;
+    END;
+
+    CREATE TABLE scope_count (
+        scope TEXT NOT NULL,
+        kind  TEXT NOT NULL,
+        n     INTEGER NOT NULL,
+        PRIMARY KEY (scope, kind)
+    ) WITHOUT ROWID;
+    INSERT INTO scope_count (scope, kind, n) SELECT scope, 'memory', COUNT(*) FROM memory GROUP BY scope;
+    CREATE TRIGGER memory_count_insert AFTER INSERT ON memory BEGIN
+        INSERT INTO scope_count (scope, kind, n) VALUES (new.scope, 'memory', 1)
+        ON CONFLICT (scope, kind) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER memory_count_delete AFTER DELETE ON memory BEGIN
+        UPDATE scope_count SET n = n - 1 WHERE scope = old.scope AND kind = 'memory';
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -47,6 +47,14 @@ _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from,
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
 
 
+Candidate = tuple[int, float, int, int]
+"""A search candidate: (memory pk, bm25, importance, created_at)."""
+
+
+def _props(text: str) -> dict[str, Any]:
+    return {} if text == "{}" else dict(json.loads(text))
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -88,7 +96,7 @@ class _Tx:
                 importance=r[5],
                 memory_type=r[6],
                 summary=r[7],
-                props=json.loads(r[8]),
+                props=_props(r[8]),
                 created_at=r[9],
                 updated_at=r[10],
                 tags=tags.get(r[0], ()),
@@ -125,49 +133,65 @@ class _Tx:
                 out[memory.pk] = memory
         return out
 
-    def search_text(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        """Memories matching any of `terms`, best first, with FTS5's bm25 (lower is better)."""
+    def search_text(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[Candidate]:
+        """Memories matching any of `terms`, best first: (pk, bm25, importance, created_at).
+
+        bm25 is FTS5's: more negative is better.
+        """
         if not terms or limit <= 0:
             return []
         match = " OR ".join(_fts_phrase(t) for t in terms)
-        rows = self.conn.execute(
-            "SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memory m ON m.node = f.rowid "
+        return self.conn.execute(
+            "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
+            "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
             f"WHERE memory_fts MATCH ? AND m.scope IN ({_marks(len(scopes))}) ORDER BY rank LIMIT ?",
             [match, *scopes, limit],
         ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
 
-    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[int]:
-        if not tags:
+    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[Candidate]:
+        """Memories with any of `tags`, most important and newest first: (pk, 0.0, importance, created_at)."""
+        if not tags or limit <= 0:
             return []
-        rows = self.conn.execute(
-            "SELECT DISTINCT t.node FROM memory_tag t JOIN memory m ON m.node = t.node "
-            f"WHERE t.tag IN ({_marks(len(tags))}) AND m.scope IN ({_marks(len(scopes))}) LIMIT ?",
+        # Driven from the (tag, scope) index; CROSS JOIN keeps the planner from scanning
+        # every memory of the scope instead.
+        return self.conn.execute(
+            "SELECT t.node, 0.0, m.importance, n.created_at FROM memory_tag t "
+            "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node "
+            f"WHERE t.tag IN ({_marks(len(tags))}) AND t.scope IN ({_marks(len(scopes))}) "
+            "GROUP BY t.node ORDER BY m.importance DESC, n.created_at DESC LIMIT ?",
             [*tags, *scopes, limit],
         ).fetchall()
-        return [r[0] for r in rows]
 
     def count_memories(self, scopes: Sequence[str]) -> int:
         row = self.conn.execute(
-            f"SELECT COUNT(*) FROM memory WHERE scope IN ({_marks(len(scopes))})", scopes
+            f"SELECT COALESCE(SUM(n), 0) FROM scope_count WHERE kind = 'memory' AND scope IN ({_marks(len(scopes))})",
+            scopes,
         ).fetchone()
         return int(row[0])
 
     def count_tags(self, scopes: Sequence[str]) -> int:
+        """Distinct tags over the memories of `scopes` (from counters kept by triggers)."""
         row = self.conn.execute(
-            "SELECT COUNT(DISTINCT t.tag) FROM memory_tag t JOIN memory m ON m.node = t.node "
-            f"WHERE m.scope IN ({_marks(len(scopes))})",
-            scopes,
+            f"SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope IN ({_marks(len(scopes))})", scopes
         ).fetchone()
         return int(row[0])
 
     def memory_time_range(self, scopes: Sequence[str]) -> tuple[int | None, int | None]:
-        row = self.conn.execute(
-            "SELECT MIN(n.created_at), MAX(n.created_at) FROM node n "
-            f"WHERE n.label = 'Memory' AND n.scope IN ({_marks(len(scopes))})",
-            scopes,
-        ).fetchone()
-        return row[0], row[1]
+        # One scope at a time: MIN and MAX then read one end of the (label, scope,
+        # created_at) index each, instead of scanning every memory.
+        oldest: int | None = None
+        newest: int | None = None
+        for scope in scopes:
+            low = self.conn.execute(
+                "SELECT MIN(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
+            ).fetchone()[0]
+            high = self.conn.execute(
+                "SELECT MAX(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
+            ).fetchone()[0]
+            if low is not None:
+                oldest = low if oldest is None else min(oldest, low)
+                newest = high if newest is None else max(newest, high)
+        return oldest, newest
 
     # -- nodes and entities ---------------------------------------------------------------
 
@@ -220,7 +244,7 @@ class _Tx:
                 dst=r[3],
                 type=r[4],
                 scope=r[5],
-                props=json.loads(r[6]),
+                props=_props(r[6]),
                 valid_from=r[7],
                 valid_to=r[8],
                 created_at=r[9],
@@ -472,7 +496,10 @@ class _WriteTx(_Tx):
     def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
         added = []
         for tag in tags:
-            cur = self.conn.execute("INSERT OR IGNORE INTO memory_tag (node, tag) VALUES (?, ?)", [pk, tag])
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO memory_tag (node, tag, scope) SELECT ?, ?, scope FROM memory WHERE node = ?",
+                [pk, tag, pk],
+            )
             if cur.rowcount:
                 added.append(tag)
         return added

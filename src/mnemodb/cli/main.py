@@ -258,10 +258,17 @@ def cmd_backup(args: argparse.Namespace) -> int:
         raise CliError(f"{target} exists; pass --force to overwrite it")
     if target.exists():
         target.unlink()
+    progress = Progress("backing up")
     with _open_engine(args) as engine:
         started = time.monotonic()
-        engine.store.backup(str(target))
+
+        def report(done: int, total: int) -> None:
+            progress.total = total
+            progress.advance(done - progress.done)
+
+        engine.store.backup(str(target), report)
         elapsed = time.monotonic() - started
+    progress.finish()
     size = target.stat().st_size
     if args.json:
         _print_json({"path": str(target.resolve()), "bytes": size, "seconds": round(elapsed, 3)})

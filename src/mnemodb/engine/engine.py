@@ -14,6 +14,7 @@ import struct
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from mnemodb.engine import ops
@@ -23,6 +24,7 @@ from mnemodb.engine.models import (
     ENTITY,
     MEMORY,
     Change,
+    Direction,
     Edge,
     Entity,
     ImportReport,
@@ -53,6 +55,7 @@ MAX_IMPORTANCE = 10
 EXPORT_FORMAT = "mnemodb"
 EXPORT_VERSION = 1
 _IMPORT_CHUNK = 500
+_DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming": "in", "in": "in", "both": "both"}
 
 
 def now_ms() -> int:
@@ -188,7 +191,8 @@ class Engine:
 
     # -- memories -------------------------------------------------------------------------------
 
-    def _check_new_memory(self, item: NewMemory) -> tuple[str, tuple[str, ...], dict[str, Scalar]]:
+    def _check_new_memory(self, item: NewMemory) -> NewMemory:
+        """The item with canonical tags and clean props, or InvalidArgument: checked before any write."""
         content = check_text(item.content, "content")
         if not content:
             raise InvalidArgument("content must not be empty")
@@ -198,37 +202,36 @@ class Engine:
             raise InvalidArgument("memory_type must not be empty")
         if item.summary is not None:
             check_text(item.summary, "summary")
-        return content, normalize_tags(item.tags), check_props(item.props)
+        return replace(item, tags=normalize_tags(item.tags), props=check_props(item.props))
 
     def _store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int) -> StoredMemory:
-        content, tags, props = self._check_new_memory(item)
-        digest = content_hash(content)
-        existing = tx.memory_by_hash([scope], digest)
-        if existing is not None:
+        """Write one checked item (see `_check_new_memory`)."""
+        digest = content_hash(item.content)
+        existing_pk = tx.memory_pk(scope, digest)
+        if existing_pk is not None:
             # Same content, same memory: merge the tags, keep everything else.
-            added = tx.add_tags(existing.pk, tags)
+            added = tx.add_tags(existing_pk, item.tags)
+            existing = tx.memory_by_pk(existing_pk)
+            assert existing is not None
             if added:
-                tx.touch_node(existing.pk, at)
+                tx.touch_node(existing_pk, at)
                 self._log(tx, ops.tags_added(scope, existing.id, added), at)
-                refreshed = tx.memory_by_pk(existing.pk)
-                assert refreshed is not None
-                existing = refreshed
             return StoredMemory(existing, False)
         node_id = new_ulid()
-        pk = tx.insert_node(node_id, scope, MEMORY, props, at)
-        tx.insert_memory(pk, scope, digest, content, item.summary, item.importance, item.memory_type)
-        tx.add_tags(pk, tags)
+        pk = tx.insert_node(node_id, scope, MEMORY, item.props, at)
+        tx.insert_memory(pk, scope, digest, item.content, item.summary, item.importance, item.memory_type)
+        tx.add_tags(pk, item.tags)
         memory = Memory(
             pk=pk,
             id=node_id,
             scope=scope,
-            content=content,
+            content=item.content,
             hash=digest,
-            tags=tags,
+            tags=item.tags,
             importance=item.importance,
             memory_type=item.memory_type,
             summary=item.summary,
-            props=props,
+            props=item.props,
             created_at=at,
             updated_at=at,
         )
@@ -247,25 +250,32 @@ class Engine:
         scope: str | None = None,
     ) -> StoredMemory:
         """Store a memory; storing content the scope already holds merges tags and returns it."""
-        item = NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
+        item = self._check_new_memory(
+            NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
+        )
         target = self._write_scope(scope)
         at = self._clock()
         with self.store.write() as tx:
             return self._store_one(tx, item, target, at)
 
     def store_memories(self, items: Sequence[NewMemory], *, scope: str | None = None) -> list[ItemResult]:
-        """Store many memories in one transaction; each item succeeds or fails on its own."""
+        """Store many memories in one transaction; each item succeeds or fails on its own.
+
+        Every item is checked before anything is written, so a rejected item touches
+        nothing and the others are stored together, all or none.
+        """
         target = self._write_scope(scope)
         at = self._clock()
         results: list[ItemResult] = []
+        checked: list[tuple[int, NewMemory]] = []
+        for index, item in enumerate(items):
+            try:
+                checked.append((index, self._check_new_memory(item)))
+            except InvalidArgument as exc:
+                results.append(ItemResult(index, error=str(exc)))
         with self.store.write() as tx:
-            for index, item in enumerate(items):
-                try:
-                    with tx.savepoint():
-                        results.append(ItemResult(index, self._store_one(tx, item, target, at)))
-                except (InvalidArgument, Conflict) as exc:
-                    results.append(ItemResult(index, error=str(exc)))
-        return results
+            results += [ItemResult(index, self._store_one(tx, item, target, at)) for index, item in checked]
+        return sorted(results, key=lambda r: r.index)
 
     def get_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> Memory | None:
         """The memory with this content hash (any case), or None."""
@@ -462,16 +472,16 @@ class Engine:
         self, digest: str, direction: str = "both", *, scopes: Sequence[str] | None = None
     ) -> list[MemoryLink]:
         """Open relations between this memory and other memories; [] for an unknown hash."""
-        if direction not in ("outgoing", "incoming", "both", "out", "in"):
+        way = _DIRECTIONS.get(direction)
+        if way is None:
             raise InvalidArgument("direction must be outgoing, incoming or both")
-        way = {"outgoing": "out", "incoming": "in"}.get(direction, direction)
         read = self.scopes(scopes)
         now = self._clock()
         with self.store.read() as tx:
             memory = self._memory_in(tx, digest, read)
             if memory is None:
                 return []
-            edges = tx.edges_of([memory.pk], way, valid_at=now, scopes=read)  # type: ignore[arg-type]
+            edges = tx.edges_of([memory.pk], way, valid_at=now, scopes=read)
             ends = {e.src_pk for e in edges} | {e.dst_pk for e in edges}
             memories = {pk: m for pk, m in tx.memories_by_pk(list(ends)).items() if m.scope in read}
         return list(self._memory_links(edges, memories))

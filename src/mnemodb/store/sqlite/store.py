@@ -122,6 +122,10 @@ class _Tx:
         )
         return found[0] if found else None
 
+    def memory_pk(self, scope: str, digest: str) -> int | None:
+        row = self.conn.execute("SELECT node FROM memory WHERE scope = ? AND hash = ?", [scope, digest]).fetchone()
+        return None if row is None else int(row[0])
+
     def memory_by_pk(self, pk: int) -> Memory | None:
         found = self._memories("m.node = ?", [pk])
         return found[0] if found else None
@@ -899,13 +903,29 @@ class SqliteStore:
 
     # -- maintenance ----------------------------------------------------------------------
 
-    def backup(self, target: str) -> None:
-        """A consistent copy of the whole database, taken while it stays in use."""
+    def backup(self, target: str, progress: Callable[[int, int], None] | None = None) -> None:
+        """A consistent copy of the whole database, taken while it stays in use.
+
+        `progress(done_pages, total_pages)` is called as the copy advances.
+        """
         Path(target).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
         dest = sqlite3.connect(target)
         try:
-            with self._write_lock:
-                self._writer.backup(dest)
+            if self._in_memory:
+                with self._write_lock:
+                    self._writer.backup(dest)
+                return
+            # A connection of its own, so the copy never holds this process's write lock.
+            source = self._connect()
+            try:
+
+                def report(status: int, remaining: int, total: int) -> None:
+                    if progress is not None:
+                        progress(total - remaining, total)
+
+                source.backup(dest, pages=256, progress=report)
+            finally:
+                source.close()
         finally:
             dest.close()
 

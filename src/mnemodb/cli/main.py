@@ -206,9 +206,14 @@ def _output(path: str) -> Iterator[TextIO]:
 
 
 def _read_records(path: str, errors: list[str]) -> Iterator[dict[str, Any]]:
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
-        for number, line in enumerate(stream, 1):
+        for number, raw in enumerate(stream, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                errors.append(f"line {number}: not UTF-8 text")
+                continue
             if not line.strip():
                 continue
             try:
@@ -221,7 +226,7 @@ def _read_records(path: str, errors: list[str]) -> Iterator[dict[str, Any]]:
                 continue
             yield record
     finally:
-        if stream is not sys.stdin:
+        if path != "-":
             stream.close()
 
 
@@ -233,7 +238,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     parse_errors: list[str] = []
     total = None
     if args.file != "-":
-        with open(args.file, encoding="utf-8") as handle:
+        with open(args.file, "rb") as handle:
             total = sum(1 for line in handle if line.strip()) - 1
     progress = Progress("importing", total)
     with _open_engine(args) as engine:
@@ -248,7 +253,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         print(f"imported {report.written} records ({report.unchanged} already present)")
         for error in errors:
-            print(f"skipped: {error}", file=sys.stderr)
+            print(f"mnemodb: skipped {error}", file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -363,6 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except EngineError as exc:
         print(f"mnemodb: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        print(f"mnemodb: {detail}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -32,6 +32,10 @@ class AccessRecorder:
         self._pending: dict[int, tuple[int, int]] = {}
         self._queued = 0
         self._lock = threading.Lock()
+        # Held for a whole take-and-write, so `flush()` returns only once every hit
+        # recorded before it is in the database, even if the background thread had
+        # already taken them.
+        self._flushing = threading.Lock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -57,13 +61,14 @@ class AccessRecorder:
         return pending
 
     def flush(self) -> None:
-        pending = self._take()
-        if not pending:
-            return
-        try:
-            self._flush(pending)
-        except Exception:  # access counts must never take the server down
-            log.warning("could not record access statistics for %d nodes", len(pending), exc_info=True)
+        with self._flushing:
+            pending = self._take()
+            if not pending:
+                return
+            try:
+                self._flush(pending)
+            except Exception:  # access counts must never take the server down
+                log.warning("could not record access statistics for %d nodes", len(pending), exc_info=True)
 
     def _run(self) -> None:
         while not self._stopped.is_set():

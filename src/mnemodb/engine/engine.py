@@ -43,7 +43,7 @@ from mnemodb.engine.models import (
 )
 from mnemodb.graph.traversal import expand
 from mnemodb.ids import SHARED, InvalidId, new_ulid, normalize_scope
-from mnemodb.search.analyzer import query_terms, words
+from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.ranking import DEFAULT_WEIGHTS, RankWeights, relevance, text_strengths
 from mnemodb.store.base import ReadTx, Store, WriteTx
 
@@ -76,24 +76,34 @@ def check_text(value: str, what: str) -> str:
     return value
 
 
+# What counts as white space in a tag: JavaScript's `\s` (Unicode space separators, the
+# ASCII controls TAB to CR, line and paragraph separators, and U+FEFF). The servers
+# mnemodb replaces validated tags with it, so a tag they accepted is accepted here.
+WHITESPACE = frozenset(
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
 def normalize_tag(tag: str) -> str:
     return unicodedata.normalize("NFKC", tag).lower()
 
 
 def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
     """Tags in canonical form (NFKC, lower case), validated, deduplicated and sorted."""
+    raw_tags = list(tags)
+    if len(raw_tags) > MAX_TAGS:
+        raise InvalidArgument(f"Too many tags (max {MAX_TAGS})")
     out: dict[str, None] = {}
-    for raw in tags:
+    for raw in raw_tags:
         tag = normalize_tag(check_text(raw, "tag"))
         if not tag:
             raise InvalidArgument("Tag must be at least 1 character")
         if len(tag) > MAX_TAG_LENGTH:
             raise InvalidArgument(f"Tag exceeds {MAX_TAG_LENGTH} characters")
-        if any(ch.isspace() for ch in tag):
+        if not WHITESPACE.isdisjoint(tag):
             raise InvalidArgument("Tag must not contain whitespace")
         out.setdefault(tag, None)
-    if len(out) > MAX_TAGS:
-        raise InvalidArgument(f"Too many tags (max {MAX_TAGS})")
     return tuple(sorted(out))
 
 
@@ -138,7 +148,12 @@ class Engine:
         """An engine over the SQLite database at `path` (created if missing)."""
         from mnemodb.store.sqlite import SqliteStore
 
-        return cls(SqliteStore(path), **options)
+        store = SqliteStore(path)
+        try:
+            return cls(store, **options)
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
         self._access.close()
@@ -187,7 +202,7 @@ class Engine:
         self._access.record(pks, self._clock())
 
     def _memory_in(self, tx: ReadTx, digest: str, scopes: Sequence[str]) -> Memory | None:
-        return tx.memory_by_hash(scopes, digest.lower())
+        return tx.memory_by_hash(scopes, check_text(digest, "hash").lower())
 
     # -- memories -------------------------------------------------------------------------------
 
@@ -198,7 +213,7 @@ class Engine:
             raise InvalidArgument("content must not be empty")
         if not 0 <= item.importance <= MAX_IMPORTANCE:
             raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
-        if not item.memory_type:
+        if not check_text(item.memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
         if item.summary is not None:
             check_text(item.summary, "summary")
@@ -303,7 +318,7 @@ class Engine:
                 raise InvalidArgument("content must not be empty")
         if importance is not None and not 0 <= importance <= MAX_IMPORTANCE:
             raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
-        if memory_type is not None and not memory_type:
+        if memory_type is not None and not check_text(memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
         at = self._clock()
         with self.store.write() as tx:
@@ -365,9 +380,11 @@ class Engine:
         record_access: bool = True,
     ) -> list[SearchHit]:
         """Memories matching the query's words or tags, most relevant first."""
+        if limit < 1:
+            raise InvalidArgument("limit must be at least 1")
         read = self.scopes(scopes)
         terms = query_terms(check_text(query, "query"))
-        tag_terms = tuple(dict.fromkeys([*words(query), *(normalize_tag(t) for t in query.split())]))
+        tag_terms = tag_candidates(query)
         if not terms and not tag_terms:
             return []
         # Rank light candidate rows first; only the winners are read in full. The pool is
@@ -462,7 +479,9 @@ class Engine:
                 raise NotFound(f"Memory not found: {to_hash.lower()}")
             if src.pk == dst.pk:
                 raise InvalidArgument("Cannot create self-referential relationship")
-            existing = tx.find_edges(src.pk, dst.pk, relation_type, open_at=at)
+            # Any edge not closed is the same relation, even one dated after `at` (a
+            # writer that read the clock later may have committed first).
+            existing = tx.find_edges(src.pk, dst.pk, relation_type, open_only=True)
             if existing:
                 return MemoryLink(existing[0], src.hash, dst.hash), False
             edge = self._insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at)
@@ -606,12 +625,13 @@ class Engine:
 
     def get_entity(self, name: str, *, scopes: Sequence[str] | None = None) -> Entity | None:
         with self.store.read() as tx:
-            return tx.entity_by_name(self.scopes(scopes), name)
+            return tx.entity_by_name(self.scopes(scopes), check_text(name, "entity name"))
 
     def add_observations(self, name: str, contents: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[str]:
         """Append observations to an entity, skipping ones it already has. Returns the added ones."""
         for obs in contents:
             check_text(obs, "observation")
+        check_text(name, "entity name")
         at = self._clock()
         with self.store.write() as tx:
             entity = tx.entity_by_name(self.scopes(scopes), name)
@@ -677,10 +697,15 @@ class Engine:
     def import_records(
         self, records: Iterable[Mapping[str, Any]], *, progress: Callable[[int], None] | None = None
     ) -> ImportReport:
-        """Load exported records; what is already here is left alone (import is idempotent)."""
+        """Load exported records; what is already here is left alone (import is idempotent).
+
+        The first record must be the export's header. A record that breaks a rule of the
+        data model is skipped and reported in `ImportReport.errors`; the others load.
+        """
         written = unchanged = 0
         errors: list[str] = []
         batch: list[Mapping[str, Any]] = []
+        header_seen = False
 
         def flush() -> None:
             nonlocal written, unchanged
@@ -688,13 +713,14 @@ class Engine:
             with self.store.write() as tx:
                 for record in batch:
                     try:
+                        checked = _checked_record(record)
                         with tx.savepoint():
-                            if tx.load(record):
+                            if tx.load(checked):
                                 written += 1
-                                self._log_import(tx, record, at)
+                                self._log_import(tx, checked, at)
                             else:
                                 unchanged += 1
-                    except (ValueError, KeyError, TypeError) as exc:
+                    except (InvalidArgument, ValueError, KeyError, TypeError) as exc:
                         errors.append(f"{record.get('type', '?')} {record.get('id', '')}: {exc}".strip())
             if progress is not None:
                 progress(len(batch))
@@ -702,12 +728,15 @@ class Engine:
 
         for record in records:
             kind = record.get("type")
-            if kind == "header":
+            if kind == "header" or not header_seen:
+                if kind != "header" or header_seen:
+                    raise InvalidArgument("not a mnemodb export: it must start with exactly one header line")
                 if record.get("format") != EXPORT_FORMAT or record.get("version") != EXPORT_VERSION:
                     raise InvalidArgument(
                         f"not a mnemodb export of version {EXPORT_VERSION}: "
                         f"format={record.get('format')!r} version={record.get('version')!r}"
                     )
+                header_seen = True
                 continue
             batch.append(record)
             if len(batch) >= _IMPORT_CHUNK:
@@ -731,6 +760,28 @@ class Engine:
             if node is not None:
                 vector = _floats(bytes.fromhex(record["vector"]))
                 self._log(tx, ops.embedding_set(node.scope, node.id, record["model"], vector), at)
+
+
+def _checked_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """An import record with its scope and memory in canonical form; InvalidArgument if it breaks a rule."""
+    out = dict(record)
+    if "scope" in out:
+        out["scope"] = Engine.scope(str(out["scope"]))
+    memory = out.get("memory")
+    if isinstance(memory, Mapping):
+        content = check_text(str(memory.get("content", "")), "content")
+        if not content:
+            raise InvalidArgument("content must not be empty")
+        digest = content_hash(content)
+        if str(memory.get("hash", "")).lower() != digest:
+            raise InvalidArgument("its hash is not the sha256 of its content")
+        importance = memory.get("importance", 0)
+        if not isinstance(importance, int) or isinstance(importance, bool) or not 0 <= importance <= MAX_IMPORTANCE:
+            raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+        out["memory"] = {**memory, "hash": digest, "tags": list(normalize_tags(memory.get("tags") or []))}
+    if out.get("type") == "node" and out.get("label") == ENTITY and not isinstance(out.get("entity"), Mapping):
+        raise InvalidArgument("an Entity node needs its entity fields")
+    return out
 
 
 def _floats(blob: bytes) -> list[float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["STOPWORDS", "query_terms", "words"]
+__all__ = ["STOPWORDS", "query_terms", "tag_candidates", "words"]
 
 # Letters, digits and marks are word characters for unicode61; so is nothing else.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -37,6 +37,17 @@ def words(text: str) -> list[str]:
     """Lower-cased words of `text`, split where unicode61 splits."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     return _WORD.findall(folded)
+
+
+_SEGMENT = re.compile(r"\w+(?:[.'\u2019]\w+)*", re.UNICODE)
+
+
+def tag_candidates(text: str) -> list[str]:
+    """Every token of a query that could equal a tag, NFKC + lower-cased: its words, its
+    whitespace-separated pieces, and words joined by inner periods or apostrophes."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    found = [*_WORD.findall(folded), *folded.split(), *_SEGMENT.findall(folded)]
+    return list(dict.fromkeys(found))
 
 
 def query_terms(text: str, *, drop_stopwords: bool = True, max_terms: int | None = None) -> list[str]:

@@ -28,6 +28,7 @@ from mcp_types import (
     ReadResourceResult,
     ResourceTemplate,
     TextResourceContents,
+    ToolExecution,
 )
 from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
@@ -49,14 +50,18 @@ T = TypeVar("T")
 _BACKSTOP_S = 6.0
 
 
-def _listed(tool: Tool) -> McpTool:
+def _listed(tool: Tool, profile: Profile) -> McpTool:
+    schema = tool.params.json_schema()
+    if profile.json_schema_dialect is not None:
+        schema["$schema"] = profile.json_schema_dialect
     return McpTool(
         name=tool.name,
         title=tool.title,
         description=tool.description,
-        input_schema=tool.params.json_schema(),
+        input_schema=schema,
         output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
         annotations=tool.annotations,
+        execution=ToolExecution(task_support="forbidden") if profile.forbid_tasks else None,
     )
 
 
@@ -80,7 +85,7 @@ async def run_in_worker(engine: Engine, work: Callable[[], T], timeout_ms: int) 
 def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_000) -> Server[Any]:
     """The SDK server for one profile over one engine."""
     tools = {tool.name: tool for tool in profile.tools}
-    listed = [_listed(tool) for tool in profile.tools]
+    listed = [_listed(tool, profile) for tool in profile.tools]
     resources = {r.uri: r for r in profile.resources}
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
@@ -92,22 +97,23 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
             log.info("unknown tool %r", params.name)
             return profile.unknown_tool(params.name)
         started = time.perf_counter()
-        outcome = "ok"
+        outcome = "error"
         try:
             arguments = tool.params.validate(params.arguments)
             value = await run_in_worker(engine, lambda: tool.run(engine, arguments), tool_timeout_ms)
+            outcome = "ok"
         except Invalid as exc:
-            outcome = "error"
             return profile.invalid(tool, exc)
         except OperationTimeout:
             outcome = "timeout"
             return profile.timeout(tool, tool_timeout_ms)
         except MCPError:
-            outcome = "error"
             raise
         except Exception as exc:
-            outcome = "error"
             return profile.failure(tool, exc)
+        except BaseException:
+            outcome = "cancelled"
+            raise
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             log.info("Tool %s %s in %dms", tool.name, outcome, elapsed, extra={"tool": tool.name})

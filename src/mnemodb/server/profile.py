@@ -61,6 +61,8 @@ class ProtocolRules:
     parse_error_id: bool = True
     """Send `"id": null` on errors that have no id (JSON-RPC 2.0); memdb omitted it."""
     blank_line_is_parse_error: bool = False
+    strict_messages: bool = False
+    """Refuse JSON-RPC messages with top-level keys the specification does not define."""
 
 
 class Profile:
@@ -72,6 +74,10 @@ class Profile:
     rules: ProtocolRules = ProtocolRules()
     tools: Sequence[Tool] = ()
     resources: Sequence[Resource] = ()
+    json_schema_dialect: str | None = None
+    """A `$schema` to state in every input schema, as the upstream's SDK did."""
+    forbid_tasks: bool = False
+    """Say `execution: {taskSupport: "forbidden"}` on every tool, as the upstream's SDK did."""
 
     def success(self, tool: Tool, value: Any) -> CallToolResult:
         raise NotImplementedError

@@ -10,11 +10,14 @@ upstream did.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from mnemodb.engine.engine import WHITESPACE
 
 __all__ = ["Arr", "Bool", "Enum", "Field", "Int", "Invalid", "Issue", "Num", "Obj", "Str", "js_length"]
 
@@ -28,6 +31,19 @@ class Invalid(Exception):
     def __init__(self, issues: list[Issue]) -> None:
         super().__init__("; ".join(f"{'.'.join(map(str, i['path'])) or '(root)'}: {i['message']}" for i in issues))
         self.issues = issues
+
+
+@functools.cache
+def _js_regex(pattern: str, flags: str) -> re.Pattern[str]:
+    """A JavaScript regex (the subset tool schemas use) compiled with JavaScript's meaning.
+
+    `$` matches only at the very end (Python's also matches before a final newline),
+    and `\\s` / `\\S` use JavaScript's set of white space characters.
+    """
+    space = re.escape("".join(sorted(WHITESPACE)))
+    translated = re.sub(r"(?<!\\)\$", r"\\Z", pattern)
+    translated = translated.replace("\\S", f"[^{space}]").replace("\\s", f"[{space}]")
+    return re.compile(translated, re.IGNORECASE if "i" in flags else 0)
 
 
 def js_length(text: str) -> int:
@@ -142,20 +158,18 @@ class Str(Field):
                     "message": f"Too big: expected string to have <={self.max_length} characters",
                 }
             )
-        if self.pattern is not None:
-            flags = re.IGNORECASE if "i" in self.pattern_flags else 0
-            if re.search(self.pattern, value, flags) is None:
-                shown = f"/{self.pattern}/{self.pattern_flags}"
-                issues.append(
-                    {
-                        "origin": "string",
-                        "code": "invalid_format",
-                        "format": "regex",
-                        "pattern": shown,
-                        "path": list(path),
-                        "message": self.pattern_message or f"Invalid string: must match pattern {shown}",
-                    }
-                )
+        if self.pattern is not None and _js_regex(self.pattern, self.pattern_flags).search(value) is None:
+            shown = f"/{self.pattern}/{self.pattern_flags}"
+            issues.append(
+                {
+                    "origin": "string",
+                    "code": "invalid_format",
+                    "format": "regex",
+                    "pattern": shown,
+                    "path": list(path),
+                    "message": self.pattern_message or f"Invalid string: must match pattern {shown}",
+                }
+            )
         return value
 
 

@@ -35,6 +35,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mnemodb.server.profile import ProtocolRules
 
@@ -207,11 +208,47 @@ async def serve_stdio(server: Server[Any], rules: ProtocolRules, *, fds: tuple[i
         await _serve(server, rules, wire_in, wire_out)
 
 
+_ENVELOPE_KEYS = {
+    "request": {"jsonrpc", "id", "method", "params"},
+    "result": {"jsonrpc", "id", "result"},
+    "error": {"jsonrpc", "id", "error"},
+}
+# How long a closed stdin waits for answers to requests already being served.
+_DRAIN_TIMEOUT_S = 120.0
+
+
+def _envelope_problem(payload: dict[str, Any], rules: ProtocolRules) -> tuple[bool, Any] | None:
+    """(answer?, id) when a JSON object is not a usable JSON-RPC message, before the SDK sees it.
+
+    A request id must be a string or an integer: anything else gets -32600 rather than
+    being read as a notification nobody answers. With `strict_messages`, unknown
+    top-level keys are refused too.
+    """
+    has_id = "id" in payload
+    request_id = payload.get("id")
+    if has_id and "method" in payload and not _usable_id(request_id):
+        # A fractional number is echoed back; null, booleans, objects and arrays are not.
+        echo = isinstance(request_id, float)
+        return True, request_id if echo else None
+    if rules.strict_messages:
+        kind = "result" if "result" in payload else "error" if "error" in payload else "request"
+        if not set(payload) <= _ENVELOPE_KEYS[kind]:
+            return has_id, request_id if _usable_id(request_id) else None
+    return None
+
+
 async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_out: int) -> None:
     to_server, server_reads = create_context_streams[SessionMessage | Exception](0)
     server_writes, from_server = create_context_streams[SessionMessage](0)
     out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
     gate = _Gate(rules)
+    # Requests handed to the SDK and not yet answered: stdin closing must not lose them.
+    in_flight: set[str | int] = set()
+    drained = anyio.Event()
+    drained.set()
+    # An `initialize` whose version the SDK does not know but the profile accepts: the
+    # reply says the version the client asked for, as the profile's upstream did.
+    echo_version: dict[str | int, str] = {}
 
     async def emit(payload: dict[str, Any]) -> None:
         await out_send.send(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
@@ -225,10 +262,22 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
                     view = view[written:]
 
     async def relay_server_messages() -> None:
+        nonlocal drained
         async with from_server:
-            async for message in from_server:
-                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await out_send.send(text.encode() + b"\n")
+            async for session_message in from_server:
+                message = session_message.message
+                answered = getattr(message, "id", None) if not isinstance(message, types.JSONRPCRequest) else None
+                if answered is not None and answered in echo_version and isinstance(message, types.JSONRPCResponse):
+                    payload = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                    payload["result"]["protocolVersion"] = echo_version.pop(answered)
+                    await emit(payload)
+                else:
+                    text = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await out_send.send(text.encode() + b"\n")
+                if answered is not None:
+                    in_flight.discard(answered)
+                    if not in_flight:
+                        drained.set()
 
     async def read_in() -> None:
         async with to_server:
@@ -237,8 +286,12 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
                 if gate.closed:
                     log.info("closing the connection after refusing its protocol version")
                     return
+            # stdin closed: answer what was asked before letting the server stop.
+            with anyio.move_on_after(_DRAIN_TIMEOUT_S):
+                await drained.wait()
 
     async def handle_line(line: bytes | None) -> None:
+        nonlocal drained
         if line is None:
             log.warning("rejected a message longer than %d bytes", MAX_LINE_BYTES)
             await emit(_error(-32700, "Parse error", None, rules, with_id=False))
@@ -257,6 +310,12 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
             for request_id in ids or [None]:
                 await emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
             return
+        problem = _envelope_problem(payload, rules) if isinstance(payload, dict) else None
+        if problem is not None:
+            answer, request_id = problem
+            if answer:
+                await emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
+            return
         try:
             message = types.jsonrpc_message_adapter.validate_python(payload, by_name=False)
         except Exception:
@@ -270,6 +329,13 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
             if refusal:
                 await emit(refusal)
             return
+        if isinstance(message, types.JSONRPCRequest):
+            requested = (message.params or {}).get("protocolVersion") if message.method == "initialize" else None
+            if requested in (rules.supported_versions or ()) and requested not in HANDSHAKE_PROTOCOL_VERSIONS:
+                echo_version[message.id] = str(requested)
+            in_flight.add(message.id)
+            if drained.is_set():
+                drained = anyio.Event()
         await to_server.send(SessionMessage(message))
 
     async def server_side() -> None:

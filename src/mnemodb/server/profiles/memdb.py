@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +18,6 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from mnemodb.engine import Engine, EngineError, Memory, NewMemory, NotFound
 from mnemodb.engine.models import MEMORY_TYPES, MemoryLink, RelatedMemory
-from mnemodb.search.analyzer import words
 from mnemodb.server.profile import Profile, ProtocolRules, Resource, Tool
 from mnemodb.server.schema import Arr, Enum, Int, Invalid, Obj, Str
 
@@ -135,8 +135,13 @@ def batch_summary(results: list[dict[str, Any]], ok: Callable[[dict[str, Any]], 
 # -- tools ------------------------------------------------------------------------------------------
 
 
+# memdb counted a query's words with a Unicode word segmenter, which keeps "don't",
+# "snake_case", "v1.2" and "example.com" whole; this matches its count.
+_SEGMENT_WORD = re.compile(r"\w+(?:[.'\u2019\u00b7]\w+)*")
+
+
 def _check_query(query: str) -> None:
-    count = len(words(query))
+    count = len(_SEGMENT_WORD.findall(query))
     if count > MAX_QUERY_TERMS:
         raise ValueError(f"Query has too many terms (max {MAX_QUERY_TERMS})")
     if count == 0:
@@ -426,8 +431,11 @@ class MemdbProfile(Profile):
         enforce_lifecycle=True,
         parse_error_id=True,
         blank_line_is_parse_error=True,
+        strict_messages=True,
     )
     tools = TOOLS
+    json_schema_dialect = "http://json-schema.org/draft-07/schema#"
+    forbid_tasks = True
     resources = (
         Resource(
             uri="internal://instructions",

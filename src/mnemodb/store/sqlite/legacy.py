@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnemodb.engine import ops
+from mnemodb.engine.engine import normalize_tag
 from mnemodb.ids import SHARED, ulid_at
 
 if TYPE_CHECKING:
@@ -72,7 +73,8 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
     memory_columns = _columns(conn, "memories")
     tags: dict[int, list[str]] = {}
     for memory_id, tag in conn.execute("SELECT memory_id, tag FROM tags ORDER BY memory_id, tag"):
-        tags.setdefault(memory_id, []).append(tag)
+        # Older memdb versions stored tags as typed; searches compare canonical tags.
+        tags.setdefault(memory_id, []).append(normalize_tag(str(tag)))
 
     def col(name: str, default: str) -> str:
         return name if name in memory_columns else default
@@ -100,6 +102,10 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
         kept = by_hash.get(digest)
         if kept is not None:
             node_of[memory_id] = kept
+            conn.execute(
+                "UPDATE memory SET importance = MAX(importance, ?) WHERE node = ?",
+                [max(0, min(10, int(importance or 0))), kept],
+            )
             added = tx.add_tags(kept, tags.get(memory_id, []))
             if added:
                 memory = tx.memory_by_pk(kept)
@@ -139,6 +145,17 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
             assert edge is not None
             tx.append_change(at, *ops.edge_created(edge))
             relationship_count += 1
+
+    # New ids continue after the highest id memdb ever gave, even one since deleted: a
+    # client may still hold it.
+    for old, new in (("memories", "node"), ("relationships", "edge")):
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", [old]).fetchone()
+        if row is None:
+            continue
+        if conn.execute("SELECT 1 FROM sqlite_sequence WHERE name = ?", [new]).fetchone():
+            conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?", [row[0], new])
+        else:
+            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [new, row[0]])
 
     # Drop the old tables last. Dropping memdb's FTS5 table takes its shadow tables with
     # it, and dropping a table takes its triggers.

@@ -266,13 +266,12 @@ class _Tx:
         found = self._edges("e.id = ?", [edge_id])
         return found[0] if found else None
 
-    def find_edges(self, src: int, dst: int, edge_type: str, *, open_at: int | None = None) -> list[Edge]:
+    def find_edges(self, src: int, dst: int, edge_type: str, *, open_only: bool = False) -> list[Edge]:
+        """Edges of this type from `src` to `dst`, oldest first; with `open_only`, those not closed."""
         where = "e.src = ? AND e.dst = ? AND e.type = ?"
-        params: list[Any] = [src, dst, edge_type]
-        if open_at is not None:
-            where += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
-            params += [open_at, open_at]
-        return self._edges(where + " ORDER BY e.pk", params)
+        if open_only:
+            where += " AND e.valid_to IS NULL"
+        return self._edges(where + " ORDER BY e.pk", [src, dst, edge_type])
 
     def edges_of(
         self,
@@ -592,7 +591,23 @@ class _WriteTx(_Tx):
         )
 
     def load(self, record: Mapping[str, Any]) -> bool:
-        """Insert one dumped record unless it is already here. True when something was written."""
+        """Insert one dumped record unless it is already here. True when something was written.
+
+        ValueError (with the reason) for a record the database cannot take.
+        """
+        try:
+            return self._load(record)
+        except sqlite3.IntegrityError as exc:
+            raise ValueError(f"the database refused it: {exc}") from exc
+
+    def _pk_if_free(self, table: str, pk: Any) -> int | None:
+        """Keep a record's integer id when no other row has it (memdb clients hold these ids)."""
+        if not isinstance(pk, int) or isinstance(pk, bool) or pk < 1:
+            return None
+        taken = self.conn.execute(f"SELECT 1 FROM {table} WHERE pk = ?", [pk]).fetchone()
+        return None if taken else pk
+
+    def _load(self, record: Mapping[str, Any]) -> bool:
         kind = record["type"]
         if kind == "node":
             return self._load_node(record)
@@ -612,6 +627,7 @@ class _WriteTx(_Tx):
                 record.get("props") or {},
                 int(record["valid_from"]),
                 int(record["created_at"]),
+                pk=self._pk_if_free("edge", record.get("pk")),
             )
             if record.get("valid_to") is not None:
                 self.close_edge(pk, int(record["valid_to"]))
@@ -657,6 +673,7 @@ class _WriteTx(_Tx):
             record["label"],
             record.get("props") or {},
             int(record["created_at"]),
+            pk=self._pk_if_free("node", record.get("pk")),
         )
         self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [int(record["updated_at"]), pk])
         if memory is not None:
@@ -707,7 +724,14 @@ class SqliteStore:
         self._readers_lock = threading.Lock()
         self._closed = False
         self._writer = self._connect()
-        self._open_schema()
+        try:
+            self._open_schema()
+        except sqlite3.DatabaseError as exc:
+            self._writer.close()
+            raise StoreUnavailable(f"cannot use {self._path} as a mnemodb database: {exc}") from exc
+        except BaseException:
+            self._writer.close()
+            raise
 
     # -- connections ------------------------------------------------------------------------
 
@@ -724,12 +748,14 @@ class SqliteStore:
                 check_same_thread=False,
                 cached_statements=512,
             )
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA temp_store = MEMORY")
         except sqlite3.Error as exc:
+            with contextlib.suppress(NameError, sqlite3.Error):
+                conn.close()
             raise StoreUnavailable(f"cannot open database {self._path}: {exc}") from exc
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA temp_store = MEMORY")
         conn.set_progress_handler(self._check_deadline, 4000)
         return conn
 
@@ -783,43 +809,47 @@ class SqliteStore:
 
     def _open_schema(self) -> None:
         conn = self._writer
+        # Every check that can refuse the file runs before anything is written to it.
+        version = self._check_usable(conn)
         if not self._in_memory:
             # WAL is a property of the file; setting it needs a moment of exclusive access.
             mode = self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), "enable WAL")
             if mode[0].lower() != "wal":
                 log.warning("database %s is in %s mode, not WAL", self._path, mode[0])
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version == SCHEMA_VERSION:
             return
-        if version > SCHEMA_VERSION:
-            raise StoreUnavailable(
-                f"database {self._path} has schema version {version}, newer than this mnemodb "
-                f"understands ({SCHEMA_VERSION}); upgrade mnemodb"
-            )
         if version == 0 and legacy.is_memdb_database(conn):
             legacy.backup_before_migration(conn, self._path)
         with self._write_tx() as tx:
             self._migrate(tx)
 
-    def _migrate(self, tx: _WriteTx) -> None:
-        conn = tx.conn
-        # Re-read inside the write lock: another process may have migrated meanwhile.
+    def _check_usable(self, conn: sqlite3.Connection) -> int:
+        """The file's schema version; StoreUnavailable for a newer schema or another application's file."""
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreUnavailable(
+                f"database {self._path} has schema version {version}, newer than this mnemodb "
+                f"understands ({SCHEMA_VERSION}); upgrade mnemodb"
+            )
         if version == 0:
             app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-            foreign = [
+            tables = [
                 name
                 for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
                 if not name.startswith("sqlite_")
             ]
-            is_memdb = legacy.is_memdb_database(conn)
-            if foreign and app_id != APPLICATION_ID and not is_memdb:
+            if tables and app_id != APPLICATION_ID and not legacy.is_memdb_database(conn):
                 raise StoreUnavailable(
                     f"{self._path} is an SQLite database that mnemodb did not create "
-                    f"(it has tables {', '.join(sorted(foreign)[:5])}); refusing to change it"
+                    f"(it has tables {', '.join(sorted(tables)[:5])}); refusing to change it"
                 )
-        else:
-            is_memdb = False
+        return version
+
+    def _migrate(self, tx: _WriteTx) -> None:
+        conn = tx.conn
+        # Checked again inside the write lock: another process may have migrated meanwhile.
+        version = self._check_usable(conn)
+        is_memdb = version == 0 and legacy.is_memdb_database(conn)
         for number in range(version, SCHEMA_VERSION):
             for statement in _split_sql(MIGRATIONS[number]):
                 conn.execute(statement)

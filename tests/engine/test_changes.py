@@ -1,0 +1,355 @@
+"""The change log: one entry per operation, written with the write, gapless; reads and access counts write none."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, OperationTimeout
+from mnemodb.ids import new_ulid
+from mnemodb.store.sqlite import SqliteStore
+
+START_MS = 1_700_000_000_000
+
+
+class Clock:
+    def __init__(self, now: int = START_MS) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
+    # A long access interval: statistics are written only by flush_access() (or close).
+    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as opened:
+        yield opened
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Log:
+    """Reads the change log entries a step appended, checking they follow on without a gap."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.seq = engine.current_seq()
+
+    def take(self) -> list[Any]:
+        changes = self.engine.changes(self.seq + 1)
+        assert [c.seq for c in changes] == list(range(self.seq + 1, self.seq + 1 + len(changes)))
+        self.seq += len(changes)
+        assert self.engine.current_seq() == self.seq
+        return changes
+
+    def ops(self) -> list[tuple[str, str | None]]:
+        return [(c.op, c.target) for c in self.take()]
+
+
+def raw_count(db_path: Path, table: str) -> int:
+    with contextlib.closing(sqlite3.connect(db_path)) as conn:
+        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+# -- what each write appends ------------------------------------------------------------------------------
+
+
+def test_a_fresh_store_has_an_empty_log(eng: Engine) -> None:
+    assert eng.current_seq() == 0
+    assert eng.changes() == []
+
+
+def test_memory_writes_append_their_ops(eng: Engine, clock: Clock) -> None:
+    log = Log(eng)
+    memory = eng.store_memory("alpha", ["x"], 3, "fact").memory
+    [created] = log.take()
+    assert (created.seq, created.op, created.target, created.scope, created.at) == (
+        1,
+        "create_node",
+        memory.id,
+        "shared",
+        clock.now,
+    )
+    assert created.data["label"] == "Memory"
+    assert created.data["memory"] == {
+        "hash": memory.hash,
+        "content": "alpha",
+        "summary": None,
+        "importance": 3,
+        "memory_type": "fact",
+        "tags": ["x"],
+    }
+
+    clock.now += 1
+    eng.store_memory("alpha", ["x"])
+    assert log.take() == []  # nothing new: nothing logged
+    eng.store_memory("alpha", ["y", "x", "z"])
+    [tags] = log.take()
+    assert (tags.op, tags.target, tags.data["tags"]) == ("add_tags", memory.id, ["y", "z"])
+
+    clock.now += 1
+    _, after = eng.update_memory(memory.hash, content="beta", tags=["q"], importance=4)
+    [updated] = log.take()
+    assert (updated.op, updated.target, updated.at) == ("update_node", memory.id, clock.now)
+    assert updated.data["set"] == {"content": "beta", "hash": after.hash, "importance": 4, "tags": ["q"]}
+    eng.update_memory(after.hash, content="beta", tags=["q"], importance=4)
+    assert log.take() == []  # no change: nothing logged
+
+    assert eng.delete_memory(after.hash)
+    assert log.ops() == [("remove_node", memory.id)]
+    assert not eng.delete_memory(after.hash)
+    assert log.take() == []
+
+
+def test_batch_writes_append_one_op_per_change(eng: Engine) -> None:
+    log = Log(eng)
+    results = eng.store_memories([NewMemory("one"), NewMemory("bad", importance=99), NewMemory("two")])
+    ids = [r.value.memory.id for r in results if r.ok]
+    assert log.ops() == [("create_node", ids[0]), ("create_node", ids[1])]
+    eng.delete_memories([sha256("one"), sha256("missing"), sha256("two")])
+    assert log.ops() == [("remove_node", ids[0]), ("remove_node", ids[1])]
+
+
+def test_relation_and_edge_writes_append_their_ops(eng: Engine, clock: Clock) -> None:
+    a = eng.store_memory("a").memory
+    b = eng.store_memory("b").memory
+    log = Log(eng)
+    link, _ = eng.relate_memories(a.hash, b.hash, "supports")
+    [created] = log.take()
+    assert (created.op, created.target) == ("create_edge", link.edge.id)
+    assert created.data == {
+        "id": link.edge.id,
+        "from": a.id,
+        "to": b.id,
+        "type": "supports",
+        "scope": "shared",
+        "props": {},
+        "valid_from": clock.now,
+    }
+    eng.relate_memories(a.hash, b.hash, "supports")
+    assert log.take() == []
+    clock.now += 7
+    eng.close_edge(link.edge.id)
+    [closed] = log.take()
+    assert (closed.op, closed.target, closed.data) == (
+        "close_edge",
+        link.edge.id,
+        {"id": link.edge.id, "valid_to": clock.now},
+    )
+    edge = eng.link(b.id, a.id, "answers", props={"w": 1})
+    assert log.ops() == [("create_edge", edge.id)]
+    assert eng.unrelate_memories(a.hash, b.hash, "supports")
+    assert log.ops() == [("remove_edge", link.edge.id)]
+    assert not eng.unrelate_memories(a.hash, b.hash, "supports")
+    assert log.take() == []
+    # Deleting a node logs its removal only; its edges go with it.
+    eng.delete_memory(a.hash)
+    assert log.ops() == [("remove_node", a.id)]
+
+
+def test_entity_writes_append_their_ops(eng: Engine) -> None:
+    log = Log(eng)
+    entity, _ = eng.create_entity("Ada", "person", ["one", "two"])
+    [created] = log.take()
+    assert (created.op, created.target) == ("create_node", entity.id)
+    assert created.data["entity"] == {"name": "Ada", "entity_type": "person", "observations": ["one", "two"]}
+    eng.create_entity("Ada", "person")
+    assert log.take() == []
+    eng.add_observations("Ada", ["two", "three"])
+    [added] = log.take()
+    assert (added.op, added.target, added.data["contents"]) == ("add_observations", entity.id, ["three"])
+    eng.add_observations("Ada", ["one"])
+    assert log.take() == []
+
+
+def test_every_change_is_stored_in_the_change_log_table(eng: Engine, db_path: Path) -> None:
+    eng.store_memory("a", ["t"])
+    eng.create_entity("E")
+    assert raw_count(db_path, "change_log") == len(eng.changes()) == 2
+
+
+# -- gapless, even when writes fail ---------------------------------------------------------------------------
+
+
+def test_seq_is_gapless_from_one_when_writes_fail(eng: Engine) -> None:
+    a = eng.store_memory("a").memory
+    b = eng.store_memory("b").memory
+    failures: list[Any] = [
+        lambda: eng.update_memory(sha256("missing"), content="x"),
+        lambda: eng.update_memory(a.hash, content="b"),
+        lambda: eng.update_memory(a.hash, importance=12),
+        lambda: eng.store_memory("bad", ["no good"]),
+        lambda: eng.relate_memories(a.hash, a.hash, "self"),
+        lambda: eng.relate_memories(a.hash, sha256("missing"), "x"),
+        lambda: eng.add_observations("nobody", ["x"]),
+        lambda: eng.link(a.id, "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z", "x"),
+        lambda: eng.store_memory("private", scope="nope"),
+    ]
+    expected = 2
+    for fail in failures:
+        with pytest.raises((InvalidArgument, NotFound, Conflict)):
+            fail()
+        assert eng.current_seq() == expected
+        eng.store_memory(f"after failure {expected}")
+        expected += 1
+    link, _ = eng.relate_memories(a.hash, b.hash, "x")
+    eng.close_edge(link.edge.id)
+    with pytest.raises(Conflict):
+        eng.close_edge(link.edge.id)
+    expected += 2
+    results = eng.store_memories([NewMemory("ok 1"), NewMemory(""), NewMemory("x", ("a b",)), NewMemory("ok 2")])
+    assert [r.ok for r in results] == [True, False, False, True]
+    expected += 2
+    assert [c.seq for c in eng.changes()] == list(range(1, expected + 1))
+
+
+def test_seq_is_gapless_when_a_batch_item_fails_inside_the_database(eng: Engine, db_path: Path) -> None:
+    eng.store_memory("before")
+    items = [NewMemory("ok 1"), NewMemory("unstorable type", memory_type="\udcff"), NewMemory("ok 2")]
+    with contextlib.suppress(Exception):
+        eng.store_memories(items)
+    eng.store_memory("after")
+    seqs = [c.seq for c in eng.changes()]
+    assert seqs == list(range(1, len(seqs) + 1))
+    # Whatever the batch did, it left no half-written item behind.
+    assert raw_count(db_path, "node") == raw_count(db_path, "memory") == eng.stats().memories
+    assert len(seqs) == eng.stats().memories
+
+
+@pytest.fixture
+def hub(eng: Engine) -> tuple[str, str]:
+    """A memory with thousands of edges, so deleting it is one long statement; and a small memory."""
+    small = eng.store_memory("small memory").memory
+    hub = eng.store_memory("hub memory").memory
+    other = eng.store_memory("other memory").memory
+    with eng.store.write() as tx:
+        for _ in range(3000):
+            tx.insert_edge(new_ulid(), hub.pk, other.pk, "spoke", "shared", {}, START_MS, START_MS)
+    return small.hash, hub.hash
+
+
+def test_an_operation_killed_by_its_time_limit_leaves_no_data_and_no_ops(
+    eng: Engine, hub: tuple[str, str], db_path: Path
+) -> None:
+    small, big = hub
+    seq = eng.current_seq()
+    with pytest.raises(OperationTimeout), eng.time_limit(0):
+        # The small memory is deleted (and its removal logged) before the long delete is cut short.
+        eng.delete_memories([small, big])
+    assert eng.current_seq() == seq
+    assert eng.get_memory(small) is not None
+    assert eng.get_memory(big) is not None
+    assert eng.stats().edges == 3000
+    assert raw_count(db_path, "change_log") == seq
+    # The engine goes on, and the next entry follows on without a gap.
+    with eng.time_limit(30):
+        assert eng.delete_memories([small, big])[1].value is True
+    assert [c.seq for c in eng.changes()] == list(range(1, seq + 3))
+    assert eng.stats().edges == 0
+
+
+def test_a_read_killed_by_its_time_limit_writes_nothing(eng: Engine) -> None:
+    eng.store_memories([NewMemory(f"needle number {i}") for i in range(3000)])
+    seq = eng.current_seq()
+    with pytest.raises(OperationTimeout), eng.time_limit(0):
+        eng.search_memories("needle")
+    assert eng.current_seq() == seq
+    assert len(eng.search_memories("needle", limit=5)) == 5
+
+
+# -- reads write nothing; access statistics are counted off the log ------------------------------------------
+
+
+def test_reads_write_no_ops(eng: Engine, db_path: Path) -> None:
+    a = eng.store_memory("read me", ["tag"]).memory
+    b = eng.store_memory("read me too").memory
+    eng.relate_memories(a.hash, b.hash, "x")
+    eng.create_entity("Reader", observations=["o"])
+    seq = eng.current_seq()
+    eng.get_memory(a.hash)
+    eng.get_memory(sha256("missing"))
+    eng.search_memories("read")
+    eng.search_memories("tag")
+    eng.recall("read", 2)
+    eng.memory_links(a.hash)
+    eng.get_entity("Reader")
+    eng.stats()
+    eng.changes()
+    list(eng.export())
+    eng.flush_access()
+    assert eng.current_seq() == seq
+    assert raw_count(db_path, "change_log") == seq
+
+
+def test_access_statistics_are_counted_for_reads(eng: Engine, clock: Clock) -> None:
+    a = eng.store_memory("apple pie").memory
+    b = eng.store_memory("banana split").memory
+    c = eng.store_memory("cherry tart").memory
+    eng.relate_memories(a.hash, b.hash, "with")
+    seq = eng.current_seq()
+    assert (a.access_count, a.last_accessed_at) == (0, None)
+
+    clock.now += 10
+    eng.get_memory(a.hash)
+    clock.now += 10
+    eng.get_memory(a.hash)
+    clock.now += 10
+    eng.search_memories("apple")  # a
+    eng.search_memories("cherry", record_access=False)  # not counted
+    eng.get_memory(sha256("missing"))
+    clock.now += 10
+    eng.recall("apple", 1)  # a and b
+    eng.memory_links(a.hash)  # not counted
+    eng.flush_access()
+
+    def current(digest: str) -> tuple[int, int | None]:
+        with eng.store.read() as tx:  # reading through the store records no access
+            memory = tx.memory_by_hash(["shared"], digest)
+        assert memory is not None
+        return memory.access_count, memory.last_accessed_at
+
+    assert current(a.hash) == (4, clock.now)
+    assert current(b.hash) == (1, clock.now)
+    assert current(c.hash) == (0, None)
+    assert eng.current_seq() == seq
+    fetched = eng.get_memory(a.hash)
+    assert fetched is not None
+    assert fetched.access_count == 4
+    eng.flush_access()
+    assert current(a.hash) == (5, clock.now)
+    assert eng.current_seq() == seq
+
+
+def test_access_statistics_are_flushed_on_close(db_path: Path, clock: Clock) -> None:
+    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as first:
+        memory = first.store_memory("remember me").memory
+        first.get_memory(memory.hash)
+        first.get_memory(memory.hash)
+    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as second, second.store.read() as tx:
+        found = tx.memory_by_pk(memory.pk)
+        assert found is not None
+        assert (found.access_count, found.last_accessed_at) == (2, clock.now)
+        assert tx.current_seq() == 1
+
+
+def test_access_to_a_memory_deleted_before_the_flush_is_dropped(eng: Engine, db_path: Path) -> None:
+    memory = eng.store_memory("fleeting").memory
+    eng.get_memory(memory.hash)
+    eng.delete_memory(memory.hash)
+    eng.flush_access()
+    assert raw_count(db_path, "node_access") == 0
+    assert eng.current_seq() == 2

@@ -1,0 +1,316 @@
+"""Relations between memories, edges between any nodes, entities and observations."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
+from mnemodb.engine.models import Edge
+from mnemodb.store.sqlite import SqliteStore
+
+SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
+SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
+START_MS = 1_700_000_000_000
+
+
+class Clock:
+    def __init__(self, now: int = START_MS) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
+    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as opened:
+        yield opened
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- relate / unrelate memories -----------------------------------------------------------------------------
+
+
+def test_relate_is_idempotent(eng: Engine, clock: Clock) -> None:
+    a = eng.store_memory("memory a").memory
+    b = eng.store_memory("memory b").memory
+    first, created = eng.relate_memories(a.hash, b.hash, "supports")
+    assert created
+    assert (first.from_hash, first.to_hash, first.edge.type) == (a.hash, b.hash, "supports")
+    assert (first.edge.src, first.edge.dst) == (a.id, b.id)
+    assert first.edge.valid_from == clock.now
+    assert first.edge.valid_to is None
+    clock.now += 5
+    again, created_again = eng.relate_memories(a.hash.upper(), b.hash, "supports")
+    assert not created_again
+    assert again.edge == first.edge
+    assert eng.stats().edges == 1
+
+
+def test_relation_type_and_direction_make_distinct_relations(eng: Engine) -> None:
+    a = eng.store_memory("memory a").memory
+    b = eng.store_memory("memory b").memory
+    assert eng.relate_memories(a.hash, b.hash, "supports")[1]
+    assert eng.relate_memories(a.hash, b.hash, "Supports")[1]  # compared case-sensitively
+    assert eng.relate_memories(b.hash, a.hash, "supports")[1]
+    assert eng.stats().edges == 3
+
+
+def test_self_relation_is_refused(eng: Engine) -> None:
+    a = eng.store_memory("lonely").memory
+    with pytest.raises(InvalidArgument, match="self-referential"):
+        eng.relate_memories(a.hash, a.hash.upper(), "is")
+    assert eng.stats().edges == 0
+
+
+def test_relate_with_a_missing_endpoint_is_not_found(eng: Engine) -> None:
+    a = eng.store_memory("present").memory
+    missing = sha256("absent")
+    with pytest.raises(NotFound, match=missing):
+        eng.relate_memories(a.hash, missing, "x")
+    with pytest.raises(NotFound, match=missing):
+        eng.relate_memories(missing.upper(), a.hash, "x")
+    with pytest.raises(InvalidArgument):
+        eng.relate_memories(a.hash, a.hash, "")
+    assert eng.stats().edges == 0
+
+
+def test_relate_across_scopes_needs_readable_endpoints(db_path: Path) -> None:
+    with Engine.open(str(db_path), write_scope=SCOPE_A) as a, Engine.open(str(db_path), write_scope=SCOPE_B) as b:
+        in_a = a.store_memory("in scope a").memory
+        in_b = b.store_memory("in scope b").memory
+        with pytest.raises(NotFound):
+            a.relate_memories(in_a.hash, in_b.hash, "x")
+    with Engine.open(str(db_path), write_scope=SCOPE_A, read_scopes=[SCOPE_A, SCOPE_B]) as both:
+        with pytest.raises(InvalidArgument, match="shared endpoint"):
+            both.relate_memories(in_a.hash, in_b.hash, "x")
+        assert both.stats(scopes=[SCOPE_A, SCOPE_B]).edges == 0
+
+
+def test_memory_links_directions(eng: Engine) -> None:
+    a = eng.store_memory("memory a").memory
+    b = eng.store_memory("memory b").memory
+    c = eng.store_memory("memory c").memory
+    eng.relate_memories(a.hash, b.hash, "out")
+    eng.relate_memories(c.hash, a.hash, "in")
+
+    def types(direction: str) -> list[str]:
+        return [link.edge.type for link in eng.memory_links(a.hash, direction)]
+
+    assert types("outgoing") == ["out"]
+    assert types("incoming") == ["in"]
+    assert types("both") == ["in", "out"]
+    assert eng.memory_links(sha256("unknown")) == []
+    with pytest.raises(InvalidArgument):
+        eng.memory_links(a.hash, "sideways")
+
+
+def test_unrelate(eng: Engine) -> None:
+    a = eng.store_memory("memory a").memory
+    b = eng.store_memory("memory b").memory
+    eng.relate_memories(a.hash, b.hash, "supports")
+    eng.relate_memories(a.hash, b.hash, "contradicts")
+    assert eng.unrelate_memories(b.hash, a.hash, "supports") is False  # direction matters
+    assert eng.unrelate_memories(a.hash, b.hash, "supports") is True
+    assert eng.unrelate_memories(a.hash, b.hash, "supports") is False
+    assert eng.unrelate_memories(a.hash, sha256("missing"), "contradicts") is False
+    assert [link.edge.type for link in eng.memory_links(a.hash)] == ["contradicts"]
+    assert eng.get_memory(a.hash) is not None
+    assert eng.get_memory(b.hash) is not None
+
+
+def test_relate_again_after_the_relation_was_closed(eng: Engine, clock: Clock) -> None:
+    a = eng.store_memory("memory a").memory
+    b = eng.store_memory("memory b").memory
+    first, _ = eng.relate_memories(a.hash, b.hash, "likes")
+    clock.now += 10
+    eng.close_edge(first.edge.id)
+    clock.now += 10
+    assert eng.memory_links(a.hash) == []
+    second, created = eng.relate_memories(a.hash, b.hash, "likes")
+    assert created
+    assert second.edge.id != first.edge.id
+    assert eng.unrelate_memories(a.hash, b.hash, "likes") is True
+    assert eng.stats().edges == 0  # the closed one goes too
+
+
+# -- link / close_edge ---------------------------------------------------------------------------------------
+
+
+def test_link_between_any_nodes(eng: Engine, clock: Clock) -> None:
+    memory = eng.store_memory("about ada").memory
+    entity, _ = eng.create_entity("Ada", "person")
+    edge = eng.link(memory.id, entity.id, "mentions", props={"weight": 0.5, "source": "chat", "sure": True, "n": 3})
+    assert (edge.src, edge.dst, edge.type, edge.scope) == (memory.id, entity.id, "mentions", "shared")
+    assert dict(edge.props) == {"weight": 0.5, "source": "chat", "sure": True, "n": 3}
+    assert edge.valid_from == clock.now
+    assert edge.created_at == clock.now
+    assert edge.valid_to is None
+    assert len(edge.id) == 26
+    with eng.store.read() as tx:
+        assert tx.edge_by_id(edge.id) == edge
+
+
+def test_link_refuses_bad_arguments(eng: Engine) -> None:
+    memory = eng.store_memory("m").memory
+    other = eng.store_memory("n").memory
+    missing = "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z"
+    with pytest.raises(NotFound):
+        eng.link(memory.id, missing, "x")
+    with pytest.raises(NotFound):
+        eng.link(missing, memory.id, "x")
+    with pytest.raises(InvalidArgument):
+        eng.link(memory.id, other.id, "")
+    for bad in ({"k": None}, {"k": [1]}, {"k": float("nan")}, {"k": {"nested": 1}}):
+        with pytest.raises(InvalidArgument):
+            eng.link(memory.id, other.id, "x", props=bad)  # type: ignore[arg-type]
+    assert eng.stats().edges == 0
+
+
+def test_valid_from_and_valid_to(eng: Engine, clock: Clock) -> None:
+    a = eng.store_memory("a").memory
+    b = eng.store_memory("b").memory
+    edge = eng.link(a.id, b.id, "employed_by", valid_from=1000)
+    assert edge.valid_from == 1000
+    assert edge.created_at == clock.now
+    closed = eng.close_edge(edge.id, valid_to=2000)
+    assert (closed.id, closed.valid_from, closed.valid_to) == (edge.id, 1000, 2000)
+    # valid_from inclusive, valid_to exclusive
+    assert not closed.is_valid_at(999)
+    assert closed.is_valid_at(1000)
+    assert closed.is_valid_at(1999)
+    assert not closed.is_valid_at(2000)
+    with eng.store.read() as tx:
+        assert tx.find_edges(a.pk, b.pk, "employed_by") == [closed]
+        assert tx.find_edges(a.pk, b.pk, "employed_by", open_only=True) == []
+        assert tx.edges_of([a.pk], "out", valid_at=1500) == [closed]
+        assert tx.edges_of([a.pk], "out", valid_at=2000) == []
+        assert tx.edges_of([a.pk], "out") == [closed]  # history is kept
+
+
+def test_close_edge_defaults_to_now_and_only_once(eng: Engine, clock: Clock) -> None:
+    a = eng.store_memory("a").memory
+    b = eng.store_memory("b").memory
+    edge = eng.link(a.id, b.id, "x")
+    clock.now += 42
+    closed = eng.close_edge(edge.id)
+    assert closed.valid_to == clock.now
+    assert not closed.is_valid_at(clock.now)
+    assert closed.is_valid_at(clock.now - 1)
+    with pytest.raises(Conflict, match="already closed"):
+        eng.close_edge(edge.id)
+    with pytest.raises(NotFound):
+        eng.close_edge("01HV7N8Q3Y2J6W5X4Z9A0B1C2Z")
+
+
+def test_open_edge_is_valid_from_its_start_onwards() -> None:
+    edge = Edge(1, "E", "S", "D", "t", "shared", {}, 10, None, 10, 1, 2)
+    assert not edge.is_valid_at(9)
+    assert edge.is_valid_at(10)
+    assert edge.is_valid_at(10**15)
+
+
+def test_cross_scope_edges_need_a_shared_endpoint(eng: Engine) -> None:
+    in_a = eng.store_memory("in a", scope=SCOPE_A).memory
+    in_a2 = eng.store_memory("in a too", scope=SCOPE_A).memory
+    in_b = eng.store_memory("in b", scope=SCOPE_B).memory
+    shared = eng.store_memory("in shared").memory
+    with pytest.raises(InvalidArgument, match="shared endpoint"):
+        eng.link(in_a.id, in_b.id, "x")
+    with pytest.raises(InvalidArgument, match="shared endpoint"):
+        eng.link(in_b.id, in_a.id, "x", scope=SCOPE_B)
+    assert eng.link(in_a.id, in_a2.id, "same_scope", scope=SCOPE_A).scope == SCOPE_A
+    assert eng.link(in_a.id, shared.id, "to_shared", scope=SCOPE_A).type == "to_shared"
+    assert eng.link(shared.id, in_b.id, "from_shared", scope=SCOPE_B).type == "from_shared"
+    assert eng.stats(scopes=[SCOPE_A, SCOPE_B]).edges == 3
+
+
+def test_edges_of_a_deleted_node_go_with_it(eng: Engine) -> None:
+    memory = eng.store_memory("short-lived").memory
+    entity, _ = eng.create_entity("Keeper")
+    edge = eng.link(entity.id, memory.id, "remembers")
+    eng.delete_memory(memory.hash)
+    with eng.store.read() as tx:
+        assert tx.edge_by_id(edge.id) is None
+    assert eng.get_entity("Keeper") is not None
+
+
+# -- entities and observations ---------------------------------------------------------------------------------
+
+
+def test_create_entity(eng: Engine, clock: Clock) -> None:
+    entity, created = eng.create_entity("Ada Lovelace", "person", ["wrote notes", "liked maths"], props={"born": 1815})
+    assert created
+    assert (entity.name, entity.entity_type, entity.scope) == ("Ada Lovelace", "person", "shared")
+    assert entity.observations == ("wrote notes", "liked maths")
+    assert dict(entity.props) == {"born": 1815}
+    assert entity.created_at == clock.now
+    assert eng.get_entity("Ada Lovelace") == entity
+    assert eng.get_entity("ada lovelace") is None  # names are exact
+    assert eng.stats().entities == 1
+    assert eng.stats().observations == 2
+
+
+def test_create_entity_is_unique_per_scope(eng: Engine) -> None:
+    first, _ = eng.create_entity("Bob", "person", ["one"])
+    again, created = eng.create_entity("Bob", "robot", ["two"])
+    assert not created
+    assert again == first
+    elsewhere, created_elsewhere = eng.create_entity("Bob", "person", scope=SCOPE_A)
+    assert created_elsewhere
+    assert elsewhere.id != first.id
+    assert elsewhere.scope == SCOPE_A
+    assert eng.get_entity("Bob") == first
+    assert eng.get_entity("Bob", scopes=[SCOPE_A]) == elsewhere
+    duplicate, created_duplicate = eng.create_entity("Bob", unique=False)
+    assert created_duplicate
+    assert duplicate.id != first.id
+    assert eng.get_entity("Bob") == first  # the oldest of that name
+    assert eng.stats(scopes=["shared", SCOPE_A]).entities == 3
+
+
+def test_create_entity_refuses_bad_arguments(eng: Engine) -> None:
+    with pytest.raises(InvalidArgument):
+        eng.create_entity("")
+    with pytest.raises(InvalidArgument):
+        eng.create_entity("bad \ud800")
+    with pytest.raises(InvalidArgument):
+        eng.create_entity("ok", observations=["bad \udfff"])
+    assert eng.stats().entities == 0
+
+
+def test_add_observations_dedups_and_keeps_order(eng: Engine) -> None:
+    eng.create_entity("Carol", observations=["first", "second"])
+    added = eng.add_observations("Carol", ["third", "first", "fourth", "third", "second", "fifth"])
+    assert added == ["third", "fourth", "fifth"]
+    assert eng.add_observations("Carol", ["fourth"]) == []
+    entity = eng.get_entity("Carol")
+    assert entity is not None
+    assert entity.observations == ("first", "second", "third", "fourth", "fifth")
+
+
+def test_create_entity_with_duplicate_observations(eng: Engine) -> None:
+    entity, _ = eng.create_entity("Dave", observations=["x", "y", "x"])
+    assert entity.observations == ("x", "y")
+    assert eng.get_entity("Dave") == entity
+
+
+def test_add_observations_to_a_missing_entity(eng: Engine) -> None:
+    with pytest.raises(NotFound, match="Nobody"):
+        eng.add_observations("Nobody", ["anything"])
+    eng.create_entity("Private", scope=SCOPE_A)
+    with pytest.raises(NotFound):
+        eng.add_observations("Private", ["not visible from shared"])
+    assert eng.add_observations("Private", ["visible"], scopes=[SCOPE_A]) == ["visible"]

@@ -1,0 +1,158 @@
+"""`mnemodb serve --profile memdb` reads memdb's environment variables as memdb did.
+
+MEMDB_PATH chooses the database (absolute, relative to the working directory,
+`:memory:`, or empty for `.memdb/memory.db`), `--db` overrides it, and
+MEMDB_LOG_LEVEL / MEMDB_TOOL_TIMEOUT_MS are validated with memdb's messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import stdio_client
+
+from conftest import RawServer, serve_params, server_env
+from mnemodb.engine import Engine
+from mnemodb.server import config
+
+SERVE = [sys.executable, "-m", "mnemodb", "serve", "--profile", "memdb"]
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def remember(env: dict[str, str], cwd: Path, content: str, *extra: str) -> None:
+    """Start a server without --db (unless given), store `content`, read it back, stop."""
+    server = RawServer([*SERVE, *extra], env=env, cwd=cwd)
+    try:
+        server.initialize()
+        stored = server.call("store_memory", {"content": content, "tags": ["cfg"]})
+        assert stored["isError"] is False, stored
+        fetched = server.call("get_memory", {"hash": sha(content)})
+        assert fetched["structuredContent"]["result"]["content"] == content
+    finally:
+        assert server.close() == 0
+
+
+def holds(path: Path, content: str) -> bool:
+    with Engine.open(str(path)) as engine:
+        return engine.get_memory(sha(content)) is not None
+
+
+def test_memdb_path_absolute(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "nested" / "absolute.db"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    remember({"MEMDB_PATH": str(target)}, workdir, "absolute path memory")
+    assert holds(target, "absolute path memory")  # parent directories were created
+    assert list(workdir.iterdir()) == []
+
+
+def test_memdb_path_relative_to_the_working_directory(tmp_path: Path) -> None:
+    remember({"MEMDB_PATH": "  data/sub/relative.db  "}, tmp_path, "relative path memory")  # trimmed
+    assert holds(tmp_path / "data" / "sub" / "relative.db", "relative path memory")
+    assert not (tmp_path / ".memdb").exists()
+
+
+@pytest.mark.parametrize("value", [None, "", "   "], ids=["unset", "empty", "blank"])
+def test_memdb_path_default(tmp_path: Path, value: str | None) -> None:
+    env = {} if value is None else {"MEMDB_PATH": value}
+    remember(env, tmp_path, "default path memory")
+    assert holds(tmp_path / ".memdb" / "memory.db", "default path memory")
+
+
+def test_memdb_path_in_memory(tmp_path: Path) -> None:
+    remember({"MEMDB_PATH": ":memory:"}, tmp_path, "ephemeral memory")
+    assert list(tmp_path.iterdir()) == []  # nothing written to disk, no ":memory:" file
+
+
+def test_db_flag_overrides_memdb_path(tmp_path: Path) -> None:
+    remember({"MEMDB_PATH": "from-env.db"}, tmp_path, "flag wins", "--db", "from-flag.db")
+    assert holds(tmp_path / "from-flag.db", "flag wins")
+    assert not (tmp_path / "from-env.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("MEMDB_LOG_LEVEL", "debug", "Invalid MEMDB_LOG_LEVEL: debug (expected: error|warn|info)"),
+        ("MEMDB_LOG_LEVEL", "verbose", "Invalid MEMDB_LOG_LEVEL: verbose (expected: error|warn|info)"),
+        ("MEMDB_TOOL_TIMEOUT_MS", "abc", "Invalid MEMDB_TOOL_TIMEOUT_MS: expected a non-negative integer"),
+        ("MEMDB_TOOL_TIMEOUT_MS", "-1", "Invalid MEMDB_TOOL_TIMEOUT_MS: expected a non-negative integer"),
+        ("MEMDB_TOOL_TIMEOUT_MS", "1.5", "Invalid MEMDB_TOOL_TIMEOUT_MS: expected a non-negative integer"),
+    ],
+)
+def test_invalid_settings_exit_1_with_the_message(tmp_path: Path, name: str, value: str, message: str) -> None:
+    done = subprocess.run(
+        SERVE,
+        env=server_env({name: value}),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert message in done.stderr.decode()
+    assert done.stdout == b""
+    assert not (tmp_path / ".memdb").exists()  # refused before opening anything
+
+
+@pytest.mark.parametrize("name", ["MEMDB_PATH", "MEMDB_LOG_LEVEL", "MEMDB_TOOL_TIMEOUT_MS"])
+def test_null_byte_is_rejected(name: str) -> None:
+    # A real environment cannot carry a NUL byte, so the loader is called directly.
+    with pytest.raises(config.ConfigError, match=re.escape(f"Invalid {name}: null byte detected")):
+        config.load(profile="memdb", env={name: "a\x00b"})
+
+
+def test_settings_from_memdb_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    defaults = config.load(profile="memdb", env={})
+    assert defaults.db_path == str(tmp_path / ".memdb" / "memory.db")
+    assert (defaults.log_level, defaults.tool_timeout_ms) == ("info", 15000)
+
+    chosen = config.load(
+        profile="memdb",
+        env={"MEMDB_PATH": ":memory:", "MEMDB_LOG_LEVEL": "warn", "MEMDB_TOOL_TIMEOUT_MS": "0"},
+    )
+    assert (chosen.db_path, chosen.log_level, chosen.tool_timeout_ms) == (":memory:", "warn", 0)
+    assert config.load(profile="memdb", db="x.db", env={"MEMDB_PATH": "y.db"}).db_path == str(tmp_path / "x.db")
+
+
+async def logged_session(tmp_path: Path, level: str) -> str:
+    """stderr of a server at `level` after a handful of tool calls."""
+    log = tmp_path / f"stderr-{level}.log"
+    with log.open("w") as errlog:
+        params = serve_params(tmp_path / "memory.db", env={"MEMDB_LOG_LEVEL": level})
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("store_memory", {"content": "logged memory", "tags": ["log"]}),
+                ("search_memories", {"query": "logged"}),
+                ("get_memory", {"hash": "0" * 64}),
+                ("memory_stats", {}),
+            ]
+            for name, arguments in calls:
+                await client.call_tool(name, arguments)
+    return log.read_text()
+
+
+@pytest.mark.anyio
+async def test_info_level_logs_each_tool_call(tmp_path: Path) -> None:
+    stderr = await logged_session(tmp_path, "info")
+    for name in ("store_memory", "search_memories", "memory_stats"):
+        assert re.search(rf"^\[INFO\] \[tool:{name}\] Tool {name} ok in \d+ms$", stderr, re.M), stderr
+    # A call that fails (here: not found) is logged as an error outcome.
+    assert re.search(r"^\[INFO\] \[tool:get_memory\] Tool get_memory error in \d+ms$", stderr, re.M), stderr
+
+
+@pytest.mark.anyio
+async def test_error_level_keeps_stderr_quiet(tmp_path: Path) -> None:
+    assert await logged_session(tmp_path, "error") == ""

@@ -269,8 +269,8 @@ class Engine:
             NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
         )
         target = self._write_scope(scope)
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             return self._store_one(tx, item, target, at)
 
     def store_memories(self, items: Sequence[NewMemory], *, scope: str | None = None) -> list[ItemResult]:
@@ -280,7 +280,6 @@ class Engine:
         nothing and the others are stored together, all or none.
         """
         target = self._write_scope(scope)
-        at = self._clock()
         results: list[ItemResult] = []
         checked: list[tuple[int, NewMemory]] = []
         for index, item in enumerate(items):
@@ -289,6 +288,7 @@ class Engine:
             except InvalidArgument as exc:
                 results.append(ItemResult(index, error=str(exc)))
         with self.store.write() as tx:
+            at = self._clock()
             results += [ItemResult(index, self._store_one(tx, item, target, at)) for index, item in checked]
         return sorted(results, key=lambda r: r.index)
 
@@ -320,8 +320,8 @@ class Engine:
             raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
         if memory_type is not None and not check_text(memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             before = self._memory_in(tx, digest, self.scopes(scopes))
             if before is None:
                 raise NotFound("Memory not found")
@@ -350,8 +350,8 @@ class Engine:
 
     def delete_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
         """Delete a memory and its relations. False when there is no such memory."""
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             return self._delete_one(tx, digest, self.scopes(scopes), at)
 
     def _delete_one(self, tx: WriteTx, digest: str, scopes: Sequence[str], at: int) -> bool:
@@ -365,8 +365,8 @@ class Engine:
     def delete_memories(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
         """Delete many memories in one transaction; each result says whether it was deleted."""
         read = self.scopes(scopes)
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             return [ItemResult(i, self._delete_one(tx, d, read, at)) for i, d in enumerate(digests)]
 
     # -- search -------------------------------------------------------------------------------
@@ -469,8 +469,8 @@ class Engine:
             raise InvalidArgument("relation type must not be empty")
         edge_scope = self._write_scope(scope)
         read = self.read_scopes
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             src = self._memory_in(tx, from_hash, read)
             if src is None:
                 raise NotFound(f"Memory not found: {from_hash.lower()}")
@@ -479,8 +479,7 @@ class Engine:
                 raise NotFound(f"Memory not found: {to_hash.lower()}")
             if src.pk == dst.pk:
                 raise InvalidArgument("Cannot create self-referential relationship")
-            # Any edge not closed is the same relation, even one dated after `at` (a
-            # writer that read the clock later may have committed first).
+            # Any edge not yet closed is the same relation, whatever its valid_from.
             existing = tx.find_edges(src.pk, dst.pk, relation_type, open_only=True)
             if existing:
                 return MemoryLink(existing[0], src.hash, dst.hash), False
@@ -510,8 +509,8 @@ class Engine:
     ) -> bool:
         """Delete the relation(s) of this type from one memory to the other."""
         read = self.scopes(scopes)
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             src = self._memory_in(tx, from_hash, read)
             dst = self._memory_in(tx, to_hash, read)
             if src is None or dst is None:
@@ -562,8 +561,8 @@ class Engine:
             raise InvalidArgument("edge type must not be empty")
         clean = check_props(props)
         edge_scope = self._write_scope(scope)
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             src, dst = tx.node_by_id(from_id), tx.node_by_id(to_id)
             if src is None:
                 raise NotFound(f"node {from_id} not found")
@@ -574,8 +573,8 @@ class Engine:
 
     def close_edge(self, edge_id: str, valid_to: int | None = None) -> Edge:
         """Mark an open edge as no longer true from `valid_to` (default: now)."""
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             edge = tx.edge_by_id(edge_id)
             if edge is None:
                 raise NotFound(f"edge {edge_id} not found")
@@ -609,8 +608,8 @@ class Engine:
             check_text(obs, "observation")
         clean = check_props(props)
         target = self._write_scope(scope)
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             if unique:
                 existing = tx.entity_by_name([target], name)
                 if existing is not None:
@@ -632,8 +631,8 @@ class Engine:
         for obs in contents:
             check_text(obs, "observation")
         check_text(name, "entity name")
-        at = self._clock()
         with self.store.write() as tx:
+            at = self._clock()
             entity = tx.entity_by_name(self.scopes(scopes), name)
             if entity is None:
                 raise NotFound(f"Entity with name {name} not found")
@@ -709,8 +708,8 @@ class Engine:
 
         def flush() -> None:
             nonlocal written, unchanged
-            at = self._clock()
             with self.store.write() as tx:
+                at = self._clock()
                 for record in batch:
                     try:
                         checked = _checked_record(record)

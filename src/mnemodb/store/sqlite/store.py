@@ -809,8 +809,14 @@ class SqliteStore:
 
     def _open_schema(self) -> None:
         conn = self._writer
-        # Every check that can refuse the file runs before anything is written to it.
-        version = self._check_usable(conn)
+        # Every check that can refuse the file runs before anything is written to it, in
+        # one read transaction: another process may be creating the schema right now, and
+        # separate reads could see half of its work.
+        conn.execute("BEGIN")
+        try:
+            version = self._check_usable(conn)
+        finally:
+            conn.execute("COMMIT")
         if not self._in_memory:
             # WAL is a property of the file; setting it needs a moment of exclusive access.
             mode = self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), "enable WAL")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sqlite3
@@ -16,12 +15,9 @@ import pytest
 
 from mnemodb.cli.main import build_parser
 from mnemodb.engine import Engine
+from support import sha256
 
 TIMEOUT_S = 60  # a hang guard only
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def clean_env() -> dict[str, str]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,32 +12,7 @@ import pytest
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, OperationTimeout
 from mnemodb.ids import new_ulid
 from mnemodb.store.sqlite import SqliteStore
-
-START_MS = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self, now: int = START_MS) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
-    # A long access interval: statistics are written only by flush_access() (or close).
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as opened:
-        yield opened
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+from support import START_MS, Clock, sha256
 
 
 class Log:

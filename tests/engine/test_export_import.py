@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from collections.abc import Iterator
@@ -13,22 +12,11 @@ import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
 from mnemodb.store.sqlite import SqliteStore
-
-SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
-START_MS = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self, now: int = START_MS) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
+from support import SCOPE_A, START_MS, Clock, sha256
 
 
 def open_engine(path: Path, start: int = START_MS) -> Engine:
-    return Engine(SqliteStore(path), clock=Clock(start), access_interval=3600)
+    return Engine(SqliteStore(path), clock=Clock(start, tick=1), access_interval=3600)
 
 
 @pytest.fixture
@@ -42,10 +30,6 @@ def target(tmp_path: Path) -> Iterator[Engine]:
     # Later than the source: edges made there are valid here.
     with open_engine(tmp_path / "target.db", START_MS + 3_600_000) as engine:
         yield engine
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def vector(*values: float) -> bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import unicodedata
 from pathlib import Path
@@ -10,13 +9,9 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, content_hash, normalize_tags
+from support import SCOPE_A, sha256
 
-SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # -- content addressing ---------------------------------------------------------------------------

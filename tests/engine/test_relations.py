@@ -2,42 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
 from mnemodb.engine.models import Edge
-from mnemodb.store.sqlite import SqliteStore
+from support import SCOPE_A, Clock, sha256
 
-SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
-START_MS = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self, now: int = START_MS) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as opened:
-        yield opened
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # -- relate / unrelate memories -----------------------------------------------------------------------------

@@ -2,37 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
-from mnemodb.store.sqlite import SqliteStore
-
-SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
-START_MS = 1_700_000_000_000
-
-
-class Clock:
-    """A settable clock, so recency and edge validity never depend on the wall clock."""
-
-    def __init__(self, now: int = START_MS) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as opened:
-        yield opened
+from support import SCOPE_A, Clock
 
 
 def contents(hits: object) -> list[str]:

@@ -16,12 +16,7 @@ import pytest
 from mnemodb.engine import Engine, StoreUnavailable
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-
-SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+from support import SCOPE_A, sha256
 
 
 def md5(text: str) -> str:

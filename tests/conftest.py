@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp.client.stdio import StdioServerParameters
 
 from mnemodb.engine import Engine
-
-# A reply slower than this means the server hung; no test waits on timing otherwise.
-REPLY_TIMEOUT_S = 20.0
+from support import RawServer, serve_command
 
 
 @pytest.fixture
@@ -35,120 +25,6 @@ def db_path(tmp_path: Path) -> Path:
 def engine(db_path: Path) -> Iterator[Engine]:
     with Engine.open(str(db_path)) as opened:
         yield opened
-
-
-def serve_command(db: Path | str, profile: str = "memdb", *extra: str) -> list[str]:
-    return [sys.executable, "-m", "mnemodb", "serve", "--profile", profile, "--db", str(db), *extra]
-
-
-def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDB_", "MNEMODB_"))}
-    env.setdefault("MEMDB_LOG_LEVEL", "error")
-    env.update(extra or {})
-    return env
-
-
-def serve_params(
-    db: Path | str, profile: str = "memdb", *extra: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
-) -> StdioServerParameters:
-    """Parameters for the SDK's stdio client to spawn `mnemodb serve`."""
-    command = serve_command(db, profile, *extra)
-    return StdioServerParameters(command=command[0], args=command[1:], env=server_env(env), cwd=cwd)
-
-
-class RawServer:
-    """`mnemodb serve` driven line by line, for protocol-level tests a polite client cannot make."""
-
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=server_env(env),
-            cwd=cwd,
-        )
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
-        self._stderr: list[bytes] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
-        self._next_id = 1000
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _pump_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self._stderr.append(line)
-
-    @property
-    def stderr(self) -> str:
-        return b"".join(self._stderr).decode(errors="replace")
-
-    def send_raw(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def send(self, message: Any) -> None:
-        self.send_raw(json.dumps(message).encode() + b"\n")
-
-    def recv(self, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no reply within {timeout}s; stderr:\n{self.stderr}") from None
-        if line is None:
-            raise AssertionError(f"server closed stdout; stderr:\n{self.stderr}")
-        reply: dict[str, Any] = json.loads(line)
-        return reply
-
-    def nothing_pending(self, wait: float = 0.3) -> bool:
-        try:
-            line = self._lines.get(timeout=wait)
-        except queue.Empty:
-            return True
-        self._lines.put(line)
-        return False
-
-    def request(self, method: str, params: Any = None) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        reply = self.recv()
-        assert reply.get("id") == self._next_id, reply
-        return reply
-
-    def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
-        reply = self.request(
-            "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, tool: str, arguments: Any = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"name": tool}
-        if arguments is not None:
-            params["arguments"] = arguments
-        result: dict[str, Any] = self.request("tools/call", params)["result"]
-        return result
-
-    def close(self, timeout: float = 10.0) -> int:
-        if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError("server did not exit after stdin closed") from None
 
 
 @pytest.fixture

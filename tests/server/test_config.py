@@ -18,9 +18,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from conftest import RawServer, serve_params, server_env
 from mnemodb.engine import Engine
 from mnemodb.server import config
+from support import RawServer, serve_params, server_env
 
 SERVE = [sys.executable, "-m", "mnemodb", "serve", "--profile", "memdb"]
 

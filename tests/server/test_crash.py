@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from conftest import RawServer, serve_command, server_env
 from mnemodb.engine import Engine, NewMemory, content_hash
+from support import RawServer, serve_command, server_env
 
 ROUNDS = 2
 BATCH_SIZE = 50

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from conftest import RawServer, serve_command, serve_params
+from support import RawServer, serve_command, serve_params
 
 TOOL_NAMES = [
     "store_memory",

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import RawServer, serve_command
+from support import RawServer, serve_command
 
 INITIALIZE_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from conftest import serve_params
+from support import serve_params
 
 pytestmark = pytest.mark.anyio
 

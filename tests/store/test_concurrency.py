@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conftest import RawServer, serve_command
 from mnemodb.engine import Change, Engine, NewMemory, content_hash
+from support import RawServer, serve_command
 
 SHARED_TAG = "shared"
 TOPIC_TAGS = ("alpha", "beta", "gamma")

@@ -389,7 +389,7 @@ class Engine:
             return []
         # Rank light candidate rows first; only the winners are read in full. The pool is
         # wider than the limit so importance and recency can lift a slightly weaker match.
-        pool = max(limit * 3, 50)
+        pool = limit + max(limit // 2, 25)
         now = self._clock()
         with self.store.read() as tx:
             by_text = tx.search_text(terms, read, pool)

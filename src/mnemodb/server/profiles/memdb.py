@@ -7,6 +7,7 @@ counts in ranking, and `accessed_at` reports the last read.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -95,9 +96,13 @@ DESTRUCTIVE = ToolAnnotations(destructive_hint=True)
 
 def timestamp(ms: int | None) -> str | None:
     """Epoch milliseconds as memdb's `YYYY-MM-DD HH:MM:SS` (UTC)."""
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return None if ms is None else _second(ms // 1000)
+
+
+@functools.lru_cache(maxsize=8192)
+def _second(seconds: int) -> str:
+    # Memories stored together share their second: a search formats few distinct ones.
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def memory_shape(memory: Memory) -> dict[str, Any]:

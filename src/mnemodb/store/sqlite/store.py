@@ -145,6 +145,23 @@ class _Tx:
         if not terms or limit <= 0:
             return []
         match = " OR ".join(_fts_phrase(t) for t in terms)
+        if self._holds_only(scopes):
+            # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
+            # instead of scoring and joining every match before sorting.
+            ranked = self.conn.execute(
+                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
+            ).fetchall()
+            if not ranked:
+                return []
+            details = {
+                pk: (importance, created_at)
+                for pk, importance, created_at in self.conn.execute(
+                    "SELECT m.node, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
+                    f"WHERE m.node IN ({_marks(len(ranked))})",
+                    [pk for pk, _ in ranked],
+                )
+            }
+            return [(pk, rank, *details[pk]) for pk, rank in ranked if pk in details]
         return self.conn.execute(
             "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
@@ -152,17 +169,23 @@ class _Tx:
             [match, *scopes, limit],
         ).fetchall()
 
+    def _holds_only(self, scopes: Sequence[str]) -> bool:
+        """True when no memory lives outside `scopes` (read from the per-scope counters)."""
+        held = self.conn.execute("SELECT scope FROM scope_count WHERE kind = 'memory' AND n > 0").fetchall()
+        wanted = set(scopes)
+        return all(scope in wanted for (scope,) in held)
+
     def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[Candidate]:
-        """Memories with any of `tags`, most important and newest first: (pk, 0.0, importance, created_at)."""
+        """The newest memories with any of `tags`: (pk, 0.0, importance, created_at)."""
         if not tags or limit <= 0:
             return []
-        # Driven from the (tag, scope) index; CROSS JOIN keeps the planner from scanning
-        # every memory of the scope instead.
+        # The newest `limit` tagged memories, read from the (tag, scope) index alone, then
+        # their details: a common tag costs an index scan, not a join and sort of every row.
         return self.conn.execute(
-            "SELECT t.node, 0.0, m.importance, n.created_at FROM memory_tag t "
-            "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node "
-            f"WHERE t.tag IN ({_marks(len(tags))}) AND t.scope IN ({_marks(len(scopes))}) "
-            "GROUP BY t.node ORDER BY m.importance DESC, n.created_at DESC LIMIT ?",
+            "SELECT t.node, 0.0, m.importance, n.created_at FROM "
+            f"(SELECT DISTINCT node FROM memory_tag WHERE tag IN ({_marks(len(tags))}) "
+            f"AND scope IN ({_marks(len(scopes))}) ORDER BY node DESC LIMIT ?) t "
+            "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node",
             [*tags, *scopes, limit],
         ).fetchall()
 

@@ -33,9 +33,12 @@ T = TypeVar("T")
 
 MEMORY_DB = ":memory:"
 
-# How long a writer keeps trying to get the write lock before giving up. Each attempt
-# also waits up to the connection's busy timeout inside SQLite.
-_BUSY_TIMEOUT_S = 5.0
+# A writer asks for the write lock in short waits (SQLite's busy timeout on the write
+# connection) inside a retry loop, so a call's time limit is checked between waits; it
+# gives up only after two minutes. Readers never need the lock in WAL mode and keep a
+# long busy timeout for the rare wait (recovery after a crash).
+_WRITE_BUSY_TIMEOUT_S = 0.1
+_READ_BUSY_TIMEOUT_S = 5.0
 _WRITE_LOCK_DEADLINE_S = 120.0
 
 _MEMORY_COLUMNS = (
@@ -746,7 +749,7 @@ class SqliteStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
-        self._writer = self._connect()
+        self._writer = self._connect(_WRITE_BUSY_TIMEOUT_S)
         try:
             self._open_schema()
         except sqlite3.DatabaseError as exc:
@@ -762,17 +765,17 @@ class SqliteStore:
     def location(self) -> str:
         return self._path
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, busy_timeout: float = _READ_BUSY_TIMEOUT_S) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self._path,
-                timeout=_BUSY_TIMEOUT_S,
+                timeout=busy_timeout,
                 isolation_level=None,
                 check_same_thread=False,
                 cached_statements=512,
             )
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA temp_store = MEMORY")
         except sqlite3.Error as exc:
@@ -810,7 +813,7 @@ class SqliteStore:
 
     def _retry_busy(self, action: Callable[[], T], what: str) -> T:
         give_up = time.monotonic() + _WRITE_LOCK_DEADLINE_S
-        delay = 0.005
+        delay = 0.001
         while True:
             try:
                 return action()
@@ -826,7 +829,7 @@ class SqliteStore:
                 if now > give_up:
                     raise StoreUnavailable(f"database stayed locked while trying to {what}") from exc
                 time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+                delay = min(delay * 2, 0.01)
 
     # -- schema -------------------------------------------------------------------------------
 
@@ -835,11 +838,14 @@ class SqliteStore:
         # Every check that can refuse the file runs before anything is written to it, in
         # one read transaction: another process may be creating the schema right now, and
         # separate reads could see half of its work.
-        conn.execute("BEGIN")
-        try:
-            version = self._check_usable(conn)
-        finally:
-            conn.execute("COMMIT")
+        def check() -> int:
+            conn.execute("BEGIN")
+            try:
+                return self._check_usable(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        version = self._retry_busy(check, "read the database's schema")
         if not self._in_memory:
             # WAL is a property of the file; setting it needs a moment of exclusive access.
             mode = self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), "enable WAL")

@@ -835,6 +835,7 @@ class SqliteStore:
 
     def _open_schema(self) -> None:
         conn = self._writer
+
         # Every check that can refuse the file runs before anything is written to it, in
         # one read transaction: another process may be creating the schema right now, and
         # separate reads could see half of its work.

@@ -20,6 +20,7 @@ from typing import Any
 from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.engine.graph import KnowledgeGraph
 from mnemodb.engine.models import (
     ENTITY,
     MEMORY,
@@ -142,6 +143,8 @@ class Engine:
         self._clock = clock
         self._weights = weights
         self._access = AccessRecorder(store.bump_access, interval=access_interval)
+        self.graph = KnowledgeGraph(self)
+        """Entities, observations and relations by name (the knowledge-graph API)."""
 
     @classmethod
     def open(cls, path: str = ":memory:", **options: Any) -> Engine:

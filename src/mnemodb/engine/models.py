@@ -61,6 +61,19 @@ class Entity:
     props: Props
     created_at: int
     updated_at: int
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Fields an imported upstream line carried that mnemodb has no column for; kept as they were."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A relation between two entities, as the knowledge-graph face names it."""
+
+    from_name: str
+    to_name: str
+    type: str
+    edge: Edge
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

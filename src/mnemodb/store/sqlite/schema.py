@@ -185,6 +185,26 @@ MIGRATIONS: tuple[str, ...] = (
         UPDATE scope_count SET n = n - 1 WHERE scope = old.scope AND kind = 'memory';
     END;
     """,
+    # 4: the knowledge-graph face: substring search over entities, case-insensitive type
+    # filters, and the fields of upstream files mnemodb has no column for.
+    """
+    ALTER TABLE entity ADD COLUMN extra TEXT;
+    ALTER TABLE edge ADD COLUMN extra TEXT;
+    CREATE INDEX entity_type_nocase ON entity (entity_type COLLATE NOCASE, scope);
+    CREATE INDEX edge_type_nocase ON edge (type COLLATE NOCASE);
+
+    -- One row per entity (rowid = node pk): name, type and observations joined by spaces.
+    -- Trigrams find any substring of three characters or more.
+    CREATE VIRTUAL TABLE entity_text USING fts5 (name, type, obs, tokenize = 'trigram');
+    INSERT INTO entity_text (rowid, name, type, obs)
+        SELECT e.node, e.name, e.entity_type,
+               COALESCE((SELECT group_concat(content, ' ') FROM
+                   (SELECT content FROM observation o WHERE o.entity = e.node ORDER BY position)), '')
+        FROM entity e;
+    CREATE TRIGGER entity_text_delete AFTER DELETE ON entity BEGIN
+        DELETE FROM entity_text WHERE rowid = old.node;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mnemodb.engine.errors import OperationTimeout, StoreUnavailable
-from mnemodb.engine.models import Change, Direction, Edge, Entity, Memory, Node, Props
+from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
 from mnemodb.store.sqlite import legacy
+from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqliteStore"]
@@ -76,7 +77,7 @@ def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class _Tx:
+class _Tx(EntityReads):
     """Read methods over one connection. Every method is a few indexed statements."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -247,21 +248,6 @@ class _Tx:
                 out[pk] = (label, scope)
         return out
 
-    def entity_by_name(self, scopes: Sequence[str], name: str) -> Entity | None:
-        row = self.conn.execute(
-            "SELECT n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at "
-            "FROM entity e JOIN node n ON n.pk = e.node "
-            f"WHERE e.name = ? AND e.scope IN ({_marks(len(scopes))}) ORDER BY e.node LIMIT 1",
-            [name, *scopes],
-        ).fetchone()
-        if row is None:
-            return None
-        observations = tuple(
-            r[0]
-            for r in self.conn.execute("SELECT content FROM observation WHERE entity = ? ORDER BY position", [row[0]])
-        )
-        return Entity(row[0], row[1], row[2], row[3], row[4], observations, json.loads(row[5]), row[6], row[7])
-
     # -- edges ------------------------------------------------------------------------------
 
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
@@ -393,7 +379,7 @@ class _Tx:
         rows = conn.execute(
             "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
             "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
-            "a.count, a.last_at "
+            "a.count, a.last_at, e.extra "
             "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
             "LEFT JOIN node_access a ON a.node = n.pk ORDER BY n.pk"
         )
@@ -423,11 +409,14 @@ class _Tx:
                     "entity_type": r[13],
                     "observations": observations.get(r[0], []),
                 }
+                if r[16]:
+                    record["entity"]["extra"] = json.loads(r[16])
             if r[14] is not None:
                 record["access"] = {"count": r[14], "last_at": r[15]}
             yield record
+        extras = dict(conn.execute("SELECT pk, extra FROM edge WHERE extra IS NOT NULL").fetchall())
         for edge in self._edges("1 ORDER BY e.pk", []):
-            yield {
+            record = {
                 "type": "edge",
                 "pk": edge.pk,
                 "id": edge.id,
@@ -440,6 +429,9 @@ class _Tx:
                 "valid_to": edge.valid_to,
                 "created_at": edge.created_at,
             }
+            if edge.pk in extras:
+                record["extra"] = json.loads(extras[edge.pk])
+            yield record
         for node_id, model, dim, vector, updated_at in conn.execute(
             "SELECT n.id, b.model, b.dim, b.vector, b.updated_at FROM embedding b JOIN node n ON n.pk = b.node "
             "ORDER BY b.node, b.model"
@@ -454,7 +446,7 @@ class _Tx:
             }
 
 
-class _WriteTx(_Tx):
+class _WriteTx(_Tx, EntityWrites):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -536,36 +528,6 @@ class _WriteTx(_Tx):
     def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
         self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk])
         self.add_tags(pk, tags)
-
-    def insert_entity(self, pk: int, scope: str, name: str, entity_type: str) -> None:
-        self.conn.execute(
-            "INSERT INTO entity (node, scope, name, entity_type) VALUES (?, ?, ?, ?)",
-            [pk, scope, name, entity_type],
-        )
-
-    def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
-        row = self.conn.execute(
-            "SELECT COALESCE(MAX(position), -1) FROM observation WHERE entity = ?", [entity_pk]
-        ).fetchone()
-        position = int(row[0])
-        added = []
-        for content in contents:
-            position += 1
-            cur = self.conn.execute(
-                "INSERT OR IGNORE INTO observation (entity, position, content, created_at) VALUES (?, ?, ?, ?)",
-                [entity_pk, position, content, at],
-            )
-            if cur.rowcount:
-                added.append(content)
-        return added
-
-    def delete_observations(self, entity_pk: int, contents: Sequence[str]) -> list[str]:
-        removed = []
-        for content in contents:
-            cur = self.conn.execute("DELETE FROM observation WHERE entity = ? AND content = ?", [entity_pk, content])
-            if cur.rowcount:
-                removed.append(content)
-        return removed
 
     def insert_edge(
         self,
@@ -657,6 +619,8 @@ class _WriteTx(_Tx):
             )
             if record.get("valid_to") is not None:
                 self.close_edge(pk, int(record["valid_to"]))
+            if record.get("extra"):
+                self.set_edge_extra(pk, record["extra"])
             return True
         if kind == "embedding":
             node = self.node_pk(record["node"])
@@ -714,7 +678,9 @@ class _WriteTx(_Tx):
             )
             self.add_tags(pk, memory.get("tags", []))
         if entity is not None:
-            self.insert_entity(pk, record["scope"], entity["name"], entity.get("entity_type", ""))
+            self.insert_entity(
+                pk, record["scope"], entity["name"], entity.get("entity_type", ""), entity.get("extra") or None
+            )
             for obs in entity.get("observations", []):
                 self.add_observations(pk, [obs["content"]], int(obs.get("created_at", record["created_at"])))
         access = record.get("access")

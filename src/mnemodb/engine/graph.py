@@ -1,0 +1,654 @@
+"""The knowledge graph: entities with observations and named relations between them.
+
+This is the engine API behind the knowledge-graph profile (and the native profile's
+entity tools). Names identify entities: within the reader's scopes a name means the
+oldest entity of that name. Relations are open edges between two entities; deleting one
+removes it. Every write is one transaction with its change-log entries.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import regex
+
+from mnemodb.engine import ops
+from mnemodb.engine.errors import InvalidArgument, NotFound, OperationTimeout
+from mnemodb.engine.models import ENTITY, Entity, Relation
+from mnemodb.ids import SHARED, new_ulid
+from mnemodb.search import graph_query as gq
+
+if TYPE_CHECKING:
+    from mnemodb.engine.engine import Engine
+    from mnemodb.store.base import ReadTx, TextClause, WriteTx
+
+__all__ = [
+    "OBSERVATION_PRESETS",
+    "Graph",
+    "GraphSearch",
+    "KnowledgeGraph",
+    "Neighbor",
+    "NewEntity",
+    "NewRelation",
+    "ObservationMatch",
+]
+
+NeighborDirection = Literal["outgoing", "incoming", "both"]
+
+# Named patterns for `observations_matching`, in JavaScript regex syntax, case-insensitive.
+OBSERVATION_PRESETS: dict[str, str] = {
+    "dated": r"^\[\d{4}-\d{2}-\d{2}\]",
+    "techdebt": r"tech\s*debt|TODO|FIXME|HACK",
+    "deprecated": r"deprecated",
+    "purpose": r"purpose:",
+    "quirk": r"quirk:",
+}
+# How long one pattern may spend over all observations before the call is refused.
+PATTERN_TIME_LIMIT_S = 2.0
+# Candidates per term for typo-tolerant search, taken from the trigram index.
+FUZZY_CANDIDATES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntity:
+    name: str
+    entity_type: str = ""
+    observations: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRelation:
+    from_name: str
+    to_name: str
+    relation_type: str
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    entities: tuple[Entity, ...]
+    relations: tuple[Relation, ...]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSearch:
+    entities: tuple[Entity, ...]
+    relations: tuple[Relation, ...]
+    scores: tuple[tuple[str, float], ...]
+    """(name, score) of the ranked matches, best first; neighbours added after are not scored."""
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationMatch:
+    entity: Entity
+    observation: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    name: str
+    relation: Relation
+    direction: Literal["outgoing", "incoming"]
+
+
+def _encode_cursor(kind: str, pk: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{pk}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, kind: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, value = text.partition(":")
+        if prefix != kind:
+            raise ValueError(prefix)
+        return int(value)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidArgument("cursor is not one this server gave out; start again without it") from None
+
+
+def _js_pattern(pattern: str) -> str:
+    """A JavaScript pattern's meaning in Python's `regex`: `$` outside a class ends the text."""
+    out: list[str] = []
+    in_class = escaped = False
+    for ch in pattern:
+        if escaped:
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            out.append(ch)
+            escaped = True
+        elif ch == "[":
+            in_class = True
+            out.append(ch)
+        elif ch == "]":
+            in_class = False
+            out.append(ch)
+        elif ch == "$" and not in_class:
+            out.append(r"\Z")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class KnowledgeGraph:
+    """Entities, observations and relations, addressed by name."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _reads(self, scopes: Sequence[str] | None) -> tuple[str, ...]:
+        return self._engine.scopes(scopes)
+
+    def _visible(self, scopes: Sequence[str] | None, write_scope: str) -> tuple[str, ...]:
+        """Where a name must be looked up before it is created: what the caller reads, and
+        the scope it writes to."""
+        return tuple(dict.fromkeys((*self._reads(scopes), write_scope)))
+
+    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> None:
+        scope, name, target, data = op
+        tx.append_change(at, scope, name, target, data)
+
+    @staticmethod
+    def _check_text(value: str, what: str) -> str:
+        from mnemodb.engine.engine import check_text
+
+        return check_text(value, what)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def create_entities(
+        self, items: Sequence[NewEntity], *, scope: str | None = None, scopes: Sequence[str] | None = None
+    ) -> list[Entity]:
+        """Create the entities whose names are new; return them, in the order given.
+
+        An entity named twice in one call is created once, with the observations of both.
+        """
+        for item in items:
+            self._check_text(item.name, "entity name")
+            if not item.name:
+                raise InvalidArgument("entity name must not be empty")
+            self._check_text(item.entity_type, "entity type")
+            for observation in item.observations:
+                self._check_text(observation, "observation")
+        target = self._engine._write_scope(scope)
+        visible = self._visible(scopes, target)
+        merged: dict[str, NewEntity] = {}
+        for item in items:
+            first = merged.get(item.name)
+            if first is None:
+                merged[item.name] = item
+            else:
+                combined = tuple(dict.fromkeys((*first.observations, *item.observations)))
+                merged[item.name] = NewEntity(first.name, first.entity_type, combined, first.extra)
+        created: list[Entity] = []
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            existing = tx.entities_named(visible, list(merged))
+            for name, item in merged.items():
+                if name in existing:
+                    continue
+                created.append(self._insert(tx, item, target, at))
+        return created
+
+    def _insert(
+        self, tx: WriteTx, item: NewEntity, scope: str, at: int, props: Mapping[str, Any] | None = None
+    ) -> Entity:
+        node_id = new_ulid()
+        pk = tx.insert_node(node_id, scope, ENTITY, dict(props or {}), at)
+        tx.insert_entity(pk, scope, item.name, item.entity_type, item.extra or None)
+        kept = tx.add_observations(pk, list(item.observations), at)
+        entity = Entity(
+            pk, node_id, scope, item.name, item.entity_type, tuple(kept), dict(props or {}), at, at, dict(item.extra)
+        )
+        self._log(tx, ops.entity_created(entity), at)
+        return entity
+
+    def create_relations(
+        self, items: Sequence[NewRelation], *, scope: str | None = None, scopes: Sequence[str] | None = None
+    ) -> list[Relation]:
+        """Create the relations not already there; every endpoint must exist (else nothing is written)."""
+        for item in items:
+            self._check_text(item.relation_type, "relation type")
+            if not item.relation_type:
+                raise InvalidArgument("relation type must not be empty")
+        target = self._engine._write_scope(scope)
+        visible = self._visible(scopes, target)
+        created: list[Relation] = []
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            names = [n for item in items for n in (item.from_name, item.to_name)]
+            entities = tx.entities_named(visible, [self._check_text(n, "entity name") for n in names])
+            for name in names:
+                if name not in entities:
+                    raise NotFound(f"Entity with name {name} not found")
+            seen: set[tuple[int, int, str]] = set()
+            for item in items:
+                src, dst = entities[item.from_name], entities[item.to_name]
+                key = (src.pk, dst.pk, item.relation_type)
+                if key in seen or tx.find_edges(src.pk, dst.pk, item.relation_type, open_only=True):
+                    continue
+                seen.add(key)
+                if src.scope != dst.scope and SHARED not in (src.scope, dst.scope):
+                    raise InvalidArgument(
+                        f"{item.from_name} and {item.to_name} live in different private scopes; "
+                        "a relation may cross scopes only to or from the shared scope"
+                    )
+                edge_pk = tx.insert_edge(new_ulid(), src.pk, dst.pk, item.relation_type, target, {}, at, at)
+                if item.extra:
+                    tx.set_edge_extra(edge_pk, item.extra)
+                edge = tx.edge_by_pk(edge_pk)
+                assert edge is not None
+                self._log(tx, ops.edge_created(edge), at)
+                created.append(Relation(src.name, dst.name, item.relation_type, edge, dict(item.extra)))
+        return created
+
+    def add_observations(
+        self, items: Sequence[tuple[str, Sequence[str]]], *, scopes: Sequence[str] | None = None
+    ) -> list[tuple[str, list[str]]]:
+        """Add observations to existing entities, skipping ones they have; all or nothing."""
+        for name, contents in items:
+            self._check_text(name, "entity name")
+            for content in contents:
+                self._check_text(content, "observation")
+        reads = self._reads(scopes)
+        results: list[tuple[str, list[str]]] = []
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            entities = tx.entities_named(reads, [name for name, _ in items])
+            for name, contents in items:
+                entity = entities.get(name)
+                if entity is None:
+                    raise NotFound(f"Entity with name {name} not found")
+                added = tx.add_observations(entity.pk, list(contents), at)
+                if added:
+                    tx.touch_node(entity.pk, at)
+                    self._log(tx, ops.observations_added(entity, added), at)
+                results.append((name, added))
+        return results
+
+    def delete_entities(self, names: Sequence[str], *, scopes: Sequence[str] | None = None) -> int:
+        """Delete entities (and every relation touching them); unknown names are ignored."""
+        reads = self._reads(scopes)
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
+            for entity in entities.values():
+                tx.delete_node(entity.pk)
+                self._log(tx, ops.node_removed(entity.scope, entity.id), at)
+            return len(entities)
+
+    def delete_observations(
+        self, items: Sequence[tuple[str, Sequence[str]]], *, scopes: Sequence[str] | None = None
+    ) -> int:
+        """Remove observations; unknown entities and observations are ignored."""
+        reads = self._reads(scopes)
+        removed_count = 0
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            entities = tx.entities_named(reads, [self._check_text(name, "entity name") for name, _ in items])
+            for name, contents in items:
+                entity = entities.get(name)
+                if entity is None:
+                    continue
+                removed = tx.delete_observations(entity.pk, list(contents))
+                if removed:
+                    tx.touch_node(entity.pk, at)
+                    self._log(tx, ops.observations_removed(entity, removed), at)
+                    removed_count += len(removed)
+        return removed_count
+
+    def delete_relations(self, items: Sequence[NewRelation], *, scopes: Sequence[str] | None = None) -> int:
+        """Delete relations matching (from, to, type) exactly; the rest is ignored."""
+        reads = self._reads(scopes)
+        deleted = 0
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            names = [n for item in items for n in (item.from_name, item.to_name)]
+            entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
+            for item in items:
+                src, dst = entities.get(item.from_name), entities.get(item.to_name)
+                if src is None or dst is None:
+                    continue
+                for edge in tx.find_edges(src.pk, dst.pk, item.relation_type, open_only=True):
+                    if edge.scope in reads:
+                        tx.delete_edge(edge.pk)
+                        self._log(tx, ops.edge_removed(edge), at)
+                        deleted += 1
+        return deleted
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _ordered(entities: Mapping[int, Entity], pks: Iterable[int]) -> tuple[Entity, ...]:
+        return tuple(entities[pk] for pk in pks if pk in entities)
+
+    def read(
+        self, *, limit: int | None = None, cursor: str | None = None, scopes: Sequence[str] | None = None
+    ) -> Graph:
+        """The graph in creation order: every entity, and every relation between entities.
+
+        With `limit`, a page of that many entities and the relations that start at them;
+        `next_cursor` fetches the next page (None on the last).
+        """
+        if limit is not None and limit < 1:
+            raise InvalidArgument("limit must be at least 1")
+        reads = self._reads(scopes)
+        after = _decode_cursor(cursor, "e") if cursor else 0
+        with self._engine.store.read() as tx:
+            if limit is None:
+                pks = tx.entity_pks(reads, after=after)
+                entities = tx.entities_by_pk(pks)
+                members = set(tx.entity_pks(reads)) if after else set(pks)
+                relations = tuple(
+                    r for r in tx.relations_matching(reads) if r.edge.src_pk in members and r.edge.dst_pk in members
+                )
+                return Graph(self._ordered(entities, pks), relations)
+            pks = tx.entity_pks(reads, after=after, limit=limit + 1)
+            more = len(pks) > limit
+            pks = pks[:limit]
+            entities = tx.entities_by_pk(pks)
+            # Each relation comes once, with the page of the entity it starts at.
+            starting = [r for r in tx.relations_touching(pks, reads) if r.edge.src_pk in entities]
+            targets = tx.labels_of([r.edge.dst_pk for r in starting])
+            relations = tuple(r for r in starting if targets.get(r.edge.dst_pk, ("", ""))[1] in reads)
+        next_cursor = _encode_cursor("e", pks[-1]) if more and pks else None
+        return Graph(self._ordered(entities, pks), relations, next_cursor)
+
+    def open(self, names: Sequence[str], *, scopes: Sequence[str] | None = None) -> Graph:
+        """The named entities (unknown names skipped), in creation order, and the relations among them."""
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            found = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
+            pks = sorted(e.pk for e in found.values())
+            relations = tx.relations_touching(pks, reads, both_ends=True)
+        by_pk = {e.pk: e for e in found.values()}
+        return Graph(self._ordered(by_pk, pks), tuple(relations))
+
+    def _candidates(self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool) -> list[int] | None:
+        """Entities that may match (a superset) from the trigram index, or None when the
+        query cannot narrow them (a term under three characters, exclusions only)."""
+        clauses: list[TextClause] = []
+        for column, clause in (*query.fields.items(), (None, query.all)):
+            if clause is None or clause.empty:
+                continue
+            every = (*clause.required, *clause.phrases)
+            clauses.append((column, every, clause.optional if not every else ()))
+        exact = tx.entity_text_search(clauses, reads)
+        if not fuzzy or exact is None:
+            return exact
+        terms = [t for clause in (*query.fields.values(), query.all) if clause is not None for t in clause.positive]
+        if any(len(t) < 3 for t in terms):
+            return None
+        # A typo does not contain the exact text: add the entities that share the most
+        # three-letter pieces with each term.
+        found = dict.fromkeys(exact)
+        for term in terms:
+            for pk in tx.entity_text_similar(term, reads, FUZZY_CANDIDATES):
+                found.setdefault(pk, None)
+        return sorted(found)
+
+    def _matching(self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool) -> list[int]:
+        """Entities the query matches, in creation order (checked exactly on their text)."""
+        candidates = self._candidates(tx, query, reads, fuzzy=fuzzy)
+        return [
+            pk
+            for pk, name, kind, obs in tx.entity_texts(reads, candidates)
+            if gq.entity_matches(gq.EntityText(name.lower(), kind.lower(), obs.lower()), query, fuzzy=fuzzy)
+        ]
+
+    def search(
+        self,
+        query: str,
+        *,
+        include_neighbors: bool = False,
+        fuzzy: bool = False,
+        limit: int | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> GraphSearch:
+        """Entities matching the query language, best first; see `mnemodb.search.graph_query`."""
+        parsed = gq.parse(self._check_text(query, "query"))
+        if parsed.empty:
+            return GraphSearch((), (), ())
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            matched_pks = self._matching(tx, parsed, reads, fuzzy=fuzzy)
+            entities = tx.entities_by_pk(matched_pks)
+            scored: list[tuple[float, int, Entity]] = []
+            for pk in matched_pks:
+                entity = entities[pk]
+                text = gq.EntityText.of(entity.name, entity.entity_type, entity.observations)
+                scored.append((gq.score_entity(text, query, fuzzy=fuzzy), pk, entity))
+            scored.sort(key=lambda s: (-s[0], s[1]))
+            if limit is not None and limit > 0:
+                scored = scored[:limit]
+            matched = [e for _, _, e in scored]
+            final = {e.pk: e for e in matched}
+            relations = tx.relations_touching(list(final), reads)
+            if include_neighbors:
+                extra_pks = []
+                for relation in relations:
+                    for pk in (relation.edge.src_pk, relation.edge.dst_pk):
+                        if pk not in final and pk not in extra_pks:
+                            extra_pks.append(pk)
+                neighbours = tx.entities_by_pk(extra_pks)
+                for pk in extra_pks:
+                    if pk in neighbours:
+                        final[pk] = neighbours[pk]
+                relations = tx.relations_touching(list(final), reads)
+        return GraphSearch(
+            tuple(final.values()),
+            tuple(relations),
+            tuple((e.name, score) for score, _, e in scored),
+        )
+
+    def search_observations(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        fuzzy: bool = False,
+        scopes: Sequence[str] | None = None,
+    ) -> list[ObservationMatch]:
+        """Single observations matching the query (no field prefixes), best first."""
+        clause = gq.parse_terms(self._check_text(query, "query"))
+        if clause.empty or limit <= 0 or not clause.positive:
+            return []
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            candidates = self._matching(tx, gq.FieldQuery({"obs": clause}), reads, fuzzy=fuzzy)
+            entities = tx.entities_by_pk(candidates)
+        matches: list[tuple[float, int, int, ObservationMatch]] = []
+        for pk in candidates:
+            entity = entities.get(pk)
+            if entity is None:
+                continue
+            for position, observation in enumerate(entity.observations):
+                lowered = observation.lower()
+                if not gq.clause_matches(lowered, clause, fuzzy=fuzzy):
+                    continue
+                score = gq.score_observation(lowered, query, fuzzy=fuzzy)
+                if score > 0:
+                    matches.append((score, pk, position, ObservationMatch(entity, observation, score)))
+        matches.sort(key=lambda m: (-m[0], m[1], m[2]))
+        return [m[3] for m in matches[:limit]]
+
+    def neighbors(
+        self,
+        name: str,
+        *,
+        direction: NeighborDirection = "both",
+        relation_type: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> list[Neighbor]:
+        """Entities one relation away, with the relation and which way it points; [] for an unknown name."""
+        if direction not in ("outgoing", "incoming", "both"):
+            raise InvalidArgument("direction must be incoming, outgoing or both")
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            entity = tx.entities_named(reads, [self._check_text(name, "entity name")]).get(name)
+            if entity is None:
+                return []
+            relations = tx.relations_touching([entity.pk], reads)
+        out: list[Neighbor] = []
+        for relation in relations:
+            if relation_type is not None and relation.type != relation_type:
+                continue
+            if direction in ("outgoing", "both") and relation.edge.src_pk == entity.pk:
+                out.append(Neighbor(relation.to_name, relation, "outgoing"))
+            if direction in ("incoming", "both") and relation.edge.dst_pk == entity.pk:
+                out.append(Neighbor(relation.from_name, relation, "incoming"))
+        return out
+
+    def find_path(
+        self, from_name: str, to_name: str, *, max_depth: int = 10, scopes: Sequence[str] | None = None
+    ) -> Graph | None:
+        """The shortest chain of relations (either direction) between two entities, at most
+        `max_depth` long; None when there is none or either entity is unknown."""
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            named = tx.entities_named(reads, [self._check_text(n, "entity name") for n in (from_name, to_name)])
+            start, goal = named.get(from_name), named.get(to_name)
+            if start is None or goal is None:
+                return None
+            if start.pk == goal.pk:
+                return Graph((start,), ())
+            parent: dict[int, tuple[int, Relation] | None] = {start.pk: None}
+            frontier = [start.pk]
+            found = False
+            for _ in range(max(0, max_depth)):
+                relations = tx.relations_touching(frontier, reads)
+                by_node: dict[int, list[Relation]] = {}
+                for relation in relations:
+                    by_node.setdefault(relation.edge.src_pk, []).append(relation)
+                    if relation.edge.dst_pk != relation.edge.src_pk:
+                        by_node.setdefault(relation.edge.dst_pk, []).append(relation)
+                next_frontier: list[int] = []
+                for node in frontier:
+                    for relation in by_node.get(node, ()):
+                        other = relation.edge.dst_pk if relation.edge.src_pk == node else relation.edge.src_pk
+                        if other in parent:
+                            continue
+                        parent[other] = (node, relation)
+                        next_frontier.append(other)
+                        if other == goal.pk:
+                            found = True
+                            break
+                    if found:
+                        break
+                if found or not next_frontier:
+                    break
+                frontier = next_frontier
+            if not found:
+                return None
+            chain: list[int] = [goal.pk]
+            links: list[Relation] = []
+            step = parent[goal.pk]
+            while step is not None:
+                node, relation = step
+                links.append(relation)
+                chain.append(node)
+                step = parent[node]
+            chain.reverse()
+            links.reverse()
+            entities = tx.entities_by_pk(chain)
+        return Graph(self._ordered(entities, chain), tuple(links))
+
+    def subgraph(self, names: Sequence[str], *, depth: int = 1, scopes: Sequence[str] | None = None) -> Graph:
+        """The named entities grown by `depth` hops over relations, and the relations inside."""
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            found = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
+            members = {e.pk for e in found.values()}
+            for _ in range(max(0, depth)):
+                grown = set(members)
+                for relation in tx.relations_touching(sorted(members), reads):
+                    grown.update((relation.edge.src_pk, relation.edge.dst_pk))
+                if grown == members:
+                    break
+                members = grown
+            pks = sorted(members)
+            entities = tx.entities_by_pk(pks)
+            relations = tx.relations_touching(pks, reads, both_ends=True)
+        return Graph(self._ordered(entities, pks), tuple(relations))
+
+    def of_type(self, entity_type: str, *, scopes: Sequence[str] | None = None) -> Graph:
+        """Entities whose type equals `entity_type` (ignoring case), and the relations among them."""
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            pks = tx.entity_pks_of_type(reads, self._check_text(entity_type, "entity type"))
+            entities = tx.entities_by_pk(pks)
+            relations = tx.relations_touching(pks, reads, both_ends=True)
+        return Graph(self._ordered(entities, pks), tuple(relations))
+
+    def relations(
+        self,
+        *,
+        relation_type: str | None = None,
+        from_name: str | None = None,
+        to_name: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> Graph:
+        """Relations by type (ignoring case), source and target name, and the entities at their ends."""
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            names = [n for n in (from_name, to_name) if n is not None]
+            named = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
+            if any(n not in named for n in names):
+                return Graph((), ())
+            found = tx.relations_matching(
+                reads,
+                relation_type=relation_type,
+                ignore_case=True,
+                from_pk=named[from_name].pk if from_name is not None else None,
+                to_pk=named[to_name].pk if to_name is not None else None,
+            )
+            if relation_type is not None and not relation_type.isascii():
+                wanted = relation_type.lower()
+                found = [r for r in found if r.type.lower() == wanted]
+            pks = sorted({pk for r in found for pk in (r.edge.src_pk, r.edge.dst_pk)})
+            entities = tx.entities_by_pk(pks)
+        return Graph(self._ordered(entities, pks), tuple(found))
+
+    def with_observations_matching(
+        self, pattern: str, *, scopes: Sequence[str] | None = None, time_limit: float = PATTERN_TIME_LIMIT_S
+    ) -> tuple[Entity, ...]:
+        """Entities with an observation matching a preset name or a JavaScript-style regex
+        (case-insensitive). InvalidArgument for a bad pattern or one that runs too long."""
+        source = OBSERVATION_PRESETS.get(self._check_text(pattern, "pattern").lower(), pattern)
+        try:
+            compiled = regex.compile(_js_pattern(source), regex.IGNORECASE | regex.VERSION0)
+        except regex.error as exc:
+            raise InvalidArgument(f"Invalid regular expression: /{pattern}/i: {exc}") from None
+        reads = self._reads(scopes)
+        deadline = time.monotonic() + time_limit
+        hits: list[int] = []
+        with self._engine.store.read() as tx:
+            last = -1
+            for entity_pk, observation in tx.observations_in(reads):
+                if entity_pk == last:
+                    continue  # already matched
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise OperationTimeout(
+                        f"the pattern ran longer than {time_limit:g}s over the observations; simplify it"
+                    )
+                try:
+                    matched = compiled.search(observation, timeout=remaining) is not None
+                except TimeoutError:
+                    raise OperationTimeout(
+                        f"the pattern ran longer than {time_limit:g}s over the observations; simplify it"
+                    ) from None
+                if matched:
+                    hits.append(entity_pk)
+                    last = entity_pk
+            entities = tx.entities_by_pk(hits)
+        return self._ordered(entities, hits)

@@ -1,0 +1,345 @@
+"""Entities, observations and the relations between entities: the SQL behind the
+knowledge-graph face. Mixed into the store's read and write transactions.
+
+An entity's name is not unique in the schema (the property-graph face may create two of
+the same name); where a name must mean one entity, the oldest in the reader's scopes is
+the one (`_CANONICAL`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from mnemodb.engine.models import Edge, Entity, Relation
+
+__all__ = ["EntityReads", "EntityWrites", "TextClause"]
+
+TextClause = tuple[str | None, Sequence[str], Sequence[str]]
+"""A substring condition for `entity_text_search`: (column or None for all, every one
+of these, at least one of these)."""
+
+_ENTITY_COLUMNS = "n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra"
+_RELATION_COLUMNS = (
+    "r.pk, r.id, s.id, d.id, r.type, r.scope, r.props, r.valid_from, r.valid_to, r.created_at, r.src, r.dst, "
+    "es.name, ed.name, r.extra"
+)
+_RELATION_FROM = (
+    "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.node = r.dst "
+    "JOIN node s ON s.pk = r.src JOIN node d ON d.pk = r.dst"
+)
+_MIN_TRIGRAM = 3
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    return {} if not text or text == "{}" else dict(json.loads(text))
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _canonical(alias: str, scopes: Sequence[str]) -> tuple[str, list[str]]:
+    """SQL keeping only the oldest entity of each name within `scopes`."""
+    return (
+        f"{alias}.node = (SELECT MIN(c.node) FROM entity c WHERE c.name = {alias}.name "
+        f"AND c.scope IN ({_marks(len(scopes))}))",
+        list(scopes),
+    )
+
+
+class EntityReads:
+    conn: sqlite3.Connection
+
+    def _entities(self, where: str, params: Sequence[Any]) -> list[Entity]:
+        rows = self.conn.execute(
+            f"SELECT {_ENTITY_COLUMNS} FROM entity e JOIN node n ON n.pk = e.node WHERE {where}", params
+        ).fetchall()
+        observations = self.observations_of([r[0] for r in rows])
+        return [
+            Entity(
+                pk=r[0],
+                id=r[1],
+                scope=r[2],
+                name=r[3],
+                entity_type=r[4],
+                observations=observations.get(r[0], ()),
+                props=_json_object(r[5]),
+                created_at=r[6],
+                updated_at=r[7],
+                extra=_json_object(r[8]),
+            )
+            for r in rows
+        ]
+
+    def observations_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        out: dict[int, list[str]] = {}
+        for start in range(0, len(pks), 500):
+            chunk = pks[start : start + 500]
+            for entity, content in self.conn.execute(
+                f"SELECT entity, content FROM observation WHERE entity IN ({_marks(len(chunk))}) "
+                "ORDER BY entity, position",
+                chunk,
+            ):
+                out.setdefault(entity, []).append(content)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def entity_by_name(self, scopes: Sequence[str], name: str) -> Entity | None:
+        found = self._entities(
+            f"e.name = ? AND e.scope IN ({_marks(len(scopes))}) ORDER BY e.node LIMIT 1", [name, *scopes]
+        )
+        return found[0] if found else None
+
+    def entities_named(self, scopes: Sequence[str], names: Sequence[str]) -> dict[str, Entity]:
+        """The entity each name means (the oldest of that name), for the names that exist."""
+        out: dict[str, Entity] = {}
+        unique = list(dict.fromkeys(names))
+        for start in range(0, len(unique), 400):
+            chunk = unique[start : start + 400]
+            for entity in self._entities(
+                f"e.name IN ({_marks(len(chunk))}) AND e.scope IN ({_marks(len(scopes))}) ORDER BY e.node",
+                [*chunk, *scopes],
+            ):
+                out.setdefault(entity.name, entity)
+        return out
+
+    def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:
+        out: dict[int, Entity] = {}
+        for start in range(0, len(pks), 400):
+            chunk = pks[start : start + 400]
+            for entity in self._entities(f"e.node IN ({_marks(len(chunk))})", chunk):
+                out[entity.pk] = entity
+        return out
+
+    def entity_pks(self, scopes: Sequence[str], *, after: int = 0, limit: int | None = None) -> list[int]:
+        """Entities in creation order (one per name), from just after `after`."""
+        canonical, params = _canonical("e", scopes)
+        sql = (
+            f"SELECT e.node FROM entity e WHERE e.node > ? AND e.scope IN ({_marks(len(scopes))}) "
+            f"AND {canonical} ORDER BY e.node"
+        )
+        args: list[Any] = [after, *scopes, *params]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [r[0] for r in self.conn.execute(sql, args)]
+
+    def entity_pks_of_type(self, scopes: Sequence[str], entity_type: str) -> list[int]:
+        """Entities whose type equals `entity_type` ignoring case, in creation order."""
+        canonical, params = _canonical("e", scopes)
+        if entity_type.isascii():
+            rows = self.conn.execute(
+                f"SELECT e.node FROM entity e WHERE e.entity_type = ? COLLATE NOCASE "
+                f"AND e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY e.node",
+                [entity_type, *scopes, *params],
+            ).fetchall()
+            return [r[0] for r in rows]
+        # SQLite folds ASCII only: compare the rest here.
+        wanted = entity_type.lower()
+        rows = self.conn.execute(
+            f"SELECT e.node, e.entity_type FROM entity e WHERE e.scope IN ({_marks(len(scopes))}) "
+            f"AND {canonical} ORDER BY e.node",
+            [*scopes, *params],
+        ).fetchall()
+        return [pk for pk, kind in rows if kind.lower() == wanted]
+
+    def entity_text_search(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[int] | None:
+        """Entities whose text satisfies every clause's substring conditions (a superset
+        the caller checks exactly), or None when no clause can use the trigram index."""
+        parts: list[str] = []
+        for column, every, some in clauses:
+            terms = [_phrase(t) for t in every if len(t) >= _MIN_TRIGRAM]
+            if some and all(len(t) >= _MIN_TRIGRAM for t in some):
+                terms.append("(" + " OR ".join(_phrase(t) for t in some) + ")")
+            if not terms:
+                continue
+            expression = " AND ".join(terms)
+            parts.append(f"{column} : ({expression})" if column else f"({expression})")
+        if not parts:
+            return None
+        canonical, params = _canonical("e", scopes)
+        rows = self.conn.execute(
+            "SELECT t.rowid FROM entity_text t JOIN entity e ON e.node = t.rowid "
+            f"WHERE entity_text MATCH ? AND e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
+            [" AND ".join(parts), *scopes, *params],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def entity_text_similar(self, term: str, scopes: Sequence[str], limit: int) -> list[int]:
+        """Entities sharing the most three-letter pieces with `term`: typo candidates."""
+        grams = list(dict.fromkeys(term[i : i + _MIN_TRIGRAM] for i in range(len(term) - _MIN_TRIGRAM + 1)))
+        if not grams:
+            return []
+        canonical, params = _canonical("e", scopes)
+        rows = self.conn.execute(
+            "SELECT rowid FROM (SELECT rowid, rank FROM entity_text WHERE entity_text MATCH ? "
+            "ORDER BY rank LIMIT ?) t JOIN entity e ON e.node = t.rowid "
+            f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rank",
+            [" OR ".join(_phrase(g) for g in grams), limit, *scopes, *params],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def entity_texts(
+        self, scopes: Sequence[str], pks: Sequence[int] | None = None
+    ) -> Iterator[tuple[int, str, str, str]]:
+        """(pk, name, type, observations joined by spaces) of the given entities, or of
+        every entity in `scopes`, in creation order."""
+        if pks is None:
+            canonical, params = _canonical("e", scopes)
+            yield from self.conn.execute(
+                "SELECT t.rowid, t.name, t.type, t.obs FROM entity_text t JOIN entity e ON e.node = t.rowid "
+                f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
+                [*scopes, *params],
+            )
+            return
+        ordered = sorted(pks)
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
+            yield from self.conn.execute(
+                f"SELECT rowid, name, type, obs FROM entity_text WHERE rowid IN ({_marks(len(chunk))}) ORDER BY rowid",
+                chunk,
+            )
+
+    def observations_in(self, scopes: Sequence[str]) -> Iterator[tuple[int, str]]:
+        """Every observation of the entities in `scopes`: (entity pk, text), entity by entity."""
+        canonical, params = _canonical("e", scopes)
+        yield from self.conn.execute(
+            "SELECT o.entity, o.content FROM observation o JOIN entity e ON e.node = o.entity "
+            f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY o.entity, o.position",
+            [*scopes, *params],
+        )
+
+    # -- relations between entities ---------------------------------------------------------
+
+    def _relations(self, where: str, params: Sequence[Any]) -> list[Relation]:
+        rows = self.conn.execute(f"SELECT {_RELATION_COLUMNS} FROM {_RELATION_FROM} WHERE {where}", params)
+        return [
+            Relation(
+                from_name=r[12],
+                to_name=r[13],
+                type=r[4],
+                edge=Edge(
+                    pk=r[0],
+                    id=r[1],
+                    src=r[2],
+                    dst=r[3],
+                    type=r[4],
+                    scope=r[5],
+                    props=_json_object(r[6]),
+                    valid_from=r[7],
+                    valid_to=r[8],
+                    created_at=r[9],
+                    src_pk=r[10],
+                    dst_pk=r[11],
+                ),
+                extra=_json_object(r[14]),
+            )
+            for r in rows
+        ]
+
+    def relations_touching(
+        self, pks: Sequence[int], scopes: Sequence[str], *, both_ends: bool = False
+    ) -> list[Relation]:
+        """Open relations with one end (or, with `both_ends`, both ends) among `pks`, oldest first."""
+        if not pks:
+            return []
+        members = set(pks)
+        found: dict[int, Relation] = {}
+        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({_marks(len(scopes))})"
+        for start in range(0, len(pks), 400):
+            chunk = pks[start : start + 400]
+            marks = _marks(len(chunk))
+            for column in ("r.src", "r.dst"):
+                for relation in self._relations(f"{column} IN ({marks}) AND {scope_filter}", [*chunk, *scopes]):
+                    ends = (relation.edge.src_pk, relation.edge.dst_pk)
+                    if not both_ends or all(end in members for end in ends):
+                        found[relation.edge.pk] = relation
+        return [found[k] for k in sorted(found)]
+
+    def relations_matching(
+        self,
+        scopes: Sequence[str],
+        *,
+        relation_type: str | None = None,
+        ignore_case: bool = False,
+        from_pk: int | None = None,
+        to_pk: int | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> list[Relation]:
+        """Open relations between entities in `scopes`, filtered, oldest first."""
+        where = f"r.pk > ? AND r.valid_to IS NULL AND r.scope IN ({_marks(len(scopes))})"
+        params: list[Any] = [after, *scopes]
+        if relation_type is not None:
+            where += " AND r.type = ? COLLATE NOCASE" if ignore_case else " AND r.type = ?"
+            params.append(relation_type)
+        if from_pk is not None:
+            where += " AND r.src = ?"
+            params.append(from_pk)
+        if to_pk is not None:
+            where += " AND r.dst = ?"
+            params.append(to_pk)
+        where += " ORDER BY r.pk"
+        if limit is not None:
+            where += " LIMIT ?"
+            params.append(limit)
+        return self._relations(where, params)
+
+
+class EntityWrites(EntityReads):
+    def insert_entity(
+        self, pk: int, scope: str, name: str, entity_type: str, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO entity (node, scope, name, entity_type, extra) VALUES (?, ?, ?, ?, ?)",
+            [pk, scope, name, entity_type, json.dumps(dict(extra), ensure_ascii=False) if extra else None],
+        )
+        self.sync_entity_text(pk)
+
+    def sync_entity_text(self, pk: int) -> None:
+        """Rewrite the entity's row in the substring index (after its name, type or observations change)."""
+        self.conn.execute("DELETE FROM entity_text WHERE rowid = ?", [pk])
+        self.conn.execute(
+            "INSERT INTO entity_text (rowid, name, type, obs) SELECT e.node, e.name, e.entity_type, "
+            "COALESCE((SELECT group_concat(content, ' ') FROM (SELECT content FROM observation o "
+            "WHERE o.entity = e.node ORDER BY position)), '') FROM entity e WHERE e.node = ?",
+            [pk],
+        )
+
+    def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
+        row = self.conn.execute(
+            "SELECT COALESCE(MAX(position), -1) FROM observation WHERE entity = ?", [entity_pk]
+        ).fetchone()
+        position = int(row[0])
+        added = []
+        for content in contents:
+            position += 1
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO observation (entity, position, content, created_at) VALUES (?, ?, ?, ?)",
+                [entity_pk, position, content, at],
+            )
+            if cur.rowcount:
+                added.append(content)
+        if added:
+            self.sync_entity_text(entity_pk)
+        return added
+
+    def delete_observations(self, entity_pk: int, contents: Sequence[str]) -> list[str]:
+        removed = []
+        for content in contents:
+            cur = self.conn.execute("DELETE FROM observation WHERE entity = ? AND content = ?", [entity_pk, content])
+            if cur.rowcount:
+                removed.append(content)
+        if removed:
+            self.sync_entity_text(entity_pk)
+        return removed
+
+    def set_edge_extra(self, pk: int, extra: Mapping[str, Any] | None) -> None:
+        value = json.dumps(dict(extra), ensure_ascii=False) if extra else None
+        self.conn.execute("UPDATE edge SET extra = ? WHERE pk = ?", [value, pk])

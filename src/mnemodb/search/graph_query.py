@@ -185,12 +185,12 @@ def _score_terms(query: str) -> tuple[str, list[str]]:
     return " ".join(tokens), tokens
 
 
-def score_entity(entity: EntityText, query: str, *, fuzzy: bool = False) -> float:
+def score_entity(entity: EntityText, query: str, *, fuzzy: bool = False) -> int:
     """How well an entity matches: name hits count most, then type, then observations."""
     whole, tokens = _score_terms(query)
     if not whole:
-        return 0.0
-    score = 0.0
+        return 0
+    score = 0
     if entity.name == whole:
         score += 100
     elif whole in entity.name:
@@ -213,12 +213,12 @@ def score_entity(entity: EntityText, query: str, *, fuzzy: bool = False) -> floa
     return score
 
 
-def score_observation(observation: str, query: str, *, fuzzy: bool = False) -> float:
+def score_observation(observation: str, query: str, *, fuzzy: bool = False) -> int:
     """How well one observation (lower-cased) matches: the whole query, then each term."""
     whole, tokens = _score_terms(query)
     if not whole:
-        return 0.0
-    score = 0.0
+        return 0
+    score = 0
     if whole in observation:
         score += 100
     for token in tokens:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from mnemodb.server.profile import Profile
 
-AVAILABLE = ("memdb",)
-PLANNED = ("native", "topodb", "knowledge-graph")
+AVAILABLE = ("memdb", "knowledge-graph")
+PLANNED = ("native", "topodb")
 
 
 def build_profile(name: str) -> Profile:
@@ -14,6 +14,10 @@ def build_profile(name: str) -> Profile:
         from mnemodb.server.profiles import memdb
 
         return memdb.build()
+    if name == "knowledge-graph":
+        from mnemodb.server.profiles import knowledge_graph
+
+        return knowledge_graph.build()
     if name in PLANNED:
         raise ValueError(f"profile {name!r} is not available in this version (available: {', '.join(AVAILABLE)})")
     raise ValueError(f"unknown profile {name!r} (available: {', '.join(AVAILABLE)})")

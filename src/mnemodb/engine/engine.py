@@ -20,7 +20,7 @@ from typing import Any
 from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
-from mnemodb.engine.graph import KnowledgeGraph
+from mnemodb.engine.graph import KnowledgeGraph, NewEntity
 from mnemodb.engine.models import (
     ENTITY,
     MEMORY,
@@ -617,13 +617,7 @@ class Engine:
                 existing = tx.entity_by_name([target], name)
                 if existing is not None:
                     return existing, False
-            node_id = new_ulid()
-            pk = tx.insert_node(node_id, target, ENTITY, clean, at)
-            tx.insert_entity(pk, target, name, entity_type)
-            kept = tx.add_observations(pk, list(observations), at)
-            entity = Entity(pk, node_id, target, name, entity_type, tuple(kept), clean, at, at)
-            self._log(tx, ops.entity_created(entity), at)
-            return entity, True
+            return self.graph.insert(tx, NewEntity(name, entity_type, tuple(observations)), target, at, clean), True
 
     def get_entity(self, name: str, *, scopes: Sequence[str] | None = None) -> Entity | None:
         with self.store.read() as tx:

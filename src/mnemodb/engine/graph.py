@@ -196,16 +196,16 @@ class KnowledgeGraph:
             for name, item in merged.items():
                 if name in existing:
                     continue
-                created.append(self._insert(tx, item, target, at))
+                created.append(self.insert(tx, item, target, at))
         return created
 
-    def _insert(
+    def insert(
         self, tx: WriteTx, item: NewEntity, scope: str, at: int, props: Mapping[str, Any] | None = None
     ) -> Entity:
+        """Write one new entity inside the caller's transaction, with its change-log entry."""
         node_id = new_ulid()
         pk = tx.insert_node(node_id, scope, ENTITY, dict(props or {}), at)
-        tx.insert_entity(pk, scope, item.name, item.entity_type, item.extra or None)
-        kept = tx.add_observations(pk, list(item.observations), at)
+        kept = tx.insert_entity(pk, scope, item.name, item.entity_type, item.extra or None, item.observations, at)
         entity = Entity(
             pk, node_id, scope, item.name, item.entity_type, tuple(kept), dict(props or {}), at, at, dict(item.extra)
         )
@@ -396,14 +396,19 @@ class KnowledgeGraph:
                 found.setdefault(pk, None)
         return sorted(found)
 
-    def _matching(self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool) -> list[int]:
-        """Entities the query matches, in creation order (checked exactly on their text)."""
+    def _matching(
+        self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool
+    ) -> list[tuple[int, gq.EntityText, tuple[str, ...]]]:
+        """Entities the query matches, in creation order, checked exactly on their text
+        (read from the search index in one query, not as whole entities): (pk, the
+        lower-cased text, the observations as written)."""
         candidates = self._candidates(tx, query, reads, fuzzy=fuzzy)
-        return [
-            pk
-            for pk, name, kind, obs in tx.entity_texts(reads, candidates)
-            if gq.entity_matches(gq.EntityText(name.lower(), kind.lower(), obs.lower()), query, fuzzy=fuzzy)
-        ]
+        out = []
+        for pk, name, kind, obs, items in tx.entity_texts(reads, candidates):
+            text = gq.EntityText(name.lower(), kind.lower(), obs.lower(), tuple(o.lower() for o in items))
+            if gq.entity_matches(text, query, fuzzy=fuzzy):
+                out.append((pk, text, items))
+        return out
 
     def search(
         self,
@@ -420,18 +425,14 @@ class KnowledgeGraph:
             return GraphSearch((), (), ())
         reads = self._reads(scopes)
         with self._engine.store.read() as tx:
-            matched_pks = self._matching(tx, parsed, reads, fuzzy=fuzzy)
-            entities = tx.entities_by_pk(matched_pks)
-            scored: list[tuple[float, int, Entity]] = []
-            for pk in matched_pks:
-                entity = entities[pk]
-                text = gq.EntityText.of(entity.name, entity.entity_type, entity.observations)
-                scored.append((gq.score_entity(text, query, fuzzy=fuzzy), pk, entity))
+            matching = self._matching(tx, parsed, reads, fuzzy=fuzzy)
+            scored = [(gq.score_entity(text, query, fuzzy=fuzzy), pk) for pk, text, _ in matching]
             scored.sort(key=lambda s: (-s[0], s[1]))
             if limit is not None and limit > 0:
                 scored = scored[:limit]
-            matched = [e for _, _, e in scored]
-            final = {e.pk: e for e in matched}
+            # Only the entities returned are read in full.
+            entities = tx.entities_by_pk([pk for _, pk in scored])
+            final = {pk: entities[pk] for _, pk in scored if pk in entities}
             relations = tx.relations_touching(list(final), reads)
             if include_neighbors:
                 extra_pks = []
@@ -447,7 +448,7 @@ class KnowledgeGraph:
         return GraphSearch(
             tuple(final.values()),
             tuple(relations),
-            tuple((e.name, score) for score, _, e in scored),
+            tuple((final[pk].name, score) for score, pk in scored if pk in final),
         )
 
     def search_observations(
@@ -463,23 +464,21 @@ class KnowledgeGraph:
         if clause.empty or limit <= 0 or not clause.positive:
             return []
         reads = self._reads(scopes)
+        found: list[tuple[int, int, int, str]] = []
         with self._engine.store.read() as tx:
-            candidates = self._matching(tx, gq.FieldQuery({"obs": clause}), reads, fuzzy=fuzzy)
-            entities = tx.entities_by_pk(candidates)
-        matches: list[tuple[float, int, int, ObservationMatch]] = []
-        for pk in candidates:
-            entity = entities.get(pk)
-            if entity is None:
-                continue
-            for position, observation in enumerate(entity.observations):
-                lowered = observation.lower()
-                if not gq.clause_matches(lowered, clause, fuzzy=fuzzy):
-                    continue
-                score = gq.score_observation(lowered, query, fuzzy=fuzzy)
-                if score > 0:
-                    matches.append((score, pk, position, ObservationMatch(entity, observation, score)))
-        matches.sort(key=lambda m: (-m[0], m[1], m[2]))
-        return [m[3] for m in matches[:limit]]
+            for pk, text, items in self._matching(tx, gq.FieldQuery({"obs": clause}), reads, fuzzy=fuzzy):
+                for position, lowered in enumerate(text.observations):
+                    if not gq.clause_matches(lowered, clause, fuzzy=fuzzy):
+                        continue
+                    score = gq.score_observation(lowered, query, fuzzy=fuzzy)
+                    if score > 0:
+                        found.append((score, pk, position, items[position]))
+            found.sort(key=lambda m: (-m[0], m[1], m[2]))
+            found = found[:limit]
+            entities = tx.entities_by_pk(sorted({pk for _, pk, _, _ in found}))
+        return [
+            ObservationMatch(entities[pk], observation, score) for score, pk, _, observation in found if pk in entities
+        ]
 
     def neighbors(
         self,

@@ -20,6 +20,7 @@ from mcp_types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    EmptyResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
@@ -27,8 +28,10 @@ from mcp_types import (
     ReadResourceRequestParams,
     ReadResourceResult,
     ResourceTemplate,
+    SubscribeRequestParams,
     TextResourceContents,
     ToolExecution,
+    UnsubscribeRequestParams,
 )
 from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
@@ -87,6 +90,9 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
     tools = {tool.name: tool for tool in profile.tools}
     listed = [_listed(tool, profile) for tool in profile.tools]
     resources = {r.uri: r for r in profile.resources}
+    # Subscribed resource URIs. A stdio server has one client; the modern protocol era
+    # has no resources/subscribe at all (it listens through subscriptions/listen).
+    subscribed: set[str] = set()
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=listed)
@@ -117,7 +123,20 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             log.info("Tool %s %s in %dms", tool.name, outcome, elapsed, extra={"tool": tool.name})
+        if subscribed and tool.annotations is not None and tool.annotations.read_only_hint is False:
+            for uri in sorted(subscribed):
+                await ctx.session.send_resource_updated(uri)
         return profile.success(tool, value)
+
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        resource = resources.get(str(params.uri))
+        if resource is not None and resource.subscribable:
+            subscribed.add(resource.uri)
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        subscribed.discard(str(params.uri))
+        return EmptyResult()
 
     async def list_resources(ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
         return ListResourcesResult(
@@ -158,6 +177,8 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
         on_list_resources=list_resources if profile.resources else None,
         on_list_resource_templates=list_templates if profile.resources else None,
         on_read_resource=read_resource if profile.resources else None,
+        on_subscribe_resource=subscribe if any(r.subscribable for r in profile.resources) else None,
+        on_unsubscribe_resource=unsubscribe if any(r.subscribable for r in profile.resources) else None,
     )
     # The OpenTelemetry middleware is a no-op without an exporter but still costs every
     # call; mnemodb does not export traces.

@@ -46,6 +46,8 @@ class Resource:
     mime_type: str = "text/plain"
     template: bool = False
     """Advertised through `resources/templates/list` instead of `resources/list`."""
+    subscribable: bool = False
+    """Clients may subscribe; every successful writing tool call then notifies them."""
 
 
 @dataclass(frozen=True)

@@ -122,9 +122,11 @@ GRAPH_OUTPUT = _output(
 )
 MESSAGE_OUTPUT = _output({"success": {"type": "boolean"}, "message": {"type": "string"}}, "success", "message")
 
+# server-memory's hints for its 9 tools; better-memory's for the 7 it added.
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
-READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+EXPLORE = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 # -- tools ---------------------------------------------------------------------------------------------
@@ -255,6 +257,7 @@ def filter_observations(engine: Engine, a: dict[str, Any]) -> Any:
 
 def _tool(
     name: str,
+    title: str,
     description: str,
     params: Obj,
     run: Callable[[Engine, dict[str, Any]], Any],
@@ -262,13 +265,20 @@ def _tool(
     output: Mapping[str, Any] | None,
 ) -> Tool:
     return Tool(
-        name=name, description=description, params=params, run=run, annotations=annotations, output_schema=output
+        name=name,
+        title=title,
+        description=description,
+        params=params,
+        run=run,
+        annotations=annotations,
+        output_schema=output,
     )
 
 
 TOOLS: Sequence[Tool] = (
     _tool(
         "create_entities",
+        "Create Entities",
         "Create entities in the knowledge graph: each has a unique name, a type and observations (facts "
         "about it). Names that already exist are left as they are.",
         _params({"entities": Arr(items=ENTITY)}, "entities"),
@@ -278,6 +288,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "create_relations",
+        "Create Relations",
         "Connect entities with directed, typed relations, phrased in the active voice (Alice works_at "
         "Acme). Both entities must exist; a relation that already exists is skipped.",
         _params({"relations": Arr(items=RELATION)}, "relations"),
@@ -287,6 +298,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "add_observations",
+        "Add Observations",
         "Add observations (one fact each) to existing entities. Observations an entity already has are "
         "skipped; an unknown entity fails the whole call.",
         _params(
@@ -325,6 +337,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "delete_entities",
+        "Delete Entities",
         "Delete entities and every relation to or from them. Unknown names are ignored.",
         _params({"entityNames": Arr(items=Str(), description="An array of entity names to delete")}, "entityNames"),
         delete_entities,
@@ -333,6 +346,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "delete_observations",
+        "Delete Observations",
         "Remove specific observations from entities. Unknown entities and observations are ignored.",
         _params(
             {
@@ -355,6 +369,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "delete_relations",
+        "Delete Relations",
         "Delete relations that match from, to and relationType exactly. Others are ignored.",
         _params({"relations": Arr(items=RELATION, description="An array of relations to delete")}, "relations"),
         delete_relations,
@@ -363,6 +378,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "read_graph",
+        "Read Graph",
         "Read the whole knowledge graph. On a large graph, pass `limit` to get a page of that many "
         "entities (with the relations starting at them) and `cursor` from the previous page's "
         "`nextCursor` for the next one; prefer search_nodes or open_nodes to find specific entities.",
@@ -378,6 +394,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "search_nodes",
+        "Search Nodes",
         "Search entities by name, type and observations. Words are OR'ed; +word is required, -word "
         'excluded, "exact phrase", name:/type:/obs: limit a term to one field (name:"auth service"). '
         "fuzzy tolerates typos; includeNeighbors adds entities one relation away; limit caps the "
@@ -415,6 +432,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "open_nodes",
+        "Open Nodes",
         "Fetch entities by exact name, with the relations between them. Unknown names are skipped.",
         _params({"names": Arr(items=Str(), description="An array of entity names to retrieve")}, "names"),
         open_nodes,
@@ -423,6 +441,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "search_observations",
+        "Search Observations",
         "Search single observations rather than whole entities, when you need specific facts: same query "
         "syntax as search_nodes (without field prefixes). Returns the best matching observations with "
         "their entity's name and type (limit, default 10); includeEntity adds the full entities.",
@@ -436,7 +455,7 @@ TOOLS: Sequence[Tool] = (
             "query",
         ),
         search_observations,
-        READ,
+        EXPLORE,
         _output(
             {
                 "matches": {
@@ -459,6 +478,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "get_neighbors",
+        "Get Neighbors",
         "List the entities directly connected to one entity, with each relation and its direction "
         "(outgoing, incoming or both, the default), optionally of one relation type.",
         _params(
@@ -470,7 +490,7 @@ TOOLS: Sequence[Tool] = (
             "entityName",
         ),
         get_neighbors,
-        READ,
+        EXPLORE,
         _output(
             {
                 "neighbors": {
@@ -491,6 +511,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "find_path",
+        "Find Path",
         "Find the shortest chain of relations (followed in either direction) between two entities, at "
         "most maxDepth long (default 10). Returns the entities along it, the relations and the length.",
         _params(
@@ -503,7 +524,7 @@ TOOLS: Sequence[Tool] = (
             "toEntity",
         ),
         find_path,
-        READ,
+        EXPLORE,
         {
             "type": "object",
             "properties": {
@@ -516,6 +537,7 @@ TOOLS: Sequence[Tool] = (
     ),
     _tool(
         "get_subgraph",
+        "Get Subgraph",
         "Extract the neighbourhood of some entities: them, everything within `depth` relations (default "
         "1), and the relations among those entities.",
         _params(
@@ -526,19 +548,21 @@ TOOLS: Sequence[Tool] = (
             "entityNames",
         ),
         get_subgraph,
-        READ,
+        EXPLORE,
         GRAPH_OUTPUT,
     ),
     _tool(
         "filter_by_type",
+        "Filter By Type",
         "All entities of one type (case-insensitive), with the relations among them.",
         _params({"entityType": Str(description="The entity type")}, "entityType"),
         filter_by_type,
-        READ,
+        EXPLORE,
         GRAPH_OUTPUT,
     ),
     _tool(
         "filter_relations",
+        "Filter Relations",
         "Relations by type (case-insensitive), source and/or target entity, with the entities at their "
         "ends. With no filter, every relation.",
         _params(
@@ -549,17 +573,18 @@ TOOLS: Sequence[Tool] = (
             }
         ),
         filter_relations,
-        READ,
+        EXPLORE,
         _output({"relations": _relation_list_schema(), "entities": _entity_list_schema()}, "relations", "entities"),
     ),
     _tool(
         "filter_observations",
+        "Filter By Observation Pattern",
         "Entities with an observation matching a pattern: a preset (dated = starts with [YYYY-MM-DD], "
         "techdebt = TODO/FIXME/HACK/tech debt, deprecated, purpose = 'Purpose:', quirk = 'Quirk:') or a "
         "regular expression (JavaScript syntax, case-insensitive).",
         _params({"pattern": Str(description="A preset name or a regular expression")}, "pattern"),
         filter_observations,
-        READ,
+        EXPLORE,
         _output({"entities": _entity_list_schema()}, "entities"),
     ),
 )
@@ -574,19 +599,31 @@ open_nodes and get_subgraph to read_graph, or page read_graph with limit and cur
 """
 
 
+# Tools whose text is the bare list their structured content wraps, as upstream sent it.
+LIST_TEXT = {
+    "create_entities": "entities",
+    "create_relations": "relations",
+    "add_observations": "results",
+    "get_neighbors": "neighbors",
+}
+
+
 class KnowledgeGraphProfile(Profile):
     name = "knowledge-graph"
     server_name = "memory-server"
     instructions = INSTRUCTIONS
     tools = TOOLS
+    json_schema_dialect = "http://json-schema.org/draft-07/schema#"
+    forbid_tasks = True
     resources = (
         Resource(
             uri="memory://knowledge-graph",
             name="knowledge-graph",
-            title="Knowledge graph",
-            description="The whole knowledge graph as JSON: entities and relations",
+            title="Knowledge Graph",
+            description="The full knowledge graph with all entities and relations",
             mime_type="application/json",
             read=lambda engine: json.dumps(graph_shape(engine.graph.read()), separators=(",", ":"), ensure_ascii=False),
+            subscribable=True,
         ),
     )
 
@@ -603,7 +640,8 @@ class KnowledgeGraphProfile(Profile):
             return self._text(value.text, {"success": True, "message": value.text})
         if isinstance(value, NoPath):
             return self._text(NO_PATH, {"path": None, "relations": None, "length": None})
-        return self._text(json.dumps(value, separators=(",", ":"), ensure_ascii=False), value)
+        shown = value[LIST_TEXT[tool.name]] if tool.name in LIST_TEXT else value
+        return self._text(json.dumps(shown, separators=(",", ":"), ensure_ascii=False), value)
 
     def failure(self, tool: Tool, error: Exception) -> CallToolResult:
         if isinstance(error, EngineError | ValueError):

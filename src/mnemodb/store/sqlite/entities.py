@@ -31,6 +31,7 @@ _RELATION_FROM = (
     "JOIN node s ON s.pk = r.src JOIN node d ON d.pk = r.dst"
 )
 _MIN_TRIGRAM = 3
+_ITEM_SEPARATOR = "\x1f"
 
 
 def _marks(n: int) -> str:
@@ -187,24 +188,28 @@ class EntityReads:
 
     def entity_texts(
         self, scopes: Sequence[str], pks: Sequence[int] | None = None
-    ) -> Iterator[tuple[int, str, str, str]]:
-        """(pk, name, type, observations joined by spaces) of the given entities, or of
-        every entity in `scopes`, in creation order."""
+    ) -> Iterator[tuple[int, str, str, str, tuple[str, ...]]]:
+        """(pk, name, type, observations joined by spaces, observations) of the given
+        entities, or of every entity in `scopes`, in creation order: one query, for search."""
         if pks is None:
             canonical, params = _canonical("e", scopes)
-            yield from self.conn.execute(
-                "SELECT t.rowid, t.name, t.type, t.obs FROM entity_text t JOIN entity e ON e.node = t.rowid "
+            rows: Iterator[tuple[int, str, str, str, str]] = self.conn.execute(
+                "SELECT t.rowid, t.name, t.type, t.obs, t.items FROM entity_text t JOIN entity e ON e.node = t.rowid "
                 f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
                 [*scopes, *params],
             )
+            for pk, name, kind, obs, items in rows:
+                yield pk, name, kind, obs, tuple(items.split(_ITEM_SEPARATOR)) if items else ()
             return
         ordered = sorted(pks)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
-            yield from self.conn.execute(
-                f"SELECT rowid, name, type, obs FROM entity_text WHERE rowid IN ({_marks(len(chunk))}) ORDER BY rowid",
+            for pk, name, kind, obs, items in self.conn.execute(
+                f"SELECT rowid, name, type, obs, items FROM entity_text WHERE rowid IN ({_marks(len(chunk))}) "
+                "ORDER BY rowid",
                 chunk,
-            )
+            ):
+                yield pk, name, kind, obs, tuple(items.split(_ITEM_SEPARATOR)) if items else ()
 
     def observations_in(self, scopes: Sequence[str]) -> Iterator[tuple[int, str]]:
         """Every observation of the entities in `scopes`: (entity pk, text), entity by entity."""
@@ -294,23 +299,43 @@ class EntityReads:
 
 class EntityWrites(EntityReads):
     def insert_entity(
-        self, pk: int, scope: str, name: str, entity_type: str, extra: Mapping[str, Any] | None = None
-    ) -> None:
+        self,
+        pk: int,
+        scope: str,
+        name: str,
+        entity_type: str,
+        extra: Mapping[str, Any] | None = None,
+        observations: Sequence[str] = (),
+        at: int = 0,
+    ) -> list[str]:
+        """Insert an entity with its first observations (duplicates dropped); returns those kept."""
         self.conn.execute(
             "INSERT INTO entity (node, scope, name, entity_type, extra) VALUES (?, ?, ?, ?, ?)",
             [pk, scope, name, entity_type, json.dumps(dict(extra), ensure_ascii=False) if extra else None],
         )
-        self.sync_entity_text(pk)
+        kept = list(dict.fromkeys(observations))
+        self.conn.executemany(
+            "INSERT INTO observation (entity, position, content, created_at) VALUES (?, ?, ?, ?)",
+            [(pk, position, content, at) for position, content in enumerate(kept)],
+        )
+        self.conn.execute(
+            "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, ?, ?, ?)",
+            [pk, name, entity_type, " ".join(kept), _ITEM_SEPARATOR.join(kept)],
+        )
+        return kept
 
     def sync_entity_text(self, pk: int) -> None:
         """Rewrite the entity's row in the substring index (after its name, type or observations change)."""
+        row = self.conn.execute("SELECT name, entity_type FROM entity WHERE node = ?", [pk]).fetchone()
+        observations = [
+            r[0] for r in self.conn.execute("SELECT content FROM observation WHERE entity = ? ORDER BY position", [pk])
+        ]
         self.conn.execute("DELETE FROM entity_text WHERE rowid = ?", [pk])
-        self.conn.execute(
-            "INSERT INTO entity_text (rowid, name, type, obs) SELECT e.node, e.name, e.entity_type, "
-            "COALESCE((SELECT group_concat(content, ' ') FROM (SELECT content FROM observation o "
-            "WHERE o.entity = e.node ORDER BY position)), '') FROM entity e WHERE e.node = ?",
-            [pk],
-        )
+        if row is not None:
+            self.conn.execute(
+                "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, ?, ?, ?)",
+                [pk, row[0], row[1], " ".join(observations), _ITEM_SEPARATOR.join(observations)],
+            )
 
     def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
         row = self.conn.execute(

@@ -683,6 +683,7 @@ class _WriteTx(_Tx, EntityWrites):
             )
             for obs in entity.get("observations", []):
                 self.add_observations(pk, [obs["content"]], int(obs.get("created_at", record["created_at"])))
+            # (one observation at a time keeps each one's own time)
         access = record.get("access")
         if access:
             self.conn.execute(

@@ -113,6 +113,9 @@ def _decode_cursor(cursor: str, kind: str) -> int:
         raise InvalidArgument("cursor is not one this server gave out; start again without it") from None
 
 
+_REGEX_SYNTAX = regex.compile(r"[\\^$.|?*+()\[\]{}]")
+
+
 def _js_pattern(pattern: str) -> str:
     """A JavaScript pattern's meaning in Python's `regex`: `$` outside a class ends the text."""
     out: list[str] = []
@@ -510,8 +513,12 @@ class KnowledgeGraph:
     def find_path(
         self, from_name: str, to_name: str, *, max_depth: int = 10, scopes: Sequence[str] | None = None
     ) -> Graph | None:
-        """The shortest chain of relations (either direction) between two entities, at most
-        `max_depth` long; None when there is none or either entity is unknown."""
+        """A shortest chain of relations (followed either way) between two entities, at most
+        `max_depth` long; None when there is none or either entity is unknown.
+
+        The search grows from both ends, always the smaller side first, one hop at a
+        time, over light (relation, from, to) rows; only the path found is read in full.
+        """
         reads = self._reads(scopes)
         with self._engine.store.read() as tx:
             named = tx.entities_named(reads, [self._check_text(n, "entity name") for n in (from_name, to_name)])
@@ -520,46 +527,50 @@ class KnowledgeGraph:
                 return None
             if start.pk == goal.pk:
                 return Graph((start,), ())
-            parent: dict[int, tuple[int, Relation] | None] = {start.pk: None}
-            frontier = [start.pk]
-            found = False
-            for _ in range(max(0, max_depth)):
-                relations = tx.relations_touching(frontier, reads)
-                by_node: dict[int, list[Relation]] = {}
-                for relation in relations:
-                    by_node.setdefault(relation.edge.src_pk, []).append(relation)
-                    if relation.edge.dst_pk != relation.edge.src_pk:
-                        by_node.setdefault(relation.edge.dst_pk, []).append(relation)
-                next_frontier: list[int] = []
-                for node in frontier:
-                    for relation in by_node.get(node, ()):
-                        other = relation.edge.dst_pk if relation.edge.src_pk == node else relation.edge.src_pk
-                        if other in parent:
+            # node -> (previous node on its side, relation pk), per side.
+            sides: tuple[dict[int, tuple[int, int] | None], dict[int, tuple[int, int] | None]] = (
+                {start.pk: None},
+                {goal.pk: None},
+            )
+            frontiers = ([start.pk], [goal.pk])
+            meeting: int | None = None
+            hops = 0
+            while hops < max_depth and frontiers[0] and frontiers[1] and meeting is None:
+                side = 0 if len(frontiers[0]) <= len(frontiers[1]) else 1
+                seen, other = sides[side], sides[1 - side]
+                edge_of = set(frontiers[side])
+                grown: list[int] = []
+                for relation_pk, src, dst in tx.entity_links(frontiers[side], reads):
+                    for here, there in ((src, dst), (dst, src)):
+                        if here not in edge_of or there in seen:
                             continue
-                        parent[other] = (node, relation)
-                        next_frontier.append(other)
-                        if other == goal.pk:
-                            found = True
-                            break
-                    if found:
-                        break
-                if found or not next_frontier:
-                    break
-                frontier = next_frontier
-            if not found:
+                        seen[there] = (here, relation_pk)
+                        grown.append(there)
+                        if there in other and meeting is None:
+                            meeting = there
+                frontiers = (grown, frontiers[1]) if side == 0 else (frontiers[0], grown)
+                hops += 1
+            if meeting is None:
                 return None
-            chain: list[int] = [goal.pk]
-            links: list[Relation] = []
-            step = parent[goal.pk]
-            while step is not None:
-                node, relation = step
-                links.append(relation)
-                chain.append(node)
-                step = parent[node]
-            chain.reverse()
-            links.reverse()
+            chain, links = self._walk_back(sides[0], meeting)
+            back_chain, back_links = self._walk_back(sides[1], meeting)
+            chain = [*reversed(chain), *back_chain[1:]]
+            links = [*reversed(links), *back_links]
             entities = tx.entities_by_pk(chain)
-        return Graph(self._ordered(entities, chain), tuple(links))
+            relations = tx.relations_by_pk(links)
+        return Graph(self._ordered(entities, chain), tuple(relations[pk] for pk in links))
+
+    @staticmethod
+    def _walk_back(parents: Mapping[int, tuple[int, int] | None], node: int) -> tuple[list[int], list[int]]:
+        """From `node` back to its side's root: the nodes (node first) and relation pks."""
+        chain, links = [node], []
+        step = parents[node]
+        while step is not None:
+            previous, relation_pk = step
+            links.append(relation_pk)
+            chain.append(previous)
+            step = parents[previous]
+        return chain, links
 
     def subgraph(self, names: Sequence[str], *, depth: int = 1, scopes: Sequence[str] | None = None) -> Graph:
         """The named entities grown by `depth` hops over relations, and the relations inside."""
@@ -629,25 +640,23 @@ class KnowledgeGraph:
             raise InvalidArgument(f"Invalid regular expression: /{pattern}/i: {exc}") from None
         reads = self._reads(scopes)
         deadline = time.monotonic() + time_limit
+        too_long = f"the pattern ran longer than {time_limit:g}s over the observations; simplify it"
         hits: list[int] = []
         with self._engine.store.read() as tx:
-            last = -1
-            for entity_pk, observation in tx.observations_in(reads):
-                if entity_pk == last:
-                    continue  # already matched
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise OperationTimeout(
-                        f"the pattern ran longer than {time_limit:g}s over the observations; simplify it"
-                    )
-                try:
-                    matched = compiled.search(observation, timeout=remaining) is not None
-                except TimeoutError:
-                    raise OperationTimeout(
-                        f"the pattern ran longer than {time_limit:g}s over the observations; simplify it"
-                    ) from None
-                if matched:
-                    hits.append(entity_pk)
-                    last = entity_pk
+            # A plain word (no regex syntax) is looked up in the substring index first.
+            literal = source if not _REGEX_SYNTAX.search(source) and len(source) >= 3 else None
+            candidates = tx.entity_text_search([("obs", [literal], [])], reads) if literal else None
+            for pk, _name, _kind, _obs, items in tx.entity_texts(reads, candidates):
+                for observation in items:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise OperationTimeout(too_long)
+                    try:
+                        matched = compiled.search(observation, timeout=remaining) is not None
+                    except TimeoutError:
+                        raise OperationTimeout(too_long) from None
+                    if matched:
+                        hits.append(pk)
+                        break
             entities = tx.entities_by_pk(hits)
         return self._ordered(entities, hits)

@@ -248,6 +248,33 @@ class EntityReads:
             for r in rows
         ]
 
+    def entity_links(self, pks: Sequence[int], scopes: Sequence[str]) -> list[tuple[int, int, int]]:
+        """(relation pk, from pk, to pk) of the open relations between entities touching
+        `pks`, oldest first: the light rows graph walks step over."""
+        if not pks:
+            return []
+        found: dict[int, tuple[int, int, int]] = {}
+        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({_marks(len(scopes))})"
+        for start in range(0, len(pks), 400):
+            chunk = pks[start : start + 400]
+            marks = _marks(len(chunk))
+            for column in ("r.src", "r.dst"):
+                for row in self.conn.execute(
+                    "SELECT r.pk, r.src, r.dst FROM edge r JOIN entity es ON es.node = r.src "
+                    f"JOIN entity ed ON ed.node = r.dst WHERE {column} IN ({marks}) AND {scope_filter}",
+                    [*chunk, *scopes],
+                ):
+                    found[row[0]] = row
+        return [found[k] for k in sorted(found)]
+
+    def relations_by_pk(self, pks: Sequence[int]) -> dict[int, Relation]:
+        out: dict[int, Relation] = {}
+        for start in range(0, len(pks), 400):
+            chunk = pks[start : start + 400]
+            for relation in self._relations(f"r.pk IN ({_marks(len(chunk))})", chunk):
+                out[relation.edge.pk] = relation
+        return out
+
     def relations_touching(
         self, pks: Sequence[int], scopes: Sequence[str], *, both_ends: bool = False
     ) -> list[Relation]:

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import regex
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
 
 from mnemodb.engine import ops
-from mnemodb.engine.errors import InvalidArgument, NotFound, OperationTimeout
+from mnemodb.engine.errors import InvalidArgument, NotFound
 from mnemodb.engine.models import ENTITY, Entity, Relation
 from mnemodb.ids import SHARED, new_ulid
 from mnemodb.search import graph_query as gq
@@ -49,8 +51,8 @@ OBSERVATION_PRESETS: dict[str, str] = {
 }
 # How long one pattern may spend over all observations before the call is refused.
 PATTERN_TIME_LIMIT_S = 2.0
-# Candidates per term for typo-tolerant search, taken from the trigram index.
-FUZZY_CANDIDATES = 200
+# Near words per term that typo-tolerant search looks entities up by.
+FUZZY_WORDS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +147,8 @@ class KnowledgeGraph:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._vocabularies: dict[tuple[str, ...], tuple[int, set[str]]] = {}
+        self._vocabulary_lists: dict[tuple[str, ...], list[str]] = {}
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -347,16 +351,16 @@ class KnowledgeGraph:
         reads = self._reads(scopes)
         after = _decode_cursor(cursor, "e") if cursor else 0
         with self._engine.store.read() as tx:
-            if limit is None:
-                pks = tx.entity_pks(reads, after=after)
+            if limit is None and cursor is None:
+                pks = tx.entity_pks(reads)
                 entities = tx.entities_by_pk(pks)
-                members = set(tx.entity_pks(reads)) if after else set(pks)
+                members = set(pks)
                 relations = tuple(
                     r for r in tx.relations_matching(reads) if r.edge.src_pk in members and r.edge.dst_pk in members
                 )
                 return Graph(self._ordered(entities, pks), relations)
-            pks = tx.entity_pks(reads, after=after, limit=limit + 1)
-            more = len(pks) > limit
+            pks = tx.entity_pks(reads, after=after, limit=None if limit is None else limit + 1)
+            more = limit is not None and len(pks) > limit
             pks = pks[:limit]
             entities = tx.entities_by_pk(pks)
             # Each relation comes once, with the page of the entity it starts at.
@@ -391,13 +395,54 @@ class KnowledgeGraph:
         terms = [t for clause in (*query.fields.values(), query.all) if clause is not None for t in clause.positive]
         if any(len(t) < 3 for t in terms):
             return None
-        # A typo does not contain the exact text: add the entities that share the most
-        # three-letter pieces with each term.
-        found = dict.fromkeys(exact)
+        # A typo does not contain the exact text: add the entities holding a word within
+        # the term's edit distance.
+        words = self._vocabulary(tx, reads)
+        near: dict[str, None] = {}
         for term in terms:
-            for pk in tx.entity_text_similar(term, reads, FUZZY_CANDIDATES):
+            distance = max(1, len(term) // 4)
+            for word, _, _ in process.extract(
+                term, words, scorer=Levenshtein.distance, score_cutoff=distance, limit=FUZZY_WORDS
+            ):
+                if len(word) >= 3:
+                    near.setdefault(word, None)
+        found = dict.fromkeys(exact)
+        if near:
+            for pk in tx.entity_text_search([(None, (), tuple(near))], reads) or ():
                 found.setdefault(pk, None)
         return sorted(found)
+
+    def _vocabulary(self, tx: ReadTx, reads: Sequence[str]) -> list[str]:
+        """Every word of the entities' names, types and observations in `reads`, lower-cased.
+
+        Built on first use, then extended from the change log, so a fuzzy search never
+        rereads the whole graph; words of deleted things stay (candidates are checked).
+        """
+        key = tuple(sorted(reads))
+        seq = tx.current_seq()
+        cached = self._vocabularies.get(key)
+        if cached is None:
+            known: set[str] = set()
+            for _, name, kind, obs, _items in tx.entity_texts(reads):
+                known.update(f"{name} {kind} {obs}".lower().split())
+        else:
+            done, known = cached
+            if done == seq:
+                return self._vocabulary_lists[key]
+            for change in tx.changes(done + 1, None):
+                if change.scope not in reads:
+                    continue
+                entity = change.data.get("entity") if change.op == ops.CREATE_NODE else None
+                if entity is not None:
+                    known.update(f"{entity.get('name', '')} {entity.get('entity_type', '')}".lower().split())
+                    for observation in entity.get("observations", []):
+                        known.update(str(observation).lower().split())
+                elif change.op == ops.ADD_OBSERVATIONS:
+                    for observation in change.data.get("contents", []):
+                        known.update(str(observation).lower().split())
+        self._vocabularies[key] = (seq, known)
+        self._vocabulary_lists[key] = list(known)
+        return self._vocabulary_lists[key]
 
     def _matching(
         self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool
@@ -467,9 +512,12 @@ class KnowledgeGraph:
         if clause.empty or limit <= 0 or not clause.positive:
             return []
         reads = self._reads(scopes)
+        # Entities are narrowed on their positive terms only: an excluded word in one
+        # observation must not hide the entity's other observations.
+        positive = gq.ParsedQuery(clause.required, (), clause.optional, clause.phrases)
         found: list[tuple[int, int, int, str]] = []
         with self._engine.store.read() as tx:
-            for pk, text, items in self._matching(tx, gq.FieldQuery({"obs": clause}), reads, fuzzy=fuzzy):
+            for pk, text, items in self._matching(tx, gq.FieldQuery({"obs": positive}), reads, fuzzy=fuzzy):
                 for position, lowered in enumerate(text.observations):
                     if not gq.clause_matches(lowered, clause, fuzzy=fuzzy):
                         continue
@@ -632,7 +680,8 @@ class KnowledgeGraph:
         self, pattern: str, *, scopes: Sequence[str] | None = None, time_limit: float = PATTERN_TIME_LIMIT_S
     ) -> tuple[Entity, ...]:
         """Entities with an observation matching a preset name or a JavaScript-style regex
-        (case-insensitive). InvalidArgument for a bad pattern or one that runs too long."""
+        (case-insensitive). InvalidArgument for a bad pattern, or one that runs past
+        `time_limit` (the pattern's fault, so it says so rather than timing the call out)."""
         source = OBSERVATION_PRESETS.get(self._check_text(pattern, "pattern").lower(), pattern)
         try:
             compiled = regex.compile(_js_pattern(source), regex.IGNORECASE | regex.VERSION0)
@@ -640,7 +689,7 @@ class KnowledgeGraph:
             raise InvalidArgument(f"Invalid regular expression: /{pattern}/i: {exc}") from None
         reads = self._reads(scopes)
         deadline = time.monotonic() + time_limit
-        too_long = f"the pattern ran longer than {time_limit:g}s over the observations; simplify it"
+        too_long = f"the pattern /{pattern}/ ran longer than {time_limit:g}s over the observations; simplify it"
         hits: list[int] = []
         with self._engine.store.read() as tx:
             # A plain word (no regex syntax) is looked up in the substring index first.
@@ -650,11 +699,11 @@ class KnowledgeGraph:
                 for observation in items:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
-                        raise OperationTimeout(too_long)
+                        raise InvalidArgument(too_long)
                     try:
                         matched = compiled.search(observation, timeout=remaining) is not None
                     except TimeoutError:
-                        raise OperationTimeout(too_long) from None
+                        raise InvalidArgument(too_long) from None
                     if matched:
                         hits.append(pk)
                         break

@@ -31,7 +31,6 @@ _RELATION_FROM = (
     "JOIN node s ON s.pk = r.src JOIN node d ON d.pk = r.dst"
 )
 _MIN_TRIGRAM = 3
-_ITEM_SEPARATOR = "\x1f"
 
 
 def _marks(n: int) -> str:
@@ -40,6 +39,14 @@ def _marks(n: int) -> str:
 
 def _json_object(text: str | None) -> dict[str, Any]:
     return {} if not text or text == "{}" else dict(json.loads(text))
+
+
+def _items(text: str | None) -> tuple[str, ...]:
+    return tuple(json.loads(text)) if text else ()
+
+
+def _dumps_items(observations: Sequence[str]) -> str:
+    return json.dumps(list(observations), ensure_ascii=False)
 
 
 def _phrase(term: str) -> str:
@@ -172,20 +179,6 @@ class EntityReads:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def entity_text_similar(self, term: str, scopes: Sequence[str], limit: int) -> list[int]:
-        """Entities sharing the most three-letter pieces with `term`: typo candidates."""
-        grams = list(dict.fromkeys(term[i : i + _MIN_TRIGRAM] for i in range(len(term) - _MIN_TRIGRAM + 1)))
-        if not grams:
-            return []
-        canonical, params = _canonical("e", scopes)
-        rows = self.conn.execute(
-            "SELECT rowid FROM (SELECT rowid, rank FROM entity_text WHERE entity_text MATCH ? "
-            "ORDER BY rank LIMIT ?) t JOIN entity e ON e.node = t.rowid "
-            f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rank",
-            [" OR ".join(_phrase(g) for g in grams), limit, *scopes, *params],
-        ).fetchall()
-        return [r[0] for r in rows]
-
     def entity_texts(
         self, scopes: Sequence[str], pks: Sequence[int] | None = None
     ) -> Iterator[tuple[int, str, str, str, tuple[str, ...]]]:
@@ -199,7 +192,7 @@ class EntityReads:
                 [*scopes, *params],
             )
             for pk, name, kind, obs, items in rows:
-                yield pk, name, kind, obs, tuple(items.split(_ITEM_SEPARATOR)) if items else ()
+                yield pk, name, kind, obs, _items(items)
             return
         ordered = sorted(pks)
         for start in range(0, len(ordered), 500):
@@ -209,7 +202,7 @@ class EntityReads:
                 "ORDER BY rowid",
                 chunk,
             ):
-                yield pk, name, kind, obs, tuple(items.split(_ITEM_SEPARATOR)) if items else ()
+                yield pk, name, kind, obs, _items(items)
 
     def observations_in(self, scopes: Sequence[str]) -> Iterator[tuple[int, str]]:
         """Every observation of the entities in `scopes`: (entity pk, text), entity by entity."""
@@ -347,7 +340,7 @@ class EntityWrites(EntityReads):
         )
         self.conn.execute(
             "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, ?, ?, ?)",
-            [pk, name, entity_type, " ".join(kept), _ITEM_SEPARATOR.join(kept)],
+            [pk, name, entity_type, " ".join(kept), _dumps_items(kept)],
         )
         return kept
 
@@ -361,7 +354,7 @@ class EntityWrites(EntityReads):
         if row is not None:
             self.conn.execute(
                 "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, ?, ?, ?)",
-                [pk, row[0], row[1], " ".join(observations), _ITEM_SEPARATOR.join(observations)],
+                [pk, row[0], row[1], " ".join(observations), _dumps_items(observations)],
             )
 
     def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:

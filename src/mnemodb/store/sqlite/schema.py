@@ -194,15 +194,15 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX edge_type_nocase ON edge (type COLLATE NOCASE);
 
     -- One row per entity (rowid = node pk): name, type and observations joined by spaces
-    -- (what queries match), and the observations joined by U+001F, unindexed (what scores
+    -- (what queries match), and the observations as a JSON array, unindexed (what scores
     -- read, without a second query). Trigrams find any substring of three characters or more.
     CREATE VIRTUAL TABLE entity_text USING fts5 (name, type, obs, items UNINDEXED, tokenize = 'trigram');
     INSERT INTO entity_text (rowid, name, type, obs, items)
         SELECT e.node, e.name, e.entity_type,
                COALESCE((SELECT group_concat(content, ' ') FROM
                    (SELECT content FROM observation o WHERE o.entity = e.node ORDER BY position)), ''),
-               COALESCE((SELECT group_concat(content, char(31)) FROM
-                   (SELECT content FROM observation o WHERE o.entity = e.node ORDER BY position)), '')
+               COALESCE((SELECT json_group_array(content) FROM
+                   (SELECT content FROM observation o WHERE o.entity = e.node ORDER BY position)), '[]')
         FROM entity e;
     CREATE TRIGGER entity_text_delete AFTER DELETE ON entity BEGIN
         DELETE FROM entity_text WHERE rowid = old.node;

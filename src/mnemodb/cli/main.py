@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
+import shutil
+import stat
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mnemodb import __version__
 
@@ -180,17 +184,49 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+EXPORT_FORMATS = ("mnemodb", "server-memory")
+IMPORT_FORMATS = ("auto", *EXPORT_FORMATS)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    if args.format != "mnemodb":
-        raise CliError(f"unknown export format {args.format!r} (available: mnemodb)")
+    if args.format not in EXPORT_FORMATS:
+        raise CliError(f"unknown export format {args.format!r} (available: {', '.join(EXPORT_FORMATS)})")
+    if args.format == "server-memory":
+        return _export_server_memory(args)
     progress = Progress("exporting")
     with _open_engine(args) as engine, _output(args.file) as out:
         for record in engine.export():
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             progress.advance()
     progress.finish()
-    if args.file != "-":
-        print(f"exported {progress.done - 1} records to {args.file}", file=sys.stderr)
+    records = progress.done - 1
+    if args.json and args.file != "-":
+        _print_json({"format": "mnemodb", "path": str(Path(args.file).expanduser().resolve()), "records": records})
+    elif args.file != "-":
+        print(f"exported {records} records to {args.file}", file=sys.stderr)
+    return 0
+
+
+def _export_server_memory(args: argparse.Namespace) -> int:
+    from mnemodb.interop.server_memory import export_server_memory
+
+    progress = Progress("exporting")
+    with _open_engine(args) as engine, _atomic_output(args.file) as out:
+        counts = export_server_memory(engine, out, progress=progress.advance)
+    progress.finish()
+    if args.json and args.file != "-":
+        _print_json(
+            {
+                "format": "server-memory",
+                "path": str(Path(args.file).expanduser().resolve()),
+                "entities": counts.entities,
+                "relations": counts.relations,
+            }
+        )
+    elif args.file != "-":
+        entities = "1 entity" if counts.entities == 1 else f"{counts.entities} entities"
+        relations = "1 relation" if counts.relations == 1 else f"{counts.relations} relations"
+        print(f"exported {entities} and {relations} to {args.file}", file=sys.stderr)
     return 0
 
 
@@ -205,45 +241,112 @@ def _output(path: str) -> Iterator[TextIO]:
         yield handle
 
 
-def _read_records(path: str, errors: list[str]) -> Iterator[dict[str, Any]]:
-    stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+@contextlib.contextmanager
+def _atomic_output(path: str) -> Iterator[TextIO]:
+    """UTF-8 text to `path`, which changes only once everything is written (a reader of the
+    file, such as a running server, never sees half of it); stdout for `-`."""
+    if path == "-":
+        sys.stdout.flush()
+        stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n", write_through=True)
+        try:
+            yield stdout
+        finally:
+            stdout.flush()
+            stdout.detach()
+        return
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise CliError(f"{path} is a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f"{target.name}.{os.urandom(8).hex()}.tmp")
     try:
-        for number, raw in enumerate(stream, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                errors.append(f"line {number}: not UTF-8 text")
-                continue
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                errors.append(f"line {number}: not JSON ({exc})")
-                continue
-            if not isinstance(record, dict) or "type" not in record:
-                errors.append(f'line {number}: not a record (no "type")')
-                continue
-            yield record
+        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))  # a file replaced keeps its permissions
+        os.replace(temporary, target)
     finally:
-        if path != "-":
-            stream.close()
+        temporary.unlink(missing_ok=True)
+
+
+def _read_records(stream: BinaryIO, errors: list[str]) -> Iterator[dict[str, Any]]:
+    for number, raw in enumerate(stream, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            errors.append(f"line {number}: not UTF-8 text")
+            continue
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            errors.append(f"line {number}: not JSON ({exc})")
+            continue
+        if not isinstance(record, dict) or "type" not in record:
+            errors.append(f'line {number}: not a record (no "type")')
+            continue
+        yield record
+
+
+@contextlib.contextmanager
+def _input(path: str) -> Iterator[BinaryIO]:
+    """`path` opened for reading, or stdin for `-` (copied to a temporary file, so it can be
+    read more than once)."""
+    if path == "-":
+        with tempfile.TemporaryFile() as spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            spool.seek(0)
+            yield spool
+        return
+    if not Path(path).is_file():
+        raise CliError(f"no such file: {path}")
+    with open(path, "rb") as handle:
+        yield handle
+
+
+def _detect_format(stream: BinaryIO) -> str:
+    """mnemodb's own export (its lines have a header, node, edge or embedding `type`) or a
+    server-memory file (anything else). The stream is left at its start."""
+    from mnemodb.interop.server_memory import looks_like_mnemodb_export
+
+    try:
+        for raw in stream:
+            if raw.strip():
+                return "mnemodb" if looks_like_mnemodb_export(raw.removeprefix(b"\xef\xbb\xbf")) else "server-memory"
+        return "server-memory"
+    finally:
+        stream.seek(0)
+
+
+def _count_lines(stream: BinaryIO) -> int:
+    count = sum(1 for line in stream if line.strip())
+    stream.seek(0)
+    return count
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    with _input(args.file) as stream:
+        kind = args.format if args.format != "auto" else _detect_format(stream)
+        if kind == "server-memory":
+            return _import_server_memory(args, stream)
+        if args.on_error == "abort":
+            raise CliError(
+                "--on-error abort applies to server-memory files; a mnemodb export skips bad records and reports them"
+            )
+        return _import_mnemodb(args, stream)
+
+
+def _import_mnemodb(args: argparse.Namespace, stream: BinaryIO) -> int:
     from mnemodb.engine import InvalidArgument
 
-    if args.file != "-" and not Path(args.file).is_file():
-        raise CliError(f"no such file: {args.file}")
     parse_errors: list[str] = []
-    total = None
-    if args.file != "-":
-        with open(args.file, "rb") as handle:
-            total = sum(1 for line in handle if line.strip()) - 1
-    progress = Progress("importing", total)
+    progress = Progress("importing", max(_count_lines(stream) - 1, 0))
     with _open_engine(args) as engine:
         try:
-            report = engine.import_records(_read_records(args.file, parse_errors), progress=progress.advance)
+            report = engine.import_records(_read_records(stream, parse_errors), progress=progress.advance)
         except InvalidArgument as exc:
             raise CliError(str(exc)) from None
     progress.finish()
@@ -255,6 +358,31 @@ def cmd_import(args: argparse.Namespace) -> int:
         for error in errors:
             print(f"mnemodb: skipped {error}", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _import_server_memory(args: argparse.Namespace, stream: BinaryIO) -> int:
+    from mnemodb.interop.server_memory import ImportResult, import_server_memory, malformed_lines
+
+    # With abort, a malformed line stops the import before the database is even opened.
+    problems = malformed_lines(stream) if args.on_error == "abort" else ()
+    if problems:
+        result = ImportResult(lines=_count_lines(stream), skipped=problems, aborted=True)
+    else:
+        progress = Progress("importing", _count_lines(stream))
+        with _open_engine(args) as engine:
+            result = import_server_memory(engine, stream, on_error=args.on_error, progress=progress.advance)
+        progress.finish()
+    if args.json:
+        _print_json(result.to_json())
+    elif result.aborted:
+        for error in result.skipped:
+            print(f"mnemodb: {error}", file=sys.stderr)
+        print(f"mnemodb: {result.summary()} (--on-error abort)", file=sys.stderr)
+    else:
+        print(result.summary())
+        for error in result.skipped:
+            print(f"mnemodb: skipped {error}", file=sys.stderr)
+    return 1 if result.skipped else 0
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
@@ -307,7 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"which tool set to serve (default: {DEFAULT_PROFILE})",
     )
     serve.add_argument(
-        "--db", help="database file (default: $MEMDB_PATH or .memdb/memory.db for memdb, else .mnemodb/memory.db)"
+        "--db",
+        help="database file (default: $MEMDB_PATH or .memdb/memory.db for memdb; beside $MEMORY_FILE_PATH "
+        "for knowledge-graph; else .mnemodb/memory.db)",
     )
     serve.add_argument("--scope", help='default write scope: "shared" (default) or a ULID')
     serve.add_argument("--read-scopes", help="default read scopes, comma-separated (default: the write scope)")
@@ -334,14 +464,39 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(stats)
     stats.set_defaults(run=cmd_stats)
 
-    export = commands.add_parser("export", help="write everything as versioned JSONL")
+    export = commands.add_parser(
+        "export",
+        help="write everything as versioned JSONL",
+        description="Write the database as JSONL. The mnemodb format (the default) holds everything; "
+        "server-memory writes the knowledge graph (entities, observations, relations) as the "
+        "knowledge-graph memory servers' memory.jsonl, for use with those servers.",
+    )
     export.add_argument("file", nargs="?", default="-", help="output file (default: stdout)")
-    export.add_argument("--format", default="mnemodb", help="dump format (default: mnemodb)")
+    export.add_argument(
+        "--format", default="mnemodb", help=f"dump format: {' or '.join(EXPORT_FORMATS)} (default: mnemodb)"
+    )
     _store_options(export)
     export.set_defaults(run=cmd_export)
 
-    load = commands.add_parser("import", help="load a JSONL export (idempotent)")
-    load.add_argument("file", help="file written by `mnemodb export` (- reads stdin)")
+    load = commands.add_parser(
+        "import",
+        help="load a JSONL export or a server-memory file (idempotent)",
+        description="Load a file written by `mnemodb export`, or a memory.jsonl of the knowledge-graph "
+        "memory servers (the format is detected). Importing the same file twice adds nothing.",
+    )
+    load.add_argument("file", help="the file to load (- reads stdin)")
+    load.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="auto",
+        help="the file's format (default: auto, detected from its first line)",
+    )
+    load.add_argument(
+        "--on-error",
+        choices=("skip", "abort"),
+        default="skip",
+        help="server-memory files: skip malformed lines (default) or import nothing when there is one",
+    )
     _store_options(load)
     load.set_defaults(run=cmd_import)
 

@@ -16,6 +16,10 @@ from typing import ClassVar
 
 DEFAULT_DB = ".mnemodb/memory.db"
 MEMDB_DEFAULT_DB = ".memdb/memory.db"
+KNOWLEDGE_GRAPH = "knowledge-graph"
+MEMORY_FILE = "memory.jsonl"
+LEGACY_MEMORY_FILE = "memory.json"
+MEMORY_DB_SUFFIX = ".mnemodb.db"
 DEFAULT_TIMEOUT_MS = 15_000
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 
@@ -32,6 +36,8 @@ class Settings:
     read_scopes: tuple[str, ...] | None
     tool_timeout_ms: int
     log_level: str
+    memory_file: str | None = None
+    """knowledge-graph profile: the server-memory JSONL file to import on start, if it exists."""
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -47,6 +53,32 @@ def resolve_db_path(value: str) -> str:
     if value == ":memory:":
         return value
     return str(Path(value).expanduser().resolve())
+
+
+def memory_file_db(memory_file: str) -> str:
+    """The database kept beside a server-memory file: `/x/memory.jsonl` -> `/x/memory.mnemodb.db`."""
+    path = Path(memory_file)
+    return str(path.with_name(path.stem + MEMORY_DB_SUFFIX))
+
+
+def memory_file_path(env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """The knowledge-graph profile's server-memory file, absolute, and whether MEMORY_FILE_PATH named it.
+
+    MEMORY_FILE_PATH (trimmed; empty means unset) names it; a relative path is taken
+    from the working directory (upstream took it from its own install directory, which
+    has no counterpart here). Unset, it is `memory.jsonl` in the working directory, or,
+    when only the legacy `memory.json` is there, that file (upstream renamed it; mnemodb
+    reads it and leaves it in place). None when unset and neither file exists.
+    """
+    raw = _env(env, "MEMORY_FILE_PATH")
+    if raw is not None and raw.strip():
+        return os.path.abspath(os.path.expanduser(raw.strip())), True
+    current = Path(os.getcwd())
+    for name in (MEMORY_FILE, LEGACY_MEMORY_FILE):
+        candidate = current / name
+        if candidate.exists():
+            return str(candidate), False
+    return None, False
 
 
 def _timeout(raw: str, name: str) -> int:
@@ -81,6 +113,11 @@ def load(
         raw = _env(env, "MEMDB_PATH")
         if raw is not None and raw.strip():
             db_path = raw
+    memory_file: str | None = None
+    if profile == KNOWLEDGE_GRAPH:
+        memory_file, named = memory_file_path(env)
+        if db_path is None and named and memory_file is not None:
+            db_path = memory_file_db(memory_file)
     if db_path is None:
         raw = _env(env, "MNEMODB_DB")
         if raw is not None and raw.strip():
@@ -116,7 +153,7 @@ def load(
         reads = tuple(part.strip() for part in reads_raw.split(",") if part.strip())
         if not reads:
             raise ConfigError("--read-scopes must name at least one scope (there is no unscoped read)")
-    return Settings(profile, resolve_db_path(db_path), write_scope, reads, timeout, level)
+    return Settings(profile, resolve_db_path(db_path), write_scope, reads, timeout, level, memory_file)
 
 
 class _Formatter(logging.Formatter):

@@ -8,6 +8,7 @@ import signal
 import anyio
 
 from mnemodb.engine import Engine, EngineError
+from mnemodb.interop.server_memory import prepare_knowledge_graph_store
 from mnemodb.server.app import build_server
 from mnemodb.server.config import Settings
 from mnemodb.server.profiles import build_profile
@@ -27,6 +28,9 @@ def serve(settings: Settings) -> int:
         engine = Engine.open(settings.db_path, write_scope=settings.write_scope, read_scopes=settings.read_scopes)
     except EngineError as exc:
         log.error("Failed to open the database: %s", exc)
+        return 1
+    if settings.profile == "knowledge-graph" and not prepare_knowledge_graph_store(settings, engine):
+        engine.close()
         return 1
     server = build_server(profile, engine, tool_timeout_ms=settings.tool_timeout_ms)
 

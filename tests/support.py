@@ -47,7 +47,12 @@ def serve_command(db: Path | str, profile: str = "memdb", *extra: str) -> list[s
 
 
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDB_", "MNEMODB_"))}
+    # The servers' own settings never leak in from the environment the tests run in.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEMDB_", "MNEMODB_", "TOPODB_")) and k != "MEMORY_FILE_PATH"
+    }
     env.setdefault("MEMDB_LOG_LEVEL", "error")
     env.update(extra or {})
     return env

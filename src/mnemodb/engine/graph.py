@@ -9,9 +9,10 @@ removes it. Every write is one transaction with its change-log entries.
 from __future__ import annotations
 
 import base64
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import regex
@@ -255,7 +256,9 @@ class KnowledgeGraph:
                 edge = tx.edge_by_pk(edge_pk)
                 assert edge is not None
                 self._log(tx, ops.edge_created(edge), at)
-                created.append(Relation(src.name, dst.name, item.relation_type, edge, dict(item.extra)))
+                created.append(
+                    Relation(src.name, dst.name, item.relation_type, edge.pk, src.pk, dst.pk, dict(item.extra))
+                )
         return created
 
     def add_observations(
@@ -356,7 +359,7 @@ class KnowledgeGraph:
                 entities = tx.entities_by_pk(pks)
                 members = set(pks)
                 relations = tuple(
-                    r for r in tx.relations_matching(reads) if r.edge.src_pk in members and r.edge.dst_pk in members
+                    r for r in tx.relations_matching(reads) if r.src_pk in members and r.dst_pk in members
                 )
                 return Graph(self._ordered(entities, pks), relations)
             pks = tx.entity_pks(reads, after=after, limit=None if limit is None else limit + 1)
@@ -364,9 +367,9 @@ class KnowledgeGraph:
             pks = pks[:limit]
             entities = tx.entities_by_pk(pks)
             # Each relation comes once, with the page of the entity it starts at.
-            starting = [r for r in tx.relations_touching(pks, reads) if r.edge.src_pk in entities]
-            targets = tx.labels_of([r.edge.dst_pk for r in starting])
-            relations = tuple(r for r in starting if targets.get(r.edge.dst_pk, ("", ""))[1] in reads)
+            starting = [r for r in tx.relations_touching(pks, reads) if r.src_pk in entities]
+            targets = tx.labels_of([r.dst_pk for r in starting])
+            relations = tuple(r for r in starting if targets.get(r.dst_pk, ("", ""))[1] in reads)
         next_cursor = _encode_cursor("e", pks[-1]) if more and pks else None
         return Graph(self._ordered(entities, pks), relations, next_cursor)
 
@@ -446,16 +449,17 @@ class KnowledgeGraph:
 
     def _matching(
         self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool
-    ) -> list[tuple[int, gq.EntityText, tuple[str, ...]]]:
+    ) -> list[tuple[int, gq.EntityText, str]]:
         """Entities the query matches, in creation order, checked exactly on their text
         (read from the search index in one query, not as whole entities): (pk, the
-        lower-cased text, the observations as written)."""
+        lower-cased text with each observation, the observations as a JSON array)."""
         candidates = self._candidates(tx, query, reads, fuzzy=fuzzy)
         out = []
         for pk, name, kind, obs, items in tx.entity_texts(reads, candidates):
-            text = gq.EntityText(name.lower(), kind.lower(), obs.lower(), tuple(o.lower() for o in items))
+            text = gq.EntityText(name.lower(), kind.lower(), obs.lower())
             if gq.entity_matches(text, query, fuzzy=fuzzy):
-                out.append((pk, text, items))
+                # Only a match's observations are parsed, lower-cased in one pass for scores.
+                out.append((pk, replace(text, observations=tuple(json.loads(items.lower()))), items))
         return out
 
     def search(
@@ -485,7 +489,7 @@ class KnowledgeGraph:
             if include_neighbors:
                 extra_pks = []
                 for relation in relations:
-                    for pk in (relation.edge.src_pk, relation.edge.dst_pk):
+                    for pk in (relation.src_pk, relation.dst_pk):
                         if pk not in final and pk not in extra_pks:
                             extra_pks.append(pk)
                 neighbours = tx.entities_by_pk(extra_pks)
@@ -518,12 +522,14 @@ class KnowledgeGraph:
         found: list[tuple[int, int, int, str]] = []
         with self._engine.store.read() as tx:
             for pk, text, items in self._matching(tx, gq.FieldQuery({"obs": positive}), reads, fuzzy=fuzzy):
+                written: list[str] | None = None
                 for position, lowered in enumerate(text.observations):
                     if not gq.clause_matches(lowered, clause, fuzzy=fuzzy):
                         continue
                     score = gq.score_observation(lowered, query, fuzzy=fuzzy)
                     if score > 0:
-                        found.append((score, pk, position, items[position]))
+                        written = written if written is not None else json.loads(items)
+                        found.append((score, pk, position, written[position]))
             found.sort(key=lambda m: (-m[0], m[1], m[2]))
             found = found[:limit]
             entities = tx.entities_by_pk(sorted({pk for _, pk, _, _ in found}))
@@ -552,9 +558,9 @@ class KnowledgeGraph:
         for relation in relations:
             if relation_type is not None and relation.type != relation_type:
                 continue
-            if direction in ("outgoing", "both") and relation.edge.src_pk == entity.pk:
+            if direction in ("outgoing", "both") and relation.src_pk == entity.pk:
                 out.append(Neighbor(relation.to_name, relation, "outgoing"))
-            if direction in ("incoming", "both") and relation.edge.dst_pk == entity.pk:
+            if direction in ("incoming", "both") and relation.dst_pk == entity.pk:
                 out.append(Neighbor(relation.from_name, relation, "incoming"))
         return out
 
@@ -629,7 +635,7 @@ class KnowledgeGraph:
             for _ in range(max(0, depth)):
                 grown = set(members)
                 for relation in tx.relations_touching(sorted(members), reads):
-                    grown.update((relation.edge.src_pk, relation.edge.dst_pk))
+                    grown.update((relation.src_pk, relation.dst_pk))
                 if grown == members:
                     break
                 members = grown
@@ -672,7 +678,7 @@ class KnowledgeGraph:
             if relation_type is not None and not relation_type.isascii():
                 wanted = relation_type.lower()
                 found = [r for r in found if r.type.lower() == wanted]
-            pks = sorted({pk for r in found for pk in (r.edge.src_pk, r.edge.dst_pk)})
+            pks = sorted({pk for r in found for pk in (r.src_pk, r.dst_pk)})
             entities = tx.entities_by_pk(pks)
         return Graph(self._ordered(entities, pks), tuple(found))
 
@@ -696,7 +702,7 @@ class KnowledgeGraph:
             literal = source if not _REGEX_SYNTAX.search(source) and len(source) >= 3 else None
             candidates = tx.entity_text_search([("obs", [literal], [])], reads) if literal else None
             for pk, _name, _kind, _obs, items in tx.entity_texts(reads, candidates):
-                for observation in items:
+                for observation in json.loads(items) if items else ():
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise InvalidArgument(too_long)

@@ -72,7 +72,10 @@ class Relation:
     from_name: str
     to_name: str
     type: str
-    edge: Edge
+    pk: int
+    """The edge's row id."""
+    src_pk: int
+    dst_pk: int
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -377,9 +377,9 @@ def server_memory_lines(engine: Engine, *, scopes: Sequence[str] | None = None) 
             if not relations:
                 break
             for relation in relations:
-                if relation.edge.src_pk in members and relation.edge.dst_pk in members:
+                if relation.src_pk in members and relation.dst_pk in members:
                     yield "relation", relation_line(relation)
-            after = relations[-1].edge.pk
+            after = relations[-1].pk
 
 
 @dataclass(frozen=True, slots=True)

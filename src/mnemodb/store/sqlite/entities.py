@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mnemodb.engine.models import Edge, Entity, Relation
+from mnemodb.engine.models import Entity, Relation
 
 __all__ = ["EntityReads", "EntityWrites", "TextClause"]
 
@@ -21,15 +21,9 @@ TextClause = tuple[str | None, Sequence[str], Sequence[str]]
 """A substring condition for `entity_text_search`: (column or None for all, every one
 of these, at least one of these)."""
 
-_ENTITY_COLUMNS = "n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra"
-_RELATION_COLUMNS = (
-    "r.pk, r.id, s.id, d.id, r.type, r.scope, r.props, r.valid_from, r.valid_to, r.created_at, r.src, r.dst, "
-    "es.name, ed.name, r.extra"
-)
-_RELATION_FROM = (
-    "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.node = r.dst "
-    "JOIN node s ON s.pk = r.src JOIN node d ON d.pk = r.dst"
-)
+_ENTITY_COLUMNS = "n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.items"
+_RELATION_COLUMNS = "r.pk, r.src, r.dst, r.type, es.name, ed.name, r.extra"
+_RELATION_FROM = "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.node = r.dst"
 _MIN_TRIGRAM = 3
 
 
@@ -39,10 +33,6 @@ def _marks(n: int) -> str:
 
 def _json_object(text: str | None) -> dict[str, Any]:
     return {} if not text or text == "{}" else dict(json.loads(text))
-
-
-def _items(text: str | None) -> tuple[str, ...]:
-    return tuple(json.loads(text)) if text else ()
 
 
 def _dumps_items(observations: Sequence[str]) -> str:
@@ -66,10 +56,15 @@ class EntityReads:
     conn: sqlite3.Connection
 
     def _entities(self, where: str, params: Sequence[Any]) -> list[Entity]:
+        # Observations come with the row, from the search index's copy (kept in the same
+        # transactions as the observation table), instead of a second query.
         rows = self.conn.execute(
-            f"SELECT {_ENTITY_COLUMNS} FROM entity e JOIN node n ON n.pk = e.node WHERE {where}", params
+            f"SELECT {_ENTITY_COLUMNS} FROM entity e JOIN node n ON n.pk = e.node "
+            f"LEFT JOIN entity_text t ON t.rowid = e.node WHERE {where}",
+            params,
         ).fetchall()
-        observations = self.observations_of([r[0] for r in rows])
+        missing = [r[0] for r in rows if r[9] is None]
+        observations = self.observations_of(missing) if missing else {}
         return [
             Entity(
                 pk=r[0],
@@ -77,7 +72,7 @@ class EntityReads:
                 scope=r[2],
                 name=r[3],
                 entity_type=r[4],
-                observations=observations.get(r[0], ()),
+                observations=tuple(json.loads(r[9])) if r[9] is not None else observations.get(r[0], ()),
                 props=_json_object(r[5]),
                 created_at=r[6],
                 updated_at=r[7],
@@ -181,28 +176,26 @@ class EntityReads:
 
     def entity_texts(
         self, scopes: Sequence[str], pks: Sequence[int] | None = None
-    ) -> Iterator[tuple[int, str, str, str, tuple[str, ...]]]:
-        """(pk, name, type, observations joined by spaces, observations) of the given
-        entities, or of every entity in `scopes`, in creation order: one query, for search."""
+    ) -> Iterator[tuple[int, str, str, str, str]]:
+        """(pk, name, type, observations joined by spaces, observations as a JSON array) of
+        the given entities, or of every entity in `scopes`, in creation order: one query,
+        for search (which parses the array only for the entities that match)."""
         if pks is None:
             canonical, params = _canonical("e", scopes)
-            rows: Iterator[tuple[int, str, str, str, str]] = self.conn.execute(
+            yield from self.conn.execute(
                 "SELECT t.rowid, t.name, t.type, t.obs, t.items FROM entity_text t JOIN entity e ON e.node = t.rowid "
                 f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
                 [*scopes, *params],
             )
-            for pk, name, kind, obs, items in rows:
-                yield pk, name, kind, obs, _items(items)
             return
         ordered = sorted(pks)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
-            for pk, name, kind, obs, items in self.conn.execute(
+            yield from self.conn.execute(
                 f"SELECT rowid, name, type, obs, items FROM entity_text WHERE rowid IN ({_marks(len(chunk))}) "
                 "ORDER BY rowid",
                 chunk,
-            ):
-                yield pk, name, kind, obs, _items(items)
+            )
 
     def observations_in(self, scopes: Sequence[str]) -> Iterator[tuple[int, str]]:
         """Every observation of the entities in `scopes`: (entity pk, text), entity by entity."""
@@ -219,24 +212,13 @@ class EntityReads:
         rows = self.conn.execute(f"SELECT {_RELATION_COLUMNS} FROM {_RELATION_FROM} WHERE {where}", params)
         return [
             Relation(
-                from_name=r[12],
-                to_name=r[13],
-                type=r[4],
-                edge=Edge(
-                    pk=r[0],
-                    id=r[1],
-                    src=r[2],
-                    dst=r[3],
-                    type=r[4],
-                    scope=r[5],
-                    props=_json_object(r[6]),
-                    valid_from=r[7],
-                    valid_to=r[8],
-                    created_at=r[9],
-                    src_pk=r[10],
-                    dst_pk=r[11],
-                ),
-                extra=_json_object(r[14]),
+                from_name=r[4],
+                to_name=r[5],
+                type=r[3],
+                pk=r[0],
+                src_pk=r[1],
+                dst_pk=r[2],
+                extra=_json_object(r[6]),
             )
             for r in rows
         ]
@@ -265,7 +247,7 @@ class EntityReads:
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
             for relation in self._relations(f"r.pk IN ({_marks(len(chunk))})", chunk):
-                out[relation.edge.pk] = relation
+                out[relation.pk] = relation
         return out
 
     def relations_touching(
@@ -282,9 +264,9 @@ class EntityReads:
             marks = _marks(len(chunk))
             for column in ("r.src", "r.dst"):
                 for relation in self._relations(f"{column} IN ({marks}) AND {scope_filter}", [*chunk, *scopes]):
-                    ends = (relation.edge.src_pk, relation.edge.dst_pk)
+                    ends = (relation.src_pk, relation.dst_pk)
                     if not both_ends or all(end in members for end in ends):
-                        found[relation.edge.pk] = relation
+                        found[relation.pk] = relation
         return [found[k] for k in sorted(found)]
 
     def relations_matching(

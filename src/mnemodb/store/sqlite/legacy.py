@@ -163,7 +163,7 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
         name
         for (name,) in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' "
-            "AND name NOT IN ('memory_fts', 'observation_fts')"
+            "AND name NOT IN ('memory_fts', 'entity_text')"
         )
     ]
     for name in virtual:

@@ -94,7 +94,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 2: entities with ordered observations, embeddings, access statistics.
-    f"""
+    """
     CREATE TABLE entity (
         node        INTEGER PRIMARY KEY REFERENCES node (pk) ON DELETE CASCADE,
         scope       TEXT NOT NULL,
@@ -113,22 +113,6 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (entity, content)
     );
     CREATE INDEX observation_order ON observation (entity, position);
-
-    CREATE VIRTUAL TABLE observation_fts USING fts5 (
-        content,
-        content = 'observation', content_rowid = 'pk',
-        tokenize = '{TEXT_TOKENIZER}'
-    );
-    CREATE TRIGGER observation_fts_insert AFTER INSERT ON observation BEGIN
-        INSERT INTO observation_fts (rowid, content) VALUES (new.pk, new.content);
-    END;
-    CREATE TRIGGER observation_fts_delete AFTER DELETE ON observation BEGIN
-        INSERT INTO observation_fts (observation_fts, rowid, content) VALUES ('delete', old.pk, old.content);
-    END;
-    CREATE TRIGGER observation_fts_update AFTER UPDATE OF content ON observation BEGIN
-        INSERT INTO observation_fts (observation_fts, rowid, content) VALUES ('delete', old.pk, old.content);
-        INSERT INTO observation_fts (rowid, content) VALUES (new.pk, new.content);
-    END;
 
     CREATE TABLE embedding (
         node       INTEGER NOT NULL REFERENCES node (pk) ON DELETE CASCADE,

@@ -12,7 +12,7 @@ import base64
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import regex
@@ -459,7 +459,8 @@ class KnowledgeGraph:
             text = gq.EntityText(name.lower(), kind.lower(), obs.lower())
             if gq.entity_matches(text, query, fuzzy=fuzzy):
                 # Only a match's observations are parsed, lower-cased in one pass for scores.
-                out.append((pk, replace(text, observations=tuple(json.loads(items.lower()))), items))
+                observations = tuple(json.loads(items.lower()))
+                out.append((pk, gq.EntityText(text.name, text.type, text.obs, observations), items))
         return out
 
     def search(
@@ -478,7 +479,8 @@ class KnowledgeGraph:
         reads = self._reads(scopes)
         with self._engine.store.read() as tx:
             matching = self._matching(tx, parsed, reads, fuzzy=fuzzy)
-            scored = [(gq.score_entity(text, query, fuzzy=fuzzy), pk) for pk, text, _ in matching]
+            terms = gq.ScoreTerms.of(query)
+            scored = [(gq.score_entity(text, terms, fuzzy=fuzzy), pk) for pk, text, _ in matching]
             scored.sort(key=lambda s: (-s[0], s[1]))
             if limit is not None and limit > 0:
                 scored = scored[:limit]
@@ -520,13 +522,14 @@ class KnowledgeGraph:
         # observation must not hide the entity's other observations.
         positive = gq.ParsedQuery(clause.required, (), clause.optional, clause.phrases)
         found: list[tuple[int, int, int, str]] = []
+        terms = gq.ScoreTerms.of(query)
         with self._engine.store.read() as tx:
             for pk, text, items in self._matching(tx, gq.FieldQuery({"obs": positive}), reads, fuzzy=fuzzy):
                 written: list[str] | None = None
                 for position, lowered in enumerate(text.observations):
                     if not gq.clause_matches(lowered, clause, fuzzy=fuzzy):
                         continue
-                    score = gq.score_observation(lowered, query, fuzzy=fuzzy)
+                    score = gq.score_observation(lowered, terms, fuzzy=fuzzy)
                     if score > 0:
                         written = written if written is not None else json.loads(items)
                         found.append((score, pk, position, written[position]))

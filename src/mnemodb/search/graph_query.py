@@ -23,6 +23,7 @@ __all__ = [
     "EntityText",
     "FieldQuery",
     "ParsedQuery",
+    "ScoreTerms",
     "entity_matches",
     "fuzzy_matches",
     "parse",
@@ -144,14 +145,21 @@ def _present(text: str, term: str, fuzzy: bool) -> bool:
 
 def clause_matches(text: str, clause: ParsedQuery, *, fuzzy: bool = False) -> bool:
     """Whether `text` (lower-cased) satisfies one clause. Exclusions are always exact."""
-    if any(term in text for term in clause.excluded):
-        return False
-    if not all(_present(text, term, fuzzy) for term in clause.required):
-        return False
-    if not all(_present(text, phrase, fuzzy) for phrase in clause.phrases):
-        return False
+    for term in clause.excluded:
+        if term in text:
+            return False
+    for term in clause.required:
+        if not _present(text, term, fuzzy):
+            return False
+    for phrase in clause.phrases:
+        if not _present(text, phrase, fuzzy):
+            return False
     if clause.optional and not clause.required and not clause.phrases:
-        return any(_present(text, term, fuzzy) for term in clause.optional)
+        # Loops rather than any(): this runs for every candidate, and a generator costs more.
+        for term in clause.optional:  # noqa: SIM110
+            if _present(text, term, fuzzy):
+                return True
+        return False
     return True
 
 
@@ -173,49 +181,63 @@ def entity_matches(entity: EntityText, query: FieldQuery, *, fuzzy: bool = False
     return clause_matches(entity.all, rest, fuzzy=fuzzy)
 
 
-def _score_terms(query: str) -> tuple[str, list[str]]:
+@dataclass(frozen=True)
+class ScoreTerms:
     """The query as scores read it: operators and quotes dropped, and field prefixes too
-    (a query of field clauses alone is scored on their values)."""
-    raw = _FIELD_STRIP.sub("", query).strip()
-    if not raw:
-        raw = " ".join(m.group(2) or m.group(3) for m in _FIELD.finditer(query)) or query
-    text = raw.lower().replace('"', " ")
-    tokens = [t.lstrip("+-") for t in _WORDS.split(text.strip())]
-    tokens = [t for t in tokens if t]
-    return " ".join(tokens), tokens
+    (a query of field clauses alone is scored on their values). Made once per search."""
+
+    whole: str
+    tokens: tuple[str, ...]
+
+    @classmethod
+    def of(cls, query: str) -> ScoreTerms:
+        raw = _FIELD_STRIP.sub("", query).strip()
+        if not raw:
+            raw = " ".join(m.group(2) or m.group(3) for m in _FIELD.finditer(query)) or query
+        text = raw.lower().replace('"', " ")
+        tokens = tuple(t for t in (w.lstrip("+-") for w in _WORDS.split(text.strip())) if t)
+        return cls(" ".join(tokens), tokens)
 
 
-def score_entity(entity: EntityText, query: str, *, fuzzy: bool = False) -> int:
+def _any_in(tokens: tuple[str, ...], text: str) -> bool:
+    for token in tokens:  # noqa: SIM110 - runs per observation of every match; a generator costs more
+        if token in text:
+            return True
+    return False
+
+
+def score_entity(entity: EntityText, terms: ScoreTerms, *, fuzzy: bool = False) -> int:
     """How well an entity matches: name hits count most, then type, then observations."""
-    whole, tokens = _score_terms(query)
+    whole, tokens = terms.whole, terms.tokens
     if not whole:
         return 0
     score = 0
-    if entity.name == whole:
+    name = entity.name
+    if name == whole:
         score += 100
-    elif whole in entity.name:
+    elif whole in name:
         score += 50
-    if any(t in entity.name for t in tokens):
+    if _any_in(tokens, name):
         score += 30
-    elif fuzzy and any(fuzzy_matches(entity.name, t) for t in tokens):
+    elif fuzzy and any(fuzzy_matches(name, t) for t in tokens):
         score += 15
     if entity.type == whole:
         score += 40
-    elif any(t in entity.type for t in tokens):
+    elif _any_in(tokens, entity.type):
         score += 20
     for observation in entity.observations:
         if whole in observation:
             score += 15
-        if any(t in observation for t in tokens):
+        if _any_in(tokens, observation):
             score += 10
         elif fuzzy and any(fuzzy_matches(observation, t) for t in tokens):
             score += 5
     return score
 
 
-def score_observation(observation: str, query: str, *, fuzzy: bool = False) -> int:
+def score_observation(observation: str, terms: ScoreTerms, *, fuzzy: bool = False) -> int:
     """How well one observation (lower-cased) matches: the whole query, then each term."""
-    whole, tokens = _score_terms(query)
+    whole, tokens = terms.whole, terms.tokens
     if not whole:
         return 0
     score = 0

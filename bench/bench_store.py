@@ -40,7 +40,6 @@ import re
 import select
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from measure import p50, p95, rss_mb
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, NewMemory
 from mnemodb.engine.models import MEMORY_TYPES
@@ -145,46 +145,6 @@ class Corpus:
 
 
 # -- measurements -------------------------------------------------------------------------------------
-
-
-def p50(samples: Sequence[float]) -> float:
-    return statistics.median(samples)
-
-
-def p95(samples: Sequence[float]) -> float:
-    if len(samples) < 2:
-        return samples[0]
-    return statistics.quantiles(samples, n=100, method="inclusive")[94]
-
-
-def _tree(pid: int) -> list[int]:
-    """`pid` and all its descendants (a launcher script's child counts too)."""
-    out, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        out.append(current)
-        with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{current}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    todo.extend(int(c) for c in (task / "children").read_text().split())
-    return out
-
-
-def _status_kb(pid: int, key: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def rss_mb(pid: int) -> tuple[float, float]:
-    """(VmRSS, VmHWM) of the process tree in MiB."""
-    pids = _tree(pid)
-    return (
-        sum(_status_kb(p, "VmRSS") for p in pids) / 1024,
-        sum(_status_kb(p, "VmHWM") for p in pids) / 1024,
-    )
 
 
 def sqlite_size_mb(path: Path) -> float:

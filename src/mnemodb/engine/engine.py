@@ -625,19 +625,7 @@ class Engine:
 
     def add_observations(self, name: str, contents: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[str]:
         """Append observations to an entity, skipping ones it already has. Returns the added ones."""
-        for obs in contents:
-            check_text(obs, "observation")
-        check_text(name, "entity name")
-        with self.store.write() as tx:
-            at = self._clock()
-            entity = tx.entity_by_name(self.scopes(scopes), name)
-            if entity is None:
-                raise NotFound(f"Entity with name {name} not found")
-            added = tx.add_observations(entity.pk, list(contents), at)
-            if added:
-                tx.touch_node(entity.pk, at)
-                self._log(tx, ops.observations_added(entity, added), at)
-            return added
+        return self.graph.add_observations([(name, contents)], scopes=scopes)[0][1]
 
     # -- statistics, change log, export and import -------------------------------------------------
 

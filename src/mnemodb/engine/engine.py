@@ -42,6 +42,7 @@ from mnemodb.engine.models import (
     Stats,
     StoredMemory,
 )
+from mnemodb.engine.properties import PropertyGraph
 from mnemodb.graph.traversal import expand
 from mnemodb.ids import SHARED, InvalidId, new_ulid, normalize_scope
 from mnemodb.search.analyzer import query_terms, tag_candidates
@@ -145,6 +146,8 @@ class Engine:
         self._access = AccessRecorder(store.bump_access, interval=access_interval)
         self.graph = KnowledgeGraph(self)
         """Entities, observations and relations by name (the knowledge-graph API)."""
+        self.nodes = PropertyGraph(self)
+        """Nodes, properties, edges, vectors and batches by ULID (the property-graph API)."""
 
     @classmethod
     def open(cls, path: str = ":memory:", **options: Any) -> Engine:

@@ -25,6 +25,7 @@ ADD_TAGS = "add_tags"
 ADD_OBSERVATIONS = "add_observations"
 REMOVE_OBSERVATIONS = "remove_observations"
 SET_EMBEDDING = "set_embedding"
+SET_PROPS = "set_props"
 
 
 def node_record(
@@ -133,3 +134,8 @@ def observations_removed(entity: Entity, contents: Sequence[str]) -> Op:
 
 def embedding_set(scope: str, node_id: str, model: str, vector: Sequence[float]) -> Op:
     return scope, SET_EMBEDDING, node_id, {"id": node_id, "model": model, "vector": list(vector)}
+
+
+def props_set(scope: str, node_id: str, props: Mapping[str, Any]) -> Op:
+    """Properties set on a node by the property-graph face; a None value removed the key."""
+    return scope, SET_PROPS, node_id, {"id": node_id, "props": dict(props)}

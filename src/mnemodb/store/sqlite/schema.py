@@ -192,6 +192,16 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM entity_text WHERE rowid = old.node;
     END;
     """,
+    # 5: the property-graph face: text of the properties an index spec declares, and
+    # change-log lookups by target (the past of one node) and by operation.
+    """
+    CREATE VIRTUAL TABLE node_text USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
+    CREATE TRIGGER node_text_delete AFTER DELETE ON node BEGIN
+        DELETE FROM node_text WHERE rowid = old.pk;
+    END;
+    CREATE INDEX change_log_target ON change_log (target, seq);
+    CREATE INDEX change_log_op ON change_log (op, seq);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -24,6 +24,7 @@ from mnemodb.engine.errors import OperationTimeout, StoreUnavailable
 from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
+from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqliteStore"]
@@ -77,7 +78,7 @@ def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class _Tx(EntityReads):
+class _Tx(EntityReads, NodeReads):
     """Read methods over one connection. Every method is a few indexed statements."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -446,7 +447,7 @@ class _Tx(EntityReads):
             }
 
 
-class _WriteTx(_Tx, EntityWrites):
+class _WriteTx(_Tx, EntityWrites, NodeWrites):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -1,0 +1,669 @@
+"""The property graph: nodes with a label and scalar properties, typed temporal edges,
+vectors, an index spec, and atomic batches of commands.
+
+This is the engine API behind the topodb profile. It sees every node of the store: a
+memory is a `Memory` node whose `content` property is the memory's text, an entity an
+`Entity` node whose `name` property is its name, and any other label a client uses is
+a plain node with properties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mnemodb.engine import ops
+from mnemodb.engine.errors import Conflict, InvalidArgument
+from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.models import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
+from mnemodb.ids import SHARED, new_ulid
+from mnemodb.search.analyzer import words
+
+if TYPE_CHECKING:
+    from mnemodb.engine.engine import Engine
+    from mnemodb.store.base import ReadTx, WriteTx
+
+__all__ = [
+    "DEFAULT_SPEC",
+    "CloseEdge",
+    "Command",
+    "CreateNode",
+    "IndexSpec",
+    "Link",
+    "PropertyGraph",
+    "Ref",
+    "RemoveNode",
+    "SetEmbedding",
+    "SetProps",
+]
+
+SPEC_META_KEY = "index_spec"
+MAX_HOPS = 4
+
+
+# -- the index spec ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """Which (label, property) pairs are looked up by exact value, and which are searched as text."""
+
+    equality: tuple[tuple[str, str], ...] = ()
+    text: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for kind, pairs in (("equality", self.equality), ("text", self.text)):
+            if len(set(pairs)) != len(pairs):
+                duplicate = next(p for p in pairs if pairs.count(p) > 1)
+                raise InvalidArgument(f"index spec lists ({duplicate[0]}, {duplicate[1]}) twice under {kind}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "equality": [{"label": label, "prop": prop} for label, prop in sorted(self.equality)],
+            "text": [{"label": label, "prop": prop} for label, prop in sorted(self.text)],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> IndexSpec:
+        """Parse `{"equality": [{"label", "prop"}], "text": [...]}`; InvalidArgument says what is wrong."""
+        if not isinstance(data, dict):
+            raise InvalidArgument("an index spec is a JSON object with `equality` and `text` lists")
+        unknown = set(data) - {"equality", "text"}
+        if unknown:
+            raise InvalidArgument(f"unknown field `{sorted(unknown)[0]}` in the index spec (expected equality, text)")
+
+        def pairs(name: str) -> tuple[tuple[str, str], ...]:
+            items = data.get(name, [])
+            if not isinstance(items, list):
+                raise InvalidArgument(f"`{name}` must be a list of {{label, prop}} objects")
+            out = []
+            for item in items:
+                if (
+                    not isinstance(item, dict)
+                    or set(item) != {"label", "prop"}
+                    or not all(isinstance(item[k], str) for k in ("label", "prop"))
+                ):
+                    raise InvalidArgument(f"every `{name}` entry is an object with string `label` and `prop`")
+                out.append((item["label"], item["prop"]))
+            return tuple(out)
+
+        return cls(pairs("equality"), pairs("text"))
+
+    def text_props(self, label: str) -> list[str]:
+        return [prop for lab, prop in self.text if lab == label]
+
+
+DEFAULT_SPEC = IndexSpec(equality=(("Entity", "name"),), text=(("Memory", "content"),))
+
+
+# -- batch commands --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The id produced by an earlier command of the same batch (0-based)."""
+
+    index: int
+
+
+NodeRef = str | Ref
+
+
+@dataclass(frozen=True)
+class CreateNode:
+    label: str
+    props: Mapping[str, Scalar] = field(default_factory=dict)
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    src: NodeRef
+    dst: NodeRef
+    edge_type: str
+    props: Mapping[str, Scalar] = field(default_factory=dict)
+    scope: str | None = None
+    valid_from: int | None = None
+
+
+@dataclass(frozen=True)
+class SetProps:
+    node: NodeRef
+    props: Mapping[str, Scalar | None]
+
+
+@dataclass(frozen=True)
+class RemoveNode:
+    node: NodeRef
+
+
+@dataclass(frozen=True)
+class CloseEdge:
+    edge: NodeRef
+    valid_to: int | None = None
+
+
+@dataclass(frozen=True)
+class SetEmbedding:
+    node: NodeRef
+    model: str
+    vector: tuple[float, ...]
+
+
+Command = CreateNode | Link | SetProps | RemoveNode | CloseEdge | SetEmbedding
+
+
+class CommandFailed(InvalidArgument):
+    """A batch command was refused; `kind` and `subject` let a profile word it its way."""
+
+    def __init__(self, message: str, *, kind: str, subject: str | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.subject = subject
+        self.reason = reason
+
+
+@dataclass
+class _VectorIndex:
+    version: int
+    pks: np.ndarray[Any, Any]
+    ids: list[str]
+    scopes: np.ndarray[Any, Any]
+    unit: np.ndarray[Any, Any]
+    dim: int
+
+
+class PropertyGraph:
+    """Nodes, edges, vectors and batches, addressed by ULID."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._spec: IndexSpec | None = None
+        self._text_seq = -1
+        self._vectors: dict[str, _VectorIndex] = {}
+
+    # -- the spec --------------------------------------------------------------------------------
+
+    @property
+    def spec(self) -> IndexSpec:
+        if self._spec is None:
+            with self._engine.store.read() as tx:
+                stored = tx.get_meta(SPEC_META_KEY)
+            self._spec = IndexSpec.from_json(json.loads(stored)) if stored else DEFAULT_SPEC
+        return self._spec
+
+    def use_spec(self, spec: IndexSpec | None) -> IndexSpec:
+        """Take `spec` (stored, and indexes rebuilt if it differs), or keep the stored one
+        (the default for a new store)."""
+        with self._engine.store.write() as tx:
+            stored = tx.get_meta(SPEC_META_KEY)
+            current = IndexSpec.from_json(json.loads(stored)) if stored else None
+            chosen = spec or current or DEFAULT_SPEC
+            if chosen != current:
+                tx.set_meta(SPEC_META_KEY, json.dumps(chosen.to_json(), separators=(",", ":")))
+            for label, prop in chosen.equality:
+                tx.ensure_prop_index(label, prop)
+            if chosen != current:
+                self._reindex_text(tx, chosen)
+                tx.set_meta("node_text_seq", str(tx.current_seq()))
+        self._spec = chosen
+        self._text_seq = -1
+        return chosen
+
+    # -- node text (declared text properties other than a memory's content) -------------------
+
+    def _text_of(self, node: Node, spec: IndexSpec) -> str | None:
+        props = [p for p in spec.text_props(node.label) if not (node.label == MEMORY and p == "content")]
+        parts = [node.props[p] for p in props if isinstance(node.props.get(p), str)]
+        return " ".join(str(p) for p in parts) or None
+
+    def _reindex_text(self, tx: WriteTx, spec: IndexSpec) -> None:
+        tx.clear_node_text()
+        labels = sorted({label for label, _ in spec.text})
+        pks = tx.node_pks_with_labels(labels)
+        for start in range(0, len(pks), 500):
+            for pk, node in tx.node_views(pks[start : start + 500]).items():
+                tx.set_node_text(pk, self._text_of(node, spec))
+
+    def _catch_up_text(self) -> None:
+        """Index declared text of nodes any profile changed since the last search."""
+        spec = self.spec
+        with self._engine.store.read() as tx:
+            seq = tx.current_seq()
+            if seq == self._text_seq:
+                return
+            indexed = int(tx.get_meta("node_text_seq") or 0)
+        if indexed >= seq:
+            self._text_seq = seq
+            return
+        labels = {label for label, _ in spec.text}
+        with self._engine.store.write() as tx:
+            indexed = int(tx.get_meta("node_text_seq") or 0)
+            changed: dict[str, None] = {}
+            for change in tx.changes(indexed + 1, None):
+                if change.target and change.op in (ops.CREATE_NODE, ops.UPDATE_NODE, ops.SET_PROPS):
+                    changed.setdefault(change.target, None)
+            for node_id in changed:
+                node = tx.node_view_by_id(node_id)
+                if node is not None and node.label in labels:
+                    tx.set_node_text(node.pk, self._text_of(node, spec))
+            current = tx.current_seq()
+            tx.set_meta("node_text_seq", str(current))
+        self._text_seq = current
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def _visible(self, node: Node | None, reads: Sequence[str]) -> Node | None:
+        return node if node is not None and node.scope in reads else None
+
+    def get_node(self, node_id: str, *, scopes: Sequence[str] | None = None, as_of: int | None = None) -> Node | None:
+        """The node (None when absent or outside the scopes); with `as_of`, as it was then."""
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            node = tx.node_view_by_id(node_id)
+            if as_of is not None and (node is None or node.updated_at > as_of or node.created_at > as_of):
+                node = self._node_at(tx, node_id, as_of, node)
+        found = self._visible(node, reads)
+        if found is not None and as_of is None:
+            self._engine._record_access([found.pk])
+        return found
+
+    def _node_at(self, tx: ReadTx, node_id: str, at: int, current: Node | None) -> Node | None:
+        """A node rebuilt from its change-log entries up to `at` (None if it did not exist then)."""
+        node: Node | None = None
+        for change in tx.changes_of(node_id):
+            if change.at > at:
+                break
+            node = _apply(node, change, current)
+        return node
+
+    def find_by_prop(
+        self, label: str, prop: str, value: str | int | bool | float, *, scopes: Sequence[str] | None = None
+    ) -> list[Node]:
+        """Nodes whose equality-indexed property has exactly this value (type included)."""
+        if (label, prop) not in self.spec.equality:
+            raise InvalidArgument(f"({label}, {prop}) is not equality-indexed")
+        if isinstance(value, float):
+            raise InvalidArgument("Float values are not equality-indexable")
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            pks = tx.nodes_with_prop(label, prop, value, reads)
+            views = tx.node_views(pks)
+        found = [views[pk] for pk in pks if pk in views]
+        self._engine._record_access(n.pk for n in found)
+        return found
+
+    def search_text(self, query: str, *, k: int = 10, scopes: Sequence[str] | None = None) -> list[tuple[Node, float]]:
+        """Nodes whose text-indexed properties match the query's words, best first (BM25)."""
+        if k <= 0:
+            raise InvalidArgument("text search requires k > 0")
+        terms = list(dict.fromkeys(words(query)))
+        if not terms:
+            raise InvalidArgument("query has no searchable terms")
+        reads = self._engine.scopes(scopes)
+        spec = self.spec
+        if any(not (label == MEMORY and prop == "content") for label, prop in spec.text):
+            self._catch_up_text()
+        ranked: list[tuple[float, str, int]] = []
+        with self._engine.store.read() as tx:
+            if (MEMORY, "content") in spec.text:
+                for pk, bm25, _, _ in tx.search_text(terms, reads, k):
+                    ranked.append((abs(bm25), "", pk))
+            for pk, bm25 in tx.node_text_search(terms, reads, k):
+                ranked.append((abs(bm25), "", pk))
+            views = tx.node_views([pk for _, _, pk in ranked])
+        hits = sorted(((score, views[pk]) for score, _, pk in ranked if pk in views), key=lambda h: (-h[0], h[1].id))[
+            :k
+        ]
+        self._engine._record_access(node.pk for _, node in hits)
+        return [(node, score) for score, node in hits]
+
+    def traverse(
+        self,
+        seed_id: str,
+        *,
+        max_hops: int = 2,
+        direction: Direction = "both",
+        edge_types: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+        as_of: int | None = None,
+    ) -> tuple[list[Node], list[Edge]]:
+        """The nodes and edges within `max_hops` of a node over edges valid at the time."""
+        if not 1 <= max_hops <= MAX_HOPS:
+            raise InvalidArgument(f"max_hops must be in 1..={MAX_HOPS}, got {max_hops}")
+        reads = self._engine.scopes(scopes)
+        at = self._engine._clock() if as_of is None else as_of
+        with self._engine.store.read() as tx:
+            seed = tx.node_view_by_id(seed_id)
+            if seed is None or seed.scope not in reads or seed.created_at > at:
+                return [], []
+            visited: dict[int, int] = {seed.pk: 0}
+            followed: dict[int, Edge] = {}
+            frontier = [seed.pk]
+            for hop in range(1, max_hops + 1):
+                if not frontier:
+                    break
+                edges = tx.edges_of(frontier, direction, valid_at=at, scopes=reads, edge_types=edge_types or None)
+                here = set(frontier)
+                reached: list[tuple[int, Edge]] = []
+                for edge in edges:
+                    if direction in ("out", "both") and edge.src_pk in here:
+                        reached.append((edge.dst_pk, edge))
+                    if direction in ("in", "both") and edge.dst_pk in here:
+                        reached.append((edge.src_pk, edge))
+                labels = tx.labels_of([pk for pk, _ in reached])
+                births = tx.node_views([pk for pk, _ in reached if pk not in visited]) if as_of is not None else {}
+                next_frontier: list[int] = []
+                for pk, edge in reached:
+                    if pk not in labels or labels[pk][1] not in reads:
+                        continue
+                    if as_of is not None and pk in births and births[pk].created_at > at:
+                        continue
+                    followed.setdefault(edge.pk, edge)
+                    if pk not in visited:
+                        visited[pk] = hop
+                        next_frontier.append(pk)
+                frontier = next_frontier
+            views = tx.node_views(list(visited))
+            nodes = [views[pk] for pk in visited if pk in views]
+            if as_of is not None:
+                nodes = [self._node_at(tx, n.id, at, n) or n if n.updated_at > at else n for n in nodes]
+        if as_of is None:
+            self._engine._record_access(n.pk for n in nodes)
+        return nodes, list(followed.values())
+
+    def access_stats(self, node_id: str, *, scopes: Sequence[str] | None = None) -> tuple[int, int] | None:
+        """(times read, last read in ms) for a node; (0, 0) if never read; None when not visible."""
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            node = tx.node_by_id(node_id)
+            if node is None or node.scope not in reads:
+                return None
+            return tx.access_of(node.pk)
+
+    def search_vectors(
+        self,
+        model: str,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        candidates: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> list[tuple[Node, float]]:
+        """Nodes whose `model` embedding is most similar (cosine) to `vector`."""
+        if k <= 0 or not vector:
+            raise InvalidArgument("vector search requires k > 0 and a non-empty query vector")
+        query = _f32_vector(vector)
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            index = self._vector_index(tx, model)
+            if index is None:
+                return []
+            if index.dim != len(query):
+                raise InvalidArgument(
+                    f"the query vector has {len(query)} dimensions but model {model!r} stores {index.dim}-dimensional "
+                    "vectors"
+                )
+            norm = float(np.linalg.norm(query))
+            if norm == 0.0:
+                return []
+            mask = np.isin(index.scopes, np.array(list(reads), dtype=object))
+            if candidates is not None:
+                wanted = set(candidates)
+                mask &= np.array([node_id in wanted for node_id in index.ids], dtype=bool)
+            rows = np.flatnonzero(mask)
+            if rows.size == 0:
+                return []
+            scores = (index.unit[rows] @ (query / norm)).astype(np.float32)
+            # The best few by score (a partial sort), then ties broken by node id.
+            keep = min(rows.size, k * 4)
+            best = np.argpartition(-scores, keep - 1)[:keep] if keep < rows.size else np.arange(rows.size)
+            order = sorted(best.tolist(), key=lambda i: (-float(scores[i]), index.ids[rows[i]]))[:k]
+            picked = [(int(index.pks[rows[i]]), float(scores[i])) for i in order]
+            views = tx.node_views([pk for pk, _ in picked])
+        hits = [(views[pk], score) for pk, score in picked if pk in views]
+        self._engine._record_access(node.pk for node, _ in hits)
+        return hits
+
+    def _vector_index(self, tx: ReadTx, model: str) -> _VectorIndex | None:
+        version = tx.last_seq_of([ops.SET_EMBEDDING, ops.REMOVE_NODE])
+        cached = self._vectors.get(model)
+        if cached is not None and cached.version == version:
+            return cached
+        rows = tx.embeddings_of_model(model)
+        if not rows:
+            self._vectors.pop(model, None)
+            return None
+        dim = len(rows[0][3]) // 4
+        matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), dim)
+        norms = np.linalg.norm(matrix, axis=1)
+        unit = np.divide(matrix, norms[:, None], out=np.zeros_like(matrix), where=norms[:, None] > 0)
+        index = _VectorIndex(
+            version,
+            np.array([r[0] for r in rows], dtype=np.int64),
+            [r[1] for r in rows],
+            np.array([r[2] for r in rows], dtype=object),
+            unit,
+            dim,
+        )
+        self._vectors[model] = index
+        return index
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def submit(self, commands: Sequence[Command]) -> tuple[list[str | None], int]:
+        """Run commands in order in one transaction: all commit, or none (the error says which
+        failed). Returns the id each produced (None for those producing none) and the last seq."""
+        if not commands:
+            raise InvalidArgument("empty op batch")
+        produced: list[str | None] = []
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            seq = 0
+            for command in commands:
+                new_id, seq = self._run(tx, command, produced, at, seq)
+                produced.append(new_id)
+        return produced, seq
+
+    def _resolve(self, ref: NodeRef, produced: Sequence[str | None]) -> str:
+        if isinstance(ref, Ref):
+            value = produced[ref.index]
+            if value is None:
+                raise InvalidArgument(f"back-reference #{ref.index} refers to a command that produces no id")
+            return value
+        return ref
+
+    def _node(self, tx: WriteTx, ref: NodeRef, produced: Sequence[str | None], kind: str) -> Node:
+        node_id = self._resolve(ref, produced)
+        node = tx.node_view_by_id(node_id)
+        if node is None:
+            raise CommandFailed(f"{kind}: node {node_id} not found", kind=kind, subject=node_id, reason="not found")
+        return node
+
+    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
+        scope, name, target, data = op
+        return tx.append_change(at, scope, name, target, data)
+
+    def _run(
+        self, tx: WriteTx, command: Command, produced: Sequence[str | None], at: int, seq: int
+    ) -> tuple[str | None, int]:
+        engine = self._engine
+        match command:
+            case CreateNode(label=label, props=props, scope=scope):
+                target = engine._write_scope(scope)
+                return self._create(tx, label, props, target, at)
+            case Link(src=src, dst=dst, edge_type=edge_type, props=props, scope=scope, valid_from=valid_from):
+                a = self._node(tx, src, produced, "CreateEdge")
+                b = self._node(tx, dst, produced, "CreateEdge")
+                if a.scope != b.scope and SHARED not in (a.scope, b.scope):
+                    raise CommandFailed(
+                        "CreateEdge: cross-scope edge requires at least one Shared endpoint",
+                        kind="CreateEdge",
+                        reason="cross-scope",
+                    )
+                edge_id = new_ulid()
+                start = at if valid_from is None else valid_from
+                pk = tx.insert_edge(edge_id, a.pk, b.pk, edge_type, engine._write_scope(scope), dict(props), start, at)
+                edge = tx.edge_by_pk(pk)
+                assert edge is not None
+                return edge_id, self._log(tx, ops.edge_created(edge), at)
+            case SetProps(node=ref, props=props):
+                node = self._node(tx, ref, produced, "SetNodeProps")
+                return None, self._set_props(tx, node, props, at)
+            case RemoveNode(node=ref):
+                node = self._node(tx, ref, produced, "RemoveNode")
+                tx.delete_node(node.pk)
+                return None, self._log(tx, ops.node_removed(node.scope, node.id), at)
+            case CloseEdge(edge=ref, valid_to=valid_to):
+                edge_id = self._resolve(ref, produced)
+                edge = tx.edge_by_id(edge_id)
+                if edge is None:
+                    raise CommandFailed(
+                        f"CloseEdge: edge {edge_id} not found", kind="CloseEdge", subject=edge_id, reason="not found"
+                    )
+                if edge.valid_to is not None:
+                    raise CommandFailed(
+                        f"CloseEdge: edge {edge_id} already closed",
+                        kind="CloseEdge",
+                        subject=edge_id,
+                        reason="already closed",
+                    )
+                end = at if valid_to is None else valid_to
+                tx.close_edge(edge.pk, end)
+                return None, self._log(tx, ops.edge_closed(edge, end), at)
+            case SetEmbedding(node=ref, model=model, vector=vector):
+                node = self._node(tx, ref, produced, "SetEmbedding")
+                values = _f32_vector(vector)
+                if not values.size:
+                    raise InvalidArgument(f'embedding for model "{model}" must have at least one dimension')
+                dim = tx.embedding_dim(model)
+                models = tx.embedding_models_of(node.pk)
+                only_this = models == [model]
+                if dim is not None and dim != values.size and not only_this:
+                    raise InvalidArgument(
+                        f'embedding dim {values.size} does not match existing slab dim {dim} for model "{model}"'
+                    )
+                tx.delete_embeddings(node.pk)  # one vector per node: a new model replaces the old
+                tx.set_embedding(node.pk, model, values.astype("<f4").tobytes(), int(values.size), at)
+                return None, self._log(tx, ops.embedding_set(node.scope, node.id, model, values.tolist()), at)
+        raise InvalidArgument(f"unknown command {command!r}")
+
+    def _create(self, tx: WriteTx, label: str, props: Mapping[str, Scalar], scope: str, at: int) -> tuple[str, int]:
+        engine = self._engine
+        if label == MEMORY and isinstance(props.get("content"), str):
+            content = str(props["content"])
+            rest = {k: v for k, v in props.items() if k != "content"}
+            item = engine._check_new_memory(NewMemory(content, props=rest))
+            existing = tx.memory_pk(scope, _hash(content))
+            if existing is not None:
+                # The same text in one scope is one memory: its id comes back.
+                node = tx.node_views([existing])[existing]
+                return node.id, tx.current_seq()
+            stored = engine._store_one(tx, item, scope, at)
+            return stored.memory.id, tx.current_seq()
+        if label == ENTITY and isinstance(props.get("name"), str):
+            rest = {k: v for k, v in props.items() if k not in ("name", "entityType")}
+            kind = props.get("entityType")
+            entity = engine.graph.insert(
+                tx, NewEntity(str(props["name"]), kind if isinstance(kind, str) else ""), scope, at, rest
+            )
+            return entity.id, tx.current_seq()
+        node_id = new_ulid()
+        tx.insert_node(node_id, scope, label, dict(props), at)
+        seq = self._log(tx, (scope, ops.CREATE_NODE, node_id, ops.node_record(node_id, scope, label, props)), at)
+        return node_id, seq
+
+    def _set_props(self, tx: WriteTx, node: Node, props: Mapping[str, Scalar | None], at: int) -> int:
+        stored = tx.node_by_id(node.id)
+        assert stored is not None
+        own = dict(stored.props)
+        for key, value in props.items():
+            if node.label == MEMORY and key == "content":
+                if not isinstance(value, str) or not value:
+                    raise InvalidArgument("a memory's content must be a non-empty string (it cannot be removed)")
+                clash = tx.memory_pk(node.scope, _hash(value))
+                if clash is not None and clash != node.pk:
+                    raise Conflict("Content already exists as another memory")
+                tx.update_memory(node.pk, {"content": value, "hash": _hash(value)})
+            elif node.label == MEMORY and key == "importance" and type(value) is int:
+                if not 0 <= value <= 10:
+                    raise InvalidArgument("importance must be an integer from 0 to 10")
+                tx.update_memory(node.pk, {"importance": value})
+            elif node.label == MEMORY and key == "memory_type" and isinstance(value, str) and value:
+                tx.update_memory(node.pk, {"memory_type": value})
+            elif node.label == ENTITY and key == "name":
+                if not isinstance(value, str) or not value:
+                    raise InvalidArgument("an entity's name must be a non-empty string (it cannot be removed)")
+                tx.rename_entity(node.pk, name=value)
+            elif node.label == ENTITY and key == "entityType":
+                tx.rename_entity(node.pk, entity_type=value if isinstance(value, str) else "")
+            elif value is None:
+                own.pop(key, None)
+            else:
+                own[key] = value
+        tx.replace_node_props(node.pk, own, at)
+        spec = self.spec
+        if node.label in {label for label, _ in spec.text}:
+            after = tx.node_views([node.pk])[node.pk]
+            tx.set_node_text(node.pk, self._text_of(after, spec))
+        return self._log(tx, ops.props_set(node.scope, node.id, props), at)
+
+
+def _hash(content: str) -> str:
+    from mnemodb.engine.engine import content_hash
+
+    return content_hash(content)
+
+
+def _f32_vector(values: Sequence[float]) -> np.ndarray[Any, Any]:
+    """`values` as float32; InvalidArgument for a value that is not a finite float32."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise InvalidArgument("expected a JSON array of numbers")
+    with np.errstate(over="ignore"):
+        narrowed = array.astype(np.float32)
+    bad = np.flatnonzero(~np.isfinite(narrowed))
+    if bad.size:
+        raise InvalidArgument(f"vector element {int(bad[0])} is not finite")
+    return narrowed
+
+
+def _apply(node: Node | None, change: Change, current: Node | None) -> Node | None:
+    """One change-log entry applied to a node's past state."""
+    data = change.data
+    if change.op == ops.CREATE_NODE:
+        props: dict[str, Scalar] = {}
+        memory = data.get("memory")
+        entity = data.get("entity")
+        if memory:
+            props["content"] = memory["content"]
+        if entity:
+            props["name"] = entity["name"]
+            if entity.get("entity_type"):
+                props["entityType"] = entity["entity_type"]
+        props.update(data.get("props") or {})
+        pk = current.pk if current is not None else 0
+        return Node(pk, data["id"], data["scope"], data["label"], props, change.at, change.at)
+    if node is None:
+        return None
+    if change.op == ops.REMOVE_NODE:
+        return None
+    if change.op == ops.SET_PROPS:
+        merged = dict(node.props)
+        for key, value in (data.get("props") or {}).items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        return Node(node.pk, node.id, node.scope, node.label, merged, node.created_at, change.at)
+    if change.op == ops.UPDATE_NODE:
+        merged = dict(node.props)
+        for key in ("content", "importance", "memory_type"):
+            if key in (data.get("set") or {}):
+                merged[key] = data["set"][key]
+        return Node(node.pk, node.id, node.scope, node.label, merged, node.created_at, change.at)
+    return node

@@ -1,0 +1,219 @@
+"""Nodes as labels and properties, vectors and per-node history: the SQL behind the
+property-graph face. Mixed into the store's read and write transactions.
+
+A node's properties are what the property-graph face shows: a memory's `content` (and
+its importance, type and summary when they are not the defaults), an entity's `name`
+(and `entityType` when set), then the node's own stored properties.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mnemodb.engine.models import Change, Node, Scalar
+
+__all__ = ["NodeReads", "NodeWrites"]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    return {} if not text or text == "{}" else dict(json.loads(text))
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _index_name(label: str, prop: str) -> str:
+    digest = hashlib.sha256(f"{label}\x00{prop}".encode()).hexdigest()[:16]
+    return f"node_prop_{digest}"
+
+
+def _prop_path(prop: str) -> str:
+    return '$."' + prop.replace('"', '""') + '"'
+
+
+_VIEW_COLUMNS = (
+    "n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
+    "m.content, m.importance, m.memory_type, m.summary, e.name, e.entity_type"
+)
+_VIEW_FROM = "node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk"
+
+
+def _view(row: Sequence[Any]) -> Node:
+    props: dict[str, Scalar] = {}
+    if row[7] is not None:  # a memory
+        props["content"] = row[7]
+        if row[8]:
+            props["importance"] = row[8]
+        if row[9] != "general":
+            props["memory_type"] = row[9]
+        if row[10] is not None:
+            props["summary"] = row[10]
+    if row[11] is not None:  # an entity
+        props["name"] = row[11]
+        if row[12]:
+            props["entityType"] = row[12]
+    for key, value in _json_object(row[4]).items():
+        props.setdefault(key, value)
+    return Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
+
+
+class NodeReads:
+    conn: sqlite3.Connection
+
+    def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
+        out: dict[int, Node] = {}
+        for start in range(0, len(pks), 400):
+            chunk = pks[start : start + 400]
+            for row in self.conn.execute(
+                f"SELECT {_VIEW_COLUMNS} FROM {_VIEW_FROM} WHERE n.pk IN ({_marks(len(chunk))})", chunk
+            ):
+                out[row[0]] = _view(row)
+        return out
+
+    def node_view_by_id(self, node_id: str) -> Node | None:
+        row = self.conn.execute(f"SELECT {_VIEW_COLUMNS} FROM {_VIEW_FROM} WHERE n.id = ?", [node_id]).fetchone()
+        return None if row is None else _view(row)
+
+    def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: Sequence[str]) -> list[int]:
+        """Nodes of `label` in `scopes` whose property equals `value` exactly (type included)."""
+        scope_marks = _marks(len(scopes))
+        if label == "Entity" and prop == "name":
+            if not isinstance(value, str):
+                return []
+            rows = self.conn.execute(
+                f"SELECT node FROM entity WHERE name = ? AND scope IN ({scope_marks}) ORDER BY node",
+                [value, *scopes],
+            ).fetchall()
+            return [r[0] for r in rows]
+        if label == "Memory" and prop == "content":
+            if not isinstance(value, str):
+                return []
+            digest = hashlib.sha256(value.encode("utf-8")).hexdigest()
+            rows = self.conn.execute(
+                f"SELECT node FROM memory WHERE hash = ? AND scope IN ({scope_marks}) ORDER BY node",
+                [digest, *scopes],
+            ).fetchall()
+            return [r[0] for r in rows]
+        # Label and path are written into the statement (escaped) so that it matches the
+        # partial expression index `ensure_prop_index` made for this pair.
+        path = _prop_path(prop).replace("'", "''")
+        literal = label.replace("'", "''")
+        rows = self.conn.execute(
+            f"SELECT pk, json_type(props, '{path}') FROM node WHERE label = '{literal}' "
+            f"AND json_extract(props, '{path}') = ? AND scope IN ({scope_marks}) ORDER BY pk",
+            [value, *scopes],
+        ).fetchall()
+        wanted = (
+            "true" if value is True else "false" if value is False else "integer" if isinstance(value, int) else "text"
+        )
+        return [pk for pk, kind in rows if kind == wanted]
+
+    def node_text_search(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Nodes whose declared text matches any of `terms`, best first: (pk, bm25)."""
+        if not terms or limit <= 0:
+            return []
+        rows = self.conn.execute(
+            "SELECT t.rowid, bm25(node_text) AS rank FROM node_text t JOIN node n ON n.pk = t.rowid "
+            f"WHERE node_text MATCH ? AND n.scope IN ({_marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            [" OR ".join(_phrase(t) for t in terms), *scopes, limit],
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def node_pks_with_labels(self, labels: Sequence[str]) -> list[int]:
+        if not labels:
+            return []
+        return [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT pk FROM node WHERE label IN ({_marks(len(labels))}) ORDER BY pk", list(labels)
+            )
+        ]
+
+    def access_of(self, pk: int) -> tuple[int, int]:
+        row = self.conn.execute("SELECT count, last_at FROM node_access WHERE node = ?", [pk]).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def embedding_models_of(self, pk: int) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT model FROM embedding WHERE node = ?", [pk])]
+
+    def embedding_dim(self, model: str) -> int | None:
+        row = self.conn.execute("SELECT dim FROM embedding WHERE model = ? LIMIT 1", [model]).fetchone()
+        return None if row is None else int(row[0])
+
+    def embeddings_of_model(self, model: str) -> list[tuple[int, str, str, bytes]]:
+        """(node pk, node id, scope, float32 vector) of every embedding under `model`."""
+        return [
+            (r[0], r[1], r[2], bytes(r[3]))
+            for r in self.conn.execute(
+                "SELECT b.node, n.id, n.scope, b.vector FROM embedding b JOIN node n ON n.pk = b.node "
+                "WHERE b.model = ? ORDER BY b.node",
+                [model],
+            )
+        ]
+
+    def last_seq_of(self, ops: Sequence[str]) -> int:
+        """The newest change-log entry of any of these operations (0 when none)."""
+        best = 0
+        for op in ops:
+            row = self.conn.execute("SELECT MAX(seq) FROM change_log WHERE op = ?", [op]).fetchone()
+            best = max(best, int(row[0] or 0))
+        return best
+
+    def changes_of(self, target: str) -> list[Change]:
+        """Every change-log entry about one node or edge, oldest first."""
+        return [
+            Change(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]))
+            for r in self.conn.execute(
+                "SELECT seq, at, scope, op, target, data FROM change_log WHERE target = ? ORDER BY seq", [target]
+            )
+        ]
+
+
+class NodeWrites(NodeReads):
+    def set_node_text(self, pk: int, text: str | None) -> None:
+        self.conn.execute("DELETE FROM node_text WHERE rowid = ?", [pk])
+        if text:
+            self.conn.execute("INSERT INTO node_text (rowid, text) VALUES (?, ?)", [pk, text])
+
+    def clear_node_text(self) -> None:
+        self.conn.execute("DELETE FROM node_text")
+
+    def ensure_prop_index(self, label: str, prop: str) -> None:
+        """An index for equality lookups of one (label, property) pair kept in `props`."""
+        if (label, prop) in (("Entity", "name"), ("Memory", "content")):
+            return  # these live in indexed columns already
+        name = _index_name(label, prop)
+        literal = label.replace("'", "''")
+        path = _prop_path(prop).replace("'", "''")
+        self.conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON node (json_extract(props, '{path}')) WHERE label = '{literal}'"
+        )
+
+    def replace_node_props(self, pk: int, props: Mapping[str, Scalar], at: int) -> None:
+        self.conn.execute(
+            "UPDATE node SET props = ?, updated_at = ? WHERE pk = ?",
+            [json.dumps(dict(props), separators=(",", ":"), ensure_ascii=False), at, pk],
+        )
+
+    def delete_embeddings(self, pk: int) -> None:
+        self.conn.execute("DELETE FROM embedding WHERE node = ?", [pk])
+
+    def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None:
+        """Change an entity's name and/or type (its search text follows)."""
+        if name is not None:
+            self.conn.execute("UPDATE entity SET name = ? WHERE node = ?", [name, pk])
+        if entity_type is not None:
+            self.conn.execute("UPDATE entity SET entity_type = ? WHERE node = ?", [entity_type, pk])
+        self.sync_entity_text(pk)
+
+    def sync_entity_text(self, pk: int) -> None:  # provided by EntityWrites
+        raise NotImplementedError

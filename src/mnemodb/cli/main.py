@@ -104,6 +104,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             read_scopes=args.read_scopes,
             tool_timeout_ms=args.tool_timeout_ms,
             log_level=args.log_level,
+            spec=args.spec,
+            allow_unscoped_changes=args.allow_unscoped_changes,
         )
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -437,12 +439,23 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--db",
         help="database file (default: $MEMDB_PATH or .memdb/memory.db for memdb; beside $MEMORY_FILE_PATH "
-        "for knowledge-graph; else .mnemodb/memory.db)",
+        "for knowledge-graph; $TOPODB_DB for topodb, where it is required; else .mnemodb/memory.db)",
     )
     serve.add_argument("--scope", help='default write scope: "shared" (default) or a ULID')
     serve.add_argument("--read-scopes", help="default read scopes, comma-separated (default: the write scope)")
     serve.add_argument("--tool-timeout-ms", type=int, help="per-call time limit in ms; 0 disables (default: 15000)")
     serve.add_argument("--log-level", choices=("error", "warn", "info"), help="stderr log level (default: info)")
+    serve.add_argument(
+        "--spec",
+        metavar="SPEC_JSON",
+        help='topodb: index spec file, {"equality": [{"label", "prop"}], "text": [...]}; replaces the '
+        "stored spec (default: keep the stored one; a new database indexes Entity.name and Memory.content)",
+    )
+    serve.add_argument(
+        "--allow-unscoped-changes",
+        action="store_true",
+        help="topodb: serve get_changes, which reads the change log of every scope",
+    )
     serve.set_defaults(run=cmd_serve)
 
     remember = commands.add_parser("remember", help="store a memory")
@@ -530,6 +543,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def topodb_main(argv: Sequence[str] | None = None) -> int:
+    """`topodb-mcp`: `mnemodb serve --profile topodb`, for configurations written for topodb-mcp."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("--version", "-V"):
+        print(f"topodb-mcp (mnemodb {__version__})")
+        return 0
+    return main(["serve", "--profile", "topodb", *args])
 
 
 if __name__ == "__main__":

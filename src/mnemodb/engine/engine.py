@@ -150,11 +150,12 @@ class Engine:
         """Nodes, properties, edges, vectors and batches by ULID (the property-graph API)."""
 
     @classmethod
-    def open(cls, path: str = ":memory:", **options: Any) -> Engine:
-        """An engine over the SQLite database at `path` (created if missing)."""
+    def open(cls, path: str = ":memory:", *, create_parent: bool = True, **options: Any) -> Engine:
+        """An engine over the SQLite database at `path` (created if missing, and its directory
+        too unless `create_parent` is false)."""
         from mnemodb.store.sqlite import SqliteStore
 
-        store = SqliteStore(path)
+        store = SqliteStore(path, create_parent=create_parent)
         try:
             return cls(store, **options)
         except BaseException:

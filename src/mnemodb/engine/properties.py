@@ -56,10 +56,10 @@ class IndexSpec:
     text: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        for kind, pairs in (("equality", self.equality), ("text", self.text)):
+        for pairs in (self.equality, self.text):
             if len(set(pairs)) != len(pairs):
-                duplicate = next(p for p in pairs if pairs.count(p) > 1)
-                raise InvalidArgument(f"index spec lists ({duplicate[0]}, {duplicate[1]}) twice under {kind}")
+                label, prop = next(p for p in pairs if pairs.count(p) > 1)
+                raise InvalidArgument(f"duplicate index declaration for ({label}, {prop})")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,24 +69,20 @@ class IndexSpec:
 
     @classmethod
     def from_json(cls, data: Any) -> IndexSpec:
-        """Parse `{"equality": [{"label", "prop"}], "text": [...]}`; InvalidArgument says what is wrong."""
+        """Parse `{"equality": [{"label", "prop"}], "text": [...]}`: both lists are required,
+        other keys are ignored. InvalidArgument says what is wrong."""
         if not isinstance(data, dict):
             raise InvalidArgument("an index spec is a JSON object with `equality` and `text` lists")
-        unknown = set(data) - {"equality", "text"}
-        if unknown:
-            raise InvalidArgument(f"unknown field `{sorted(unknown)[0]}` in the index spec (expected equality, text)")
 
         def pairs(name: str) -> tuple[tuple[str, str], ...]:
-            items = data.get(name, [])
+            if name not in data:
+                raise InvalidArgument(f"missing field `{name}`")
+            items = data[name]
             if not isinstance(items, list):
                 raise InvalidArgument(f"`{name}` must be a list of {{label, prop}} objects")
             out = []
             for item in items:
-                if (
-                    not isinstance(item, dict)
-                    or set(item) != {"label", "prop"}
-                    or not all(isinstance(item[k], str) for k in ("label", "prop"))
-                ):
+                if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("label", "prop")):
                     raise InvalidArgument(f"every `{name}` entry is an object with string `label` and `prop`")
                 out.append((item["label"], item["prop"]))
             return tuple(out)
@@ -158,13 +154,31 @@ Command = CreateNode | Link | SetProps | RemoveNode | CloseEdge | SetEmbedding
 
 
 class CommandFailed(InvalidArgument):
-    """A batch command was refused; `kind` and `subject` let a profile word it its way."""
+    """A batch command was refused. The parts let a profile word it its own way: `op` is the
+    operation (CreateNode, CreateEdge, SetNodeProps, RemoveNode, CloseEdge, SetEmbedding),
+    `subject` the node or edge id at fault and `subject_kind` which of the two it is, `end`
+    which endpoint of a new edge (`from` or `to`), `edge` the id a new edge would have had,
+    and `reason` what is wrong (`not found`, `already closed`, or a sentence)."""
 
-    def __init__(self, message: str, *, kind: str, subject: str | None = None, reason: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.subject = subject
+    def __init__(
+        self,
+        op: str,
+        reason: str,
+        *,
+        subject: str | None = None,
+        subject_kind: str | None = None,
+        end: str | None = None,
+        edge: str | None = None,
+    ) -> None:
+        what = f"{end} " if end else ""
+        about = f"{what}{subject_kind} {subject} {reason}" if subject else reason
+        super().__init__(f"{op}: {about}")
+        self.op = op
         self.reason = reason
+        self.subject = subject
+        self.subject_kind = subject_kind
+        self.end = end
+        self.edge = edge
 
 
 @dataclass
@@ -343,11 +357,12 @@ class PropertyGraph:
                 return [], []
             visited: dict[int, int] = {seed.pk: 0}
             followed: dict[int, Edge] = {}
-            frontier = [seed.pk]
+            # An empty type filter admits no edge: the seed alone.
+            frontier = [seed.pk] if edge_types is None or edge_types else []
             for hop in range(1, max_hops + 1):
                 if not frontier:
                     break
-                edges = tx.edges_of(frontier, direction, valid_at=at, scopes=reads, edge_types=edge_types or None)
+                edges = tx.edges_of(frontier, direction, valid_at=at, scopes=reads, edge_types=edge_types)
                 here = set(frontier)
                 reached: list[tuple[int, Edge]] = []
                 for edge in edges:
@@ -460,6 +475,7 @@ class PropertyGraph:
         failed). Returns the id each produced (None for those producing none) and the last seq."""
         if not commands:
             raise InvalidArgument("empty op batch")
+        _check_embeddings(commands)
         produced: list[str | None] = []
         with self._engine.store.write() as tx:
             at = self._engine._clock()
@@ -477,11 +493,20 @@ class PropertyGraph:
             return value
         return ref
 
-    def _node(self, tx: WriteTx, ref: NodeRef, produced: Sequence[str | None], kind: str) -> Node:
+    def _node(
+        self,
+        tx: WriteTx,
+        ref: NodeRef,
+        produced: Sequence[str | None],
+        op: str,
+        *,
+        end: str | None = None,
+        edge: str | None = None,
+    ) -> Node:
         node_id = self._resolve(ref, produced)
         node = tx.node_view_by_id(node_id)
         if node is None:
-            raise CommandFailed(f"{kind}: node {node_id} not found", kind=kind, subject=node_id, reason="not found")
+            raise CommandFailed(op, "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
         return node
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
@@ -497,15 +522,13 @@ class PropertyGraph:
                 target = engine._write_scope(scope)
                 return self._create(tx, label, props, target, at)
             case Link(src=src, dst=dst, edge_type=edge_type, props=props, scope=scope, valid_from=valid_from):
-                a = self._node(tx, src, produced, "CreateEdge")
-                b = self._node(tx, dst, produced, "CreateEdge")
+                edge_id = new_ulid()
+                a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id)
+                b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id)
                 if a.scope != b.scope and SHARED not in (a.scope, b.scope):
                     raise CommandFailed(
-                        "CreateEdge: cross-scope edge requires at least one Shared endpoint",
-                        kind="CreateEdge",
-                        reason="cross-scope",
+                        "CreateEdge", "cross-scope edge requires at least one Shared endpoint", edge=edge_id
                     )
-                edge_id = new_ulid()
                 start = at if valid_from is None else valid_from
                 pk = tx.insert_edge(edge_id, a.pk, b.pk, edge_type, engine._write_scope(scope), dict(props), start, at)
                 edge = tx.edge_by_pk(pk)
@@ -522,16 +545,9 @@ class PropertyGraph:
                 edge_id = self._resolve(ref, produced)
                 edge = tx.edge_by_id(edge_id)
                 if edge is None:
-                    raise CommandFailed(
-                        f"CloseEdge: edge {edge_id} not found", kind="CloseEdge", subject=edge_id, reason="not found"
-                    )
+                    raise CommandFailed("CloseEdge", "not found", subject=edge_id, subject_kind="edge")
                 if edge.valid_to is not None:
-                    raise CommandFailed(
-                        f"CloseEdge: edge {edge_id} already closed",
-                        kind="CloseEdge",
-                        subject=edge_id,
-                        reason="already closed",
-                    )
+                    raise CommandFailed("CloseEdge", "already closed", subject=edge_id, subject_kind="edge")
                 end = at if valid_to is None else valid_to
                 tx.close_edge(edge.pk, end)
                 return None, self._log(tx, ops.edge_closed(edge, end), at)
@@ -539,13 +555,13 @@ class PropertyGraph:
                 node = self._node(tx, ref, produced, "SetEmbedding")
                 values = _f32_vector(vector)
                 if not values.size:
-                    raise InvalidArgument(f'embedding for model "{model}" must have at least one dimension')
+                    raise InvalidArgument(f"embedding for model {_quoted(model)} must have at least one dimension")
                 dim = tx.embedding_dim(model)
                 models = tx.embedding_models_of(node.pk)
                 only_this = models == [model]
                 if dim is not None and dim != values.size and not only_this:
                     raise InvalidArgument(
-                        f'embedding dim {values.size} does not match existing slab dim {dim} for model "{model}"'
+                        f"embedding dim {values.size} does not match existing slab dim {dim} for model {_quoted(model)}"
                     )
                 tx.delete_embeddings(node.pk)  # one vector per node: a new model replaces the old
                 tx.set_embedding(node.pk, model, values.astype("<f4").tobytes(), int(values.size), at)
@@ -566,6 +582,11 @@ class PropertyGraph:
             stored = engine._store_one(tx, item, scope, at)
             return stored.memory.id, tx.current_seq()
         if label == ENTITY and isinstance(props.get("name"), str):
+            same = tx.entities_named([scope], [str(props["name"])]).get(str(props["name"]))
+            if same is not None:
+                # One name in one scope is one entity (the knowledge-graph face addresses
+                # entities by name): its id comes back.
+                return same.id, tx.current_seq()
             rest = {k: v for k, v in props.items() if k not in ("name", "entityType")}
             kind = props.get("entityType")
             entity = engine.graph.insert(
@@ -611,6 +632,26 @@ class PropertyGraph:
             after = tx.node_views([node.pk])[node.pk]
             tx.set_node_text(node.pk, self._text_of(after, spec))
         return self._log(tx, ops.props_set(node.scope, node.id, props), at)
+
+
+def _check_embeddings(commands: Sequence[Command]) -> None:
+    """Refuse a batch whose embeddings are empty or disagree on a model's dimension, before
+    anything runs."""
+    dims: dict[str, int] = {}
+    for command in commands:
+        if isinstance(command, SetEmbedding):
+            size = len(command.vector)
+            if not size:
+                raise InvalidArgument(f"embedding for model {_quoted(command.model)} must have at least one dimension")
+            first = dims.setdefault(command.model, size)
+            if first != size:
+                raise InvalidArgument(
+                    f"inconsistent embedding dim for model {_quoted(command.model)} within batch: {first} vs {size}"
+                )
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _hash(content: str) -> str:

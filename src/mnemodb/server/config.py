@@ -6,6 +6,7 @@ written for that server keeps working), then mnemodb's own variable, then the de
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -14,9 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from mnemodb.engine.errors import EngineError
+from mnemodb.engine.properties import IndexSpec
+
 DEFAULT_DB = ".mnemodb/memory.db"
 MEMDB_DEFAULT_DB = ".memdb/memory.db"
+TOPODB_DEFAULT_DB = ".topodb/memory.redb"
 KNOWLEDGE_GRAPH = "knowledge-graph"
+TOPODB = "topodb"
 MEMORY_FILE = "memory.jsonl"
 LEGACY_MEMORY_FILE = "memory.json"
 MEMORY_DB_SUFFIX = ".mnemodb.db"
@@ -38,6 +44,12 @@ class Settings:
     log_level: str
     memory_file: str | None = None
     """knowledge-graph profile: the server-memory JSONL file to import on start, if it exists."""
+    db_display: str = ""
+    """The database path as the user gave it (topodb's db_info reports it so)."""
+    spec: IndexSpec | None = None
+    """topodb profile: the index spec from --spec (None keeps the stored one)."""
+    allow_unscoped_changes: bool = False
+    """topodb profile: serve get_changes, the one read that crosses scopes."""
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -103,10 +115,17 @@ def load(
     read_scopes: str | None = None,
     tool_timeout_ms: int | None = None,
     log_level: str | None = None,
+    spec: str | None = None,
+    allow_unscoped_changes: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
     memdb = profile == "memdb"
+    if profile != TOPODB and (spec is not None or allow_unscoped_changes):
+        flag = "--spec" if spec is not None else "--allow-unscoped-changes"
+        raise ConfigError(f"{flag} applies to the topodb profile only")
+    if profile == TOPODB:
+        return _load_topodb(db, scope, read_scopes, tool_timeout_ms, log_level, spec, allow_unscoped_changes, env)
 
     db_path = db
     if db_path is None and memdb:
@@ -153,7 +172,74 @@ def load(
         reads = tuple(part.strip() for part in reads_raw.split(",") if part.strip())
         if not reads:
             raise ConfigError("--read-scopes must name at least one scope (there is no unscoped read)")
-    return Settings(profile, resolve_db_path(db_path), write_scope, reads, timeout, level, memory_file)
+    return Settings(
+        profile, resolve_db_path(db_path), write_scope, reads, timeout, level, memory_file, db_display=db_path
+    )
+
+
+def _load_topodb(
+    db: str | None,
+    scope: str | None,
+    read_scopes: str | None,
+    tool_timeout_ms: int | None,
+    log_level: str | None,
+    spec_path: str | None,
+    allow_unscoped_changes: bool,
+    env: Mapping[str, str],
+) -> Settings:
+    """topodb-mcp's settings: --db is required (TOPODB_DB stands in for it, an empty value
+    meaning `.topodb/memory.redb` as in topodb's editor extension); --scope, else TOPODB_SCOPE,
+    else shared; the read set defaults to the write scope."""
+    from mnemodb.server.profiles.topodb import ToolError, parse_scope
+
+    if db is None:
+        raw = _env(env, "TOPODB_DB")
+        if raw is None:
+            raise ConfigError("missing required --db <path> (or set TOPODB_DB)")
+        db = raw or TOPODB_DEFAULT_DB
+    if not db.strip():
+        raise ConfigError("--db must name a file")
+    write = scope if scope is not None else (_env(env, "TOPODB_SCOPE") or "shared")
+    try:
+        write = parse_scope(write)
+    except ToolError as exc:
+        raise ConfigError(str(exc).replace("invalid scope", "invalid --scope value", 1)) from None
+    reads: tuple[str, ...] | None = None
+    if read_scopes is not None:
+        parts = [part.strip() for part in read_scopes.split(",") if part.strip()]
+        if not parts:
+            raise ConfigError(
+                f'--read-scopes value "{read_scopes}" is empty; expected a comma-separated list of "shared" or '
+                "scope ULIDs"
+            )
+        try:
+            reads = tuple(dict.fromkeys(parse_scope(part) for part in parts))
+        except ToolError as exc:
+            raise ConfigError(str(exc).replace("invalid scope", "invalid --read-scopes entry", 1)) from None
+    spec: IndexSpec | None = None
+    if spec_path is not None:
+        try:
+            text = Path(spec_path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"reading --spec {spec_path}: {exc.strerror or exc}") from None
+        try:
+            spec = IndexSpec.from_json(json.loads(text))
+        except (ValueError, EngineError) as exc:
+            raise ConfigError(f"parsing --spec {spec_path} as IndexSpec JSON: {exc}") from None
+    timeout = DEFAULT_TIMEOUT_MS if tool_timeout_ms is None else tool_timeout_ms
+    if timeout < 0:
+        raise ConfigError("Invalid --tool-timeout-ms: expected a non-negative integer")
+    return Settings(
+        TOPODB,
+        resolve_db_path(db),
+        write,
+        reads,
+        timeout,
+        log_level or "info",
+        db_display=db,
+        spec=spec,
+        allow_unscoped_changes=allow_unscoped_changes,
+    )
 
 
 class _Formatter(logging.Formatter):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_types import CallToolResult, ToolAnnotations
 
-from mnemodb.server.schema import Invalid, Obj
+from mnemodb.server.schema import Invalid
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -22,11 +22,18 @@ if TYPE_CHECKING:
 ToolRun = Callable[["Engine", dict[str, Any]], Any]
 
 
+class ToolParams(Protocol):
+    """A tool's parameters: the JSON Schema to advertise and the validator (raises `Invalid`)."""
+
+    def json_schema(self) -> dict[str, Any]: ...
+    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
-    params: Obj
+    params: ToolParams
     run: ToolRun
     """Called in a worker thread with the engine and the validated arguments."""
     title: str | None = None

@@ -20,15 +20,29 @@ log = logging.getLogger("mnemodb")
 def serve(settings: Settings) -> int:
     """Serve MCP over stdio until stdin closes or a termination signal arrives. Exit status."""
     try:
-        profile = build_profile(settings.profile)
+        profile = build_profile(settings.profile, settings)
     except ValueError as exc:
         log.error("%s", exc)
         return 1
+    topodb = settings.profile == "topodb"
     try:
-        engine = Engine.open(settings.db_path, write_scope=settings.write_scope, read_scopes=settings.read_scopes)
+        engine = Engine.open(
+            settings.db_path,
+            write_scope=settings.write_scope,
+            read_scopes=settings.read_scopes,
+            # topodb-mcp refuses a database whose directory is missing rather than making it.
+            create_parent=not topodb,
+        )
     except EngineError as exc:
         log.error("Failed to open the database: %s", exc)
         return 1
+    if topodb:
+        try:
+            engine.nodes.use_spec(settings.spec)
+        except EngineError as exc:
+            log.error("Failed to apply the index spec: %s", exc)
+            engine.close()
+            return 1
     if settings.profile == "knowledge-graph" and not prepare_knowledge_graph_store(settings, engine):
         engine.close()
         return 1

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mnemodb.server.profile import Profile
 
-AVAILABLE = ("memdb", "knowledge-graph")
-PLANNED = ("native", "topodb")
+if TYPE_CHECKING:
+    from mnemodb.server.config import Settings
+
+AVAILABLE = ("memdb", "knowledge-graph", "topodb")
+PLANNED = ("native",)
 
 
-def build_profile(name: str) -> Profile:
-    """The profile called `name`; ValueError names the choices for anything else."""
+def build_profile(name: str, settings: Settings | None = None) -> Profile:
+    """The profile called `name`, set up from the serve settings; ValueError names the choices
+    for anything else."""
     if name == "memdb":
         from mnemodb.server.profiles import memdb
 
@@ -18,6 +24,13 @@ def build_profile(name: str) -> Profile:
         from mnemodb.server.profiles import knowledge_graph
 
         return knowledge_graph.build()
+    if name == "topodb":
+        from mnemodb.server.profiles import topodb
+
+        return topodb.build(
+            db_path=settings.db_display if settings else "",
+            allow_unscoped_changes=settings.allow_unscoped_changes if settings else False,
+        )
     if name in PLANNED:
         raise ValueError(f"profile {name!r} is not available in this version (available: {', '.join(AVAILABLE)})")
     raise ValueError(f"unknown profile {name!r} (available: {', '.join(AVAILABLE)})")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import struct
 import time
 import unicodedata
@@ -19,6 +18,7 @@ from typing import Any
 
 from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
+from mnemodb.engine.checks import check_props, check_text
 from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
 from mnemodb.engine.models import (
@@ -37,7 +37,6 @@ from mnemodb.engine.models import (
     Props,
     Recall,
     RelatedMemory,
-    Scalar,
     SearchHit,
     Stats,
     StoredMemory,
@@ -69,15 +68,6 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-def check_text(value: str, what: str) -> str:
-    """Reject text SQLite cannot store faithfully (lone UTF-16 surrogates)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgument(f"{what} is not valid Unicode text (it contains a lone surrogate)") from None
-    return value
-
-
 # What counts as white space in a tag: JavaScript's `\s` (Unicode space separators, the
 # ASCII controls TAB to CR, line and paragraph separators, and U+FEFF). The servers
 # mnemodb replaces validated tags with it, so a tag they accepted is accepted here.
@@ -107,22 +97,6 @@ def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
             raise InvalidArgument("Tag must not contain whitespace")
         out.setdefault(tag, None)
     return tuple(sorted(out))
-
-
-def check_props(props: Mapping[str, Any] | None) -> dict[str, Scalar]:
-    """Properties are JSON scalars: strings, finite numbers, booleans."""
-    out: dict[str, Scalar] = {}
-    for key, value in (props or {}).items():
-        check_text(key, "property name")
-        if isinstance(value, bool | int | str):
-            if isinstance(value, str):
-                check_text(value, f"property {key!r}")
-            out[key] = value
-        elif isinstance(value, float) and math.isfinite(value):
-            out[key] = value
-        else:
-            raise InvalidArgument(f"property {key!r} must be a string, a finite number or a boolean")
-    return out
 
 
 class Engine:

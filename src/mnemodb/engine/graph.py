@@ -20,6 +20,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from mnemodb.engine import ops
+from mnemodb.engine.checks import check_text
 from mnemodb.engine.errors import InvalidArgument, NotFound
 from mnemodb.engine.models import ENTITY, Entity, Relation
 from mnemodb.ids import SHARED, new_ulid
@@ -167,8 +168,6 @@ class KnowledgeGraph:
 
     @staticmethod
     def _check_text(value: str, what: str) -> str:
-        from mnemodb.engine.engine import check_text
-
         return check_text(value, what)
 
     # -- writes --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mnemodb.engine import ops
+from mnemodb.engine.checks import check_props, check_text
 from mnemodb.engine.errors import Conflict, InvalidArgument
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.models import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
@@ -520,8 +521,10 @@ class PropertyGraph:
         match command:
             case CreateNode(label=label, props=props, scope=scope):
                 target = engine._write_scope(scope)
-                return self._create(tx, label, props, target, at)
+                return self._create(tx, check_text(label, "label"), check_props(props), target, at)
             case Link(src=src, dst=dst, edge_type=edge_type, props=props, scope=scope, valid_from=valid_from):
+                check_text(edge_type, "edge type")
+                props = check_props(props)
                 edge_id = new_ulid()
                 a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id)
                 b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id)
@@ -535,6 +538,10 @@ class PropertyGraph:
                 assert edge is not None
                 return edge_id, self._log(tx, ops.edge_created(edge), at)
             case SetProps(node=ref, props=props):
+                props = {
+                    **check_props({k: v for k, v in props.items() if v is not None}),
+                    **{check_text(k, "property name"): None for k, v in props.items() if v is None},
+                }
                 node = self._node(tx, ref, produced, "SetNodeProps")
                 return None, self._set_props(tx, node, props, at)
             case RemoveNode(node=ref):
@@ -552,6 +559,7 @@ class PropertyGraph:
                 tx.close_edge(edge.pk, end)
                 return None, self._log(tx, ops.edge_closed(edge, end), at)
             case SetEmbedding(node=ref, model=model, vector=vector):
+                check_text(model, "model")
                 node = self._node(tx, ref, produced, "SetEmbedding")
                 values = _f32_vector(vector)
                 if not values.size:
@@ -582,6 +590,8 @@ class PropertyGraph:
             stored = engine._store_one(tx, item, scope, at)
             return stored.memory.id, tx.current_seq()
         if label == ENTITY and isinstance(props.get("name"), str):
+            if not props["name"]:
+                raise InvalidArgument("entity name must not be empty")
             same = tx.entities_named([scope], [str(props["name"])]).get(str(props["name"]))
             if same is not None:
                 # One name in one scope is one entity (the knowledge-graph face addresses

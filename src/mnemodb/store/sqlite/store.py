@@ -699,6 +699,18 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+def _foreign_format(path: str) -> str:
+    """A hint when the file is another memory server's own format."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4)
+    except OSError:
+        return ""
+    if head == b"redb":
+        return " (it is a topodb-mcp redb file, which mnemodb cannot read; name a new file with --db)"
+    return ""
+
+
 class SqliteStore:
     """A mnemodb graph in one SQLite file (or `:memory:`)."""
 
@@ -749,7 +761,7 @@ class SqliteStore:
         except sqlite3.Error as exc:
             with contextlib.suppress(NameError, sqlite3.Error):
                 conn.close()
-            raise StoreUnavailable(f"cannot open database {self._path}: {exc}") from exc
+            raise StoreUnavailable(f"cannot open database {self._path}: {exc}{_foreign_format(self._path)}") from exc
         conn.set_progress_handler(self._check_deadline, 4000)
         return conn
 

@@ -278,7 +278,13 @@ def op_json(change: Change) -> dict[str, Any]:
     if change.op == "remove_edge":
         return {"CloseEdge": {"id": node_id, "valid_to": change.at}}
     if change.op == "set_embedding":
-        return {"SetEmbedding": {"id": node_id, "model": data["model"], "vector": [f32(v) for v in data["vector"]]}}
+        return {
+            "SetEmbedding": {
+                "id": node_id,
+                "model": data["model"],
+                "vector": np.asarray(data["vector"], dtype=np.float32).tolist(),
+            }
+        }
     return {"SetNodeProps": {"id": node_id, "props": {}}}
 
 

@@ -45,6 +45,30 @@ def node_record(
     return data
 
 
+def node_props(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A `create_node` entry's properties as the node's view shows them: a memory's content
+    (and importance, type and summary unless they are the defaults), an entity's name (and
+    type when set), then the node's own properties."""
+    props: dict[str, Any] = {}
+    memory = data.get("memory")
+    if memory:
+        props["content"] = memory["content"]
+        if memory.get("importance"):
+            props["importance"] = memory["importance"]
+        if memory.get("memory_type", "general") != "general":
+            props["memory_type"] = memory["memory_type"]
+        if memory.get("summary") is not None:
+            props["summary"] = memory["summary"]
+    entity = data.get("entity")
+    if entity:
+        props["name"] = entity["name"]
+        if entity.get("entity_type"):
+            props["entityType"] = entity["entity_type"]
+    for key, value in (data.get("props") or {}).items():
+        props.setdefault(key, value)
+    return props
+
+
 def memory_fields(memory: Memory) -> dict[str, Any]:
     return {
         "hash": memory.hash,

@@ -57,6 +57,9 @@ class IndexSpec:
     text: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        # Kept sorted, so that two specs listing the same pairs are equal.
+        object.__setattr__(self, "equality", tuple(sorted(self.equality)))
+        object.__setattr__(self, "text", tuple(sorted(self.text)))
         for pairs in (self.equality, self.text):
             if len(set(pairs)) != len(pairs):
                 label, prop = next(p for p in pairs if pairs.count(p) > 1)
@@ -189,6 +192,8 @@ class _VectorIndex:
     ids: list[str]
     scopes: np.ndarray[Any, Any]
     unit: np.ndarray[Any, Any]
+    nonzero: np.ndarray[Any, Any]
+    """Rows with a vector that has a direction (a zero vector matches nothing)."""
     dim: int
 
 
@@ -291,7 +296,12 @@ class PropertyGraph:
         """A node rebuilt from its change-log entries up to `at` (None if it did not exist then)."""
         node: Node | None = None
         for change in tx.changes_of(node_id):
-            if change.at > at:
+            # An imported node was logged when it was imported but existed from its own
+            # creation time: its creation entry counts from then.
+            imported_earlier = (
+                change.op == ops.CREATE_NODE and node is None and current is not None and current.created_at <= at
+            )
+            if change.at > at and not imported_earlier:
                 break
             node = _apply(node, change, current)
         return node
@@ -308,7 +318,12 @@ class PropertyGraph:
         with self._engine.store.read() as tx:
             pks = tx.nodes_with_prop(label, prop, value, reads)
             views = tx.node_views(pks)
-        found = [views[pk] for pk in pks if pk in views]
+        # The store gives candidates; the node as every face shows it decides.
+        found = [
+            views[pk]
+            for pk in pks
+            if pk in views and _same(views[pk].props.get(prop), value) and views[pk].scope in reads
+        ]
         self._engine._record_access(n.pk for n in found)
         return found
 
@@ -326,14 +341,16 @@ class PropertyGraph:
         ranked: list[tuple[float, str, int]] = []
         with self._engine.store.read() as tx:
             if (MEMORY, "content") in spec.text:
-                for pk, bm25, _, _ in tx.search_text(terms, reads, k):
+                for pk, bm25, _, _ in tx.search_text(terms, reads, k, content_only=True):
                     ranked.append((abs(bm25), "", pk))
             for pk, bm25 in tx.node_text_search(terms, reads, k):
                 ranked.append((abs(bm25), "", pk))
             views = tx.node_views([pk for _, _, pk in ranked])
-        hits = sorted(((score, views[pk]) for score, _, pk in ranked if pk in views), key=lambda h: (-h[0], h[1].id))[
-            :k
-        ]
+        best: dict[int, float] = {}
+        for score, _, pk in ranked:  # a memory may match in both indexes: keep its better score
+            if pk in views and score > best.get(pk, -1.0):
+                best[pk] = score
+        hits = sorted(((score, views[pk]) for pk, score in best.items()), key=lambda h: (-h[0], h[1].id))[:k]
         self._engine._record_access(node.pk for _, node in hits)
         return [(node, score) for score, node in hits]
 
@@ -427,7 +444,7 @@ class PropertyGraph:
             norm = float(np.linalg.norm(query))
             if norm == 0.0:
                 return []
-            mask = np.isin(index.scopes, np.array(list(reads), dtype=object))
+            mask = np.isin(index.scopes, np.array(list(reads), dtype=object)) & index.nonzero
             if candidates is not None:
                 wanted = set(candidates)
                 mask &= np.array([node_id in wanted for node_id in index.ids], dtype=bool)
@@ -464,6 +481,7 @@ class PropertyGraph:
             [r[1] for r in rows],
             np.array([r[2] for r in rows], dtype=object),
             unit,
+            norms > 0,
             dim,
         )
         self._vectors[model] = index
@@ -488,6 +506,8 @@ class PropertyGraph:
 
     def _resolve(self, ref: NodeRef, produced: Sequence[str | None]) -> str:
         if isinstance(ref, Ref):
+            if not 0 <= ref.index < len(produced):
+                raise InvalidArgument(f"back-reference #{ref.index} must point to an earlier command")
             value = produced[ref.index]
             if value is None:
                 raise InvalidArgument(f"back-reference #{ref.index} refers to a command that produces no id")
@@ -523,7 +543,8 @@ class PropertyGraph:
                 target = engine._write_scope(scope)
                 return self._create(tx, check_text(label, "label"), check_props(props), target, at)
             case Link(src=src, dst=dst, edge_type=edge_type, props=props, scope=scope, valid_from=valid_from):
-                check_text(edge_type, "edge type")
+                if not check_text(edge_type, "edge type"):
+                    raise InvalidArgument("edge type must not be empty")
                 props = check_props(props)
                 edge_id = new_ulid()
                 a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id)
@@ -564,10 +585,9 @@ class PropertyGraph:
                 values = _f32_vector(vector)
                 if not values.size:
                     raise InvalidArgument(f"embedding for model {_quoted(model)} must have at least one dimension")
-                dim = tx.embedding_dim(model)
-                models = tx.embedding_models_of(node.pk)
-                only_this = models == [model]
-                if dim is not None and dim != values.size and not only_this:
+                # The length is the model's while other nodes hold vectors of it.
+                dim = tx.embedding_dim(model, excluding=node.pk)
+                if dim is not None and dim != values.size:
                     raise InvalidArgument(
                         f"embedding dim {values.size} does not match existing slab dim {dim} for model {_quoted(model)}"
                     )
@@ -578,10 +598,22 @@ class PropertyGraph:
 
     def _create(self, tx: WriteTx, label: str, props: Mapping[str, Scalar], scope: str, at: int) -> tuple[str, int]:
         engine = self._engine
-        if label == MEMORY and isinstance(props.get("content"), str):
-            content = str(props["content"])
-            rest = {k: v for k, v in props.items() if k != "content"}
-            item = engine._check_new_memory(NewMemory(content, props=rest))
+        if label == MEMORY:
+            content = props.get("content")
+            if not isinstance(content, str):
+                raise InvalidArgument("a Memory node needs a string `content` property")
+            fields = {k: v for k, v in props.items() if k in MEMORY_FIELDS and _fits(k, v)}
+            rest = {k: v for k, v in props.items() if k != "content" and k not in fields}
+            summary = fields.get("summary")
+            item = engine._check_new_memory(
+                NewMemory(
+                    content,
+                    importance=int(fields.get("importance", 0)),
+                    memory_type=str(fields.get("memory_type", "general")),
+                    summary=summary if isinstance(summary, str) else None,
+                    props=rest,
+                )
+            )
             existing = tx.memory_pk(scope, _hash(content))
             if existing is not None:
                 # The same text in one scope is one memory: its id comes back.
@@ -589,19 +621,19 @@ class PropertyGraph:
                 return node.id, tx.current_seq()
             stored = engine._store_one(tx, item, scope, at)
             return stored.memory.id, tx.current_seq()
-        if label == ENTITY and isinstance(props.get("name"), str):
-            if not props["name"]:
-                raise InvalidArgument("entity name must not be empty")
-            same = tx.entities_named([scope], [str(props["name"])]).get(str(props["name"]))
+        if label == ENTITY:
+            name = props.get("name")
+            if not isinstance(name, str) or not name:
+                raise InvalidArgument("an Entity node needs a non-empty string `name` property")
+            same = tx.entities_named([scope], [name]).get(name)
             if same is not None:
                 # One name in one scope is one entity (the knowledge-graph face addresses
                 # entities by name): its id comes back.
                 return same.id, tx.current_seq()
-            rest = {k: v for k, v in props.items() if k not in ("name", "entityType")}
             kind = props.get("entityType")
-            entity = engine.graph.insert(
-                tx, NewEntity(str(props["name"]), kind if isinstance(kind, str) else ""), scope, at, rest
-            )
+            typed = isinstance(kind, str)
+            rest = {k: v for k, v in props.items() if k != "name" and not (k == "entityType" and typed)}
+            entity = engine.graph.insert(tx, NewEntity(name, str(kind) if typed else ""), scope, at, rest)
             return entity.id, tx.current_seq()
         node_id = new_ulid()
         tx.insert_node(node_id, scope, label, dict(props), at)
@@ -609,9 +641,14 @@ class PropertyGraph:
         return node_id, seq
 
     def _set_props(self, tx: WriteTx, node: Node, props: Mapping[str, Scalar | None], at: int) -> int:
+        """Set and remove properties. A memory's content and an entity's name must stay
+        strings; a memory's importance, type and summary and an entity's type go to their
+        own fields when the value fits them (otherwise the field is cleared and the value
+        kept as a plain property), and removing one clears it."""
         stored = tx.node_by_id(node.id)
         assert stored is not None
         own = dict(stored.props)
+        memory: dict[str, Any] = {}
         for key, value in props.items():
             if node.label == MEMORY and key == "content":
                 if not isinstance(value, str) or not value:
@@ -619,29 +656,45 @@ class PropertyGraph:
                 clash = tx.memory_pk(node.scope, _hash(value))
                 if clash is not None and clash != node.pk:
                     raise Conflict("Content already exists as another memory")
-                tx.update_memory(node.pk, {"content": value, "hash": _hash(value)})
-            elif node.label == MEMORY and key == "importance" and type(value) is int:
-                if not 0 <= value <= 10:
-                    raise InvalidArgument("importance must be an integer from 0 to 10")
-                tx.update_memory(node.pk, {"importance": value})
-            elif node.label == MEMORY and key == "memory_type" and isinstance(value, str) and value:
-                tx.update_memory(node.pk, {"memory_type": value})
-            elif node.label == ENTITY and key == "name":
+                memory.update(content=value, hash=_hash(value))
+                continue
+            if node.label == ENTITY and key == "name":
                 if not isinstance(value, str) or not value:
                     raise InvalidArgument("an entity's name must be a non-empty string (it cannot be removed)")
                 tx.rename_entity(node.pk, name=value)
+                continue
+            fits = value is not None and _fits(key, value)
+            if node.label == MEMORY and key in MEMORY_FIELDS:
+                memory[key] = value if fits else MEMORY_FIELDS[key]
             elif node.label == ENTITY and key == "entityType":
-                tx.rename_entity(node.pk, entity_type=value if isinstance(value, str) else "")
-            elif value is None:
+                tx.rename_entity(node.pk, entity_type=str(value) if fits else "")
+            else:
+                fits = False
+            if value is None or fits:
                 own.pop(key, None)
             else:
                 own[key] = value
+        if memory:
+            tx.update_memory(node.pk, memory)
         tx.replace_node_props(node.pk, own, at)
         spec = self.spec
         if node.label in {label for label, _ in spec.text}:
             after = tx.node_views([node.pk])[node.pk]
             tx.set_node_text(node.pk, self._text_of(after, spec))
         return self._log(tx, ops.props_set(node.scope, node.id, props), at)
+
+
+# A memory's own fields shown as properties, with the value that means "not set".
+MEMORY_FIELDS: dict[str, Any] = {"importance": 0, "memory_type": "general", "summary": None}
+
+
+def _fits(key: str, value: Any) -> bool:
+    """Whether `value` can be kept in the memory or entity field named `key`."""
+    if key == "importance":
+        return type(value) is int and 0 <= value <= 10
+    if key == "memory_type":
+        return isinstance(value, str) and bool(value)
+    return isinstance(value, str)  # summary, entityType
 
 
 def _check_embeddings(commands: Sequence[Command]) -> None:
@@ -683,38 +736,38 @@ def _f32_vector(values: Sequence[float]) -> np.ndarray[Any, Any]:
     return narrowed
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal in value and in JSON type (True is not 1)."""
+    return type(a) is type(b) and a == b
+
+
 def _apply(node: Node | None, change: Change, current: Node | None) -> Node | None:
-    """One change-log entry applied to a node's past state."""
+    """One change-log entry applied to a node's past state (properties as node views show them)."""
     data = change.data
     if change.op == ops.CREATE_NODE:
-        props: dict[str, Scalar] = {}
-        memory = data.get("memory")
-        entity = data.get("entity")
-        if memory:
-            props["content"] = memory["content"]
-        if entity:
-            props["name"] = entity["name"]
-            if entity.get("entity_type"):
-                props["entityType"] = entity["entity_type"]
-        props.update(data.get("props") or {})
+        props = ops.node_props(data)
         pk = current.pk if current is not None else 0
-        return Node(pk, data["id"], data["scope"], data["label"], props, change.at, change.at)
-    if node is None:
+        born = min(change.at, current.created_at) if current is not None else change.at
+        return Node(pk, data["id"], data["scope"], data["label"], props, born, born)
+    if node is None or change.op == ops.REMOVE_NODE:
         return None
-    if change.op == ops.REMOVE_NODE:
-        return None
+    merged = dict(node.props)
     if change.op == ops.SET_PROPS:
-        merged = dict(node.props)
         for key, value in (data.get("props") or {}).items():
-            if value is None:
+            if value is None or (node.label == MEMORY and MEMORY_FIELDS.get(key, ...) == value):
                 merged.pop(key, None)
             else:
                 merged[key] = value
-        return Node(node.pk, node.id, node.scope, node.label, merged, node.created_at, change.at)
-    if change.op == ops.UPDATE_NODE:
-        merged = dict(node.props)
-        for key in ("content", "importance", "memory_type"):
-            if key in (data.get("set") or {}):
-                merged[key] = data["set"][key]
-        return Node(node.pk, node.id, node.scope, node.label, merged, node.created_at, change.at)
-    return node
+    elif change.op == ops.UPDATE_NODE:
+        changed = data.get("set") or {}
+        if "content" in changed:
+            merged["content"] = changed["content"]
+        for key, unset in MEMORY_FIELDS.items():
+            if key in changed:
+                if changed[key] == unset:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = changed[key]
+    else:
+        return node
+    return Node(node.pk, node.id, node.scope, node.label, merged, node.created_at, change.at)

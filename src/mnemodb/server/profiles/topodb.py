@@ -21,9 +21,10 @@ import numpy as np
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
 
-from mnemodb.engine import Engine, EngineError
+from mnemodb.engine import Engine, EngineError, ops
 from mnemodb.engine.models import Change, Edge, Node, Scalar
 from mnemodb.engine.properties import (
+    MEMORY_FIELDS,
     CloseEdge,
     Command,
     CommandFailed,
@@ -220,28 +221,6 @@ def scope_tagged(scope: str) -> Any:
     return "Shared" if scope == SHARED else {"Id": scope}
 
 
-def _created_props(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A created node's properties as its node view shows them (see store/sqlite/nodes.py)."""
-    props: dict[str, Any] = {}
-    memory = data.get("memory")
-    if memory:
-        props["content"] = memory["content"]
-        if memory.get("importance"):
-            props["importance"] = memory["importance"]
-        if memory.get("memory_type") not in (None, "general"):
-            props["memory_type"] = memory["memory_type"]
-        if memory.get("summary") is not None:
-            props["summary"] = memory["summary"]
-    entity = data.get("entity")
-    if entity:
-        props["name"] = entity["name"]
-        if entity.get("entity_type"):
-            props["entityType"] = entity["entity_type"]
-    for key, value in (data.get("props") or {}).items():
-        props.setdefault(key, value)
-    return props
-
-
 def op_json(change: Change) -> dict[str, Any]:
     """One change-log entry as topodb's op. Operations topodb has no op for are written as
     the nearest one a topodb reader understands: a memory edit or a tag or observation
@@ -250,7 +229,7 @@ def op_json(change: Change) -> dict[str, Any]:
     data = change.data
     node_id = data.get("id", change.target)
     if change.op == "create_node":
-        props = {k: tagged(v) for k, v in _created_props(data).items()}
+        props = {k: tagged(v) for k, v in ops.node_props(data).items()}
         return {
             "CreateNode": {"id": node_id, "label": data["label"], "props": props, "scope": scope_tagged(data["scope"])}
         }
@@ -269,8 +248,10 @@ def op_json(change: Change) -> dict[str, Any]:
     if change.op == "set_props":
         return {"SetNodeProps": {"id": node_id, "props": {k: tagged(v) for k, v in data["props"].items()}}}
     if change.op == "update_node":
-        shown = {k: v for k, v in (data.get("set") or {}).items() if k in ("content", "importance", "memory_type")}
-        return {"SetNodeProps": {"id": node_id, "props": {k: tagged(v) for k, v in shown.items()}}}
+        shown = {k: v for k, v in (data.get("set") or {}).items() if k in ("content", *MEMORY_FIELDS)}
+        # A field set back to its default is no longer shown: a removal.
+        props = {k: None if k in MEMORY_FIELDS and v == MEMORY_FIELDS[k] else tagged(v) for k, v in shown.items()}
+        return {"SetNodeProps": {"id": node_id, "props": props}}
     if change.op == "remove_node":
         return {"RemoveNode": {"id": node_id}}
     if change.op == "close_edge":

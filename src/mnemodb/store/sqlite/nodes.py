@@ -40,6 +40,14 @@ def _prop_path(prop: str) -> str:
     return '$."' + prop.replace('"', '""') + '"'
 
 
+# Properties that live in a memory's or an entity's own columns: (table, column).
+_FIELD_COLUMNS = {
+    ("Memory", "importance"): ("memory", "importance"),
+    ("Memory", "memory_type"): ("memory", "memory_type"),
+    ("Memory", "summary"): ("memory", "summary"),
+    ("Entity", "entityType"): ("entity", "entity_type"),
+}
+
 _VIEW_COLUMNS = (
     "n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
     "m.content, m.importance, m.memory_type, m.summary, e.name, e.entity_type"
@@ -103,6 +111,17 @@ class NodeReads:
                 [digest, *scopes],
             ).fetchall()
             return [r[0] for r in rows]
+        column = _FIELD_COLUMNS.get((label, prop))
+        found: list[int] = []
+        if column is not None:
+            # A memory's or entity's own field, shown as a property: candidates from its
+            # column (the caller checks each against the node's view).
+            table, name = column
+            rows = self.conn.execute(
+                f"SELECT node FROM {table} WHERE {name} = ? AND scope IN ({scope_marks}) ORDER BY node",
+                [value, *scopes],
+            ).fetchall()
+            found = [r[0] for r in rows]
         # Label and path are written into the statement (escaped) so that it matches the
         # partial expression index `ensure_prop_index` made for this pair.
         path = _prop_path(prop).replace("'", "''")
@@ -115,7 +134,8 @@ class NodeReads:
         wanted = (
             "true" if value is True else "false" if value is False else "integer" if isinstance(value, int) else "text"
         )
-        return [pk for pk, kind in rows if kind == wanted]
+        matched = [pk for pk, kind in rows if kind == wanted]
+        return sorted({*found, *matched}) if found else matched
 
     def node_text_search(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
         """Nodes whose declared text matches any of `terms`, best first: (pk, bm25)."""
@@ -142,11 +162,11 @@ class NodeReads:
         row = self.conn.execute("SELECT count, last_at FROM node_access WHERE node = ?", [pk]).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
-    def embedding_models_of(self, pk: int) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT model FROM embedding WHERE node = ?", [pk])]
-
-    def embedding_dim(self, model: str) -> int | None:
-        row = self.conn.execute("SELECT dim FROM embedding WHERE model = ? LIMIT 1", [model]).fetchone()
+    def embedding_dim(self, model: str, *, excluding: int | None = None) -> int | None:
+        """The length of `model`'s vectors (None when it has none), not counting node `excluding`'s."""
+        row = self.conn.execute(
+            "SELECT dim FROM embedding WHERE model = ? AND node IS NOT ? LIMIT 1", [model, excluding]
+        ).fetchone()
         return None if row is None else int(row[0])
 
     def embeddings_of_model(self, model: str) -> list[tuple[int, str, str, bytes]]:

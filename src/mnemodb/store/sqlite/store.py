@@ -142,14 +142,19 @@ class _Tx(EntityReads, NodeReads):
                 out[memory.pk] = memory
         return out
 
-    def search_text(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[Candidate]:
+    def search_text(
+        self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
+    ) -> list[Candidate]:
         """Memories matching any of `terms`, best first: (pk, bm25, importance, created_at).
+        With `content_only`, a match in the summary does not count.
 
         bm25 is FTS5's: more negative is better.
         """
         if not terms or limit <= 0:
             return []
         match = " OR ".join(_fts_phrase(t) for t in terms)
+        if content_only:
+            match = f"{{content}} : ({match})"
         if self._holds_only(scopes):
             # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
             # instead of scoring and joining every match before sorting.

@@ -34,8 +34,9 @@ STOPWORDS = frozenset(w for entry in _STOPWORD_LIST.split() for w in _WORD.finda
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words of `text`, split where unicode61 splits."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    """Lower-cased words of `text`, split where unicode61 splits. Lower case, not case
+    folding: unicode61 keeps "ß" as it is, and a query folded to "ss" would miss it."""
+    folded = unicodedata.normalize("NFKC", text).lower()
     return _WORD.findall(folded)
 
 

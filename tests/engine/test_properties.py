@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mnemodb.engine import Engine, EngineError, InvalidArgument, content_hash
+from mnemodb.engine import Engine, EngineError, InvalidArgument, content_hash, ops
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.models import Edge, Node
 from mnemodb.engine.properties import (
@@ -1292,7 +1292,9 @@ def test_every_command_is_in_the_change_log(eng: Engine, clock: Clock) -> None:
     }
     assert changes[4].data == {"id": thing, "props": {"a": None, "b": "x"}}
     assert changes[5].data == {"id": edge, "valid_to": 7}
-    assert changes[6].data == {"id": memory, "model": "m", "vector": [0.5, 0.25]}
+    # The vector is logged as base64 of its float32 little-endian bytes: 0.5 and 0.25.
+    assert changes[6].data == {"id": memory, "model": "m", "f32": "AAAAPwAAgD4="}
+    assert ops.embedding_vector(changes[6].data) == [0.5, 0.25]
     assert changes[7].data == {"id": thing}
 
 

@@ -7,13 +7,15 @@ import gc
 import hashlib
 import json
 import sqlite3
+import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from mnemodb.engine import Engine, StoreUnavailable
+from mnemodb.engine import Engine, InvalidArgument, StoreUnavailable, ops
+from mnemodb.engine.properties import SetEmbedding
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from support import SCOPE_A, sha256
@@ -149,6 +151,32 @@ def test_an_older_schema_is_upgraded_and_its_data_readable(db_path: Path, versio
         assert [c.seq for c in engine.changes()] == list(range(1, 8))
     with Engine.open(str(db_path)) as again:
         assert again.stats().memories == 2
+
+
+def test_embeddings_and_their_logged_vectors_survive_the_move_to_a_rowid_table(db_path: Path) -> None:
+    make_old_database(db_path, 5)
+    vector = struct.pack("<3f", 0.5, -0.25, 1.0)
+    with connect(db_path) as conn:
+        conn.execute(
+            "INSERT INTO embedding (node, model, dim, vector, updated_at) VALUES (1, 'm', 3, ?, ?)", [vector, T1]
+        )
+        conn.execute(
+            "INSERT INTO change_log (seq, at, scope, op, target, data) VALUES (5, ?, 'shared', 'set_embedding', ?, ?)",
+            [T1, NODE_1, json.dumps({"id": NODE_1, "model": "m", "vector": [0.5, -0.25, 1.0]})],
+        )
+    with Engine.open(str(db_path)) as engine:
+        with connect(db_path) as conn:
+            ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'embedding'").fetchone()[0]
+        assert "WITHOUT ROWID" not in ddl
+        hits = engine.nodes.search_vectors("m", [0.5, -0.25, 1.0], k=5, scopes=["shared"])
+        assert [(node.id, round(score, 6)) for node, score in hits] == [(NODE_1, 1.0)]
+        # Entries logged before the upgrade hold a list; new ones hold base64 float32: both read alike.
+        engine.nodes.submit([SetEmbedding(NODE_3, "m", [1.0, 0.0, -0.125])])
+        logged = [c for c in engine.changes() if c.op == ops.SET_EMBEDDING]
+        assert [ops.embedding_vector(c.data) for c in logged] == [[0.5, -0.25, 1.0], [1.0, 0.0, -0.125]]
+        assert "vector" not in logged[1].data
+        with pytest.raises(InvalidArgument, match="does not match existing slab dim 3"):
+            engine.nodes.submit([SetEmbedding(NODE_3, "m", [1.0, 0.0])])
 
 
 def test_a_new_database_is_created_at_the_latest_version(db_path: Path) -> None:

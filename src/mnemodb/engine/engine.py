@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import struct
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -720,7 +719,7 @@ class Engine:
         elif kind == "embedding":
             node = tx.node_by_id(record["node"])
             if node is not None:
-                vector = _floats(bytes.fromhex(record["vector"]))
+                vector = bytes.fromhex(record["vector"])
                 self._log(tx, ops.embedding_set(node.scope, node.id, record["model"], vector), at)
 
 
@@ -744,7 +743,3 @@ def _checked_record(record: Mapping[str, Any]) -> dict[str, Any]:
     if out.get("type") == "node" and out.get("label") == ENTITY and not isinstance(out.get("entity"), Mapping):
         raise InvalidArgument("an Entity node needs its entity fields")
     return out
-
-
-def _floats(blob: bytes) -> list[float]:
-    return list(struct.unpack(f"<{len(blob) // 4}f", blob))

@@ -592,8 +592,9 @@ class PropertyGraph:
                         f"embedding dim {values.size} does not match existing slab dim {dim} for model {_quoted(model)}"
                     )
                 tx.delete_embeddings(node.pk)  # one vector per node: a new model replaces the old
-                tx.set_embedding(node.pk, model, values.astype("<f4").tobytes(), int(values.size), at)
-                return None, self._log(tx, ops.embedding_set(node.scope, node.id, model, values.tolist()), at)
+                blob = values.astype("<f4").tobytes()
+                tx.set_embedding(node.pk, model, blob, int(values.size), at)
+                return None, self._log(tx, ops.embedding_set(node.scope, node.id, model, blob), at)
         raise InvalidArgument(f"unknown command {command!r}")
 
     def _create(self, tx: WriteTx, label: str, props: Mapping[str, Scalar], scope: str, at: int) -> tuple[str, int]:

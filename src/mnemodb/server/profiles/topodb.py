@@ -55,6 +55,8 @@ INT_RANGE = f"integer out of supported range (max {I64_MAX})"
 NOT_AN_OBJECT = "expected a JSON object for props"
 NOT_AN_ARRAY = "expected a JSON array of numbers"
 NOT_A_BATCH = "batch must be a JSON array of command objects"
+# `k` may be any u64; more hits than this never exist, and the database takes 64-bit limits.
+MAX_K = 1 << 40
 
 INSTRUCTIONS = (
     "mnemodb serving the topodb tool set: agent memory as a property graph whose edges are valid "
@@ -263,7 +265,7 @@ def op_json(change: Change) -> dict[str, Any]:
             "SetEmbedding": {
                 "id": node_id,
                 "model": data["model"],
-                "vector": np.asarray(data["vector"], dtype=np.float32).tolist(),
+                "vector": ops.embedding_vector(data),
             }
         }
     return {"SetNodeProps": {"id": node_id, "props": {}}}
@@ -318,7 +320,7 @@ class TopodbTools:
         return {"nodes": [node_json(n) for n in sorted(nodes, key=lambda n: n.id)]}
 
     def search_memories(self, engine: Engine, a: dict[str, Any]) -> Any:
-        hits = engine.nodes.search_text(a["query"], k=a["k"], scopes=read_scopes(a))
+        hits = engine.nodes.search_text(a["query"], k=min(a["k"], MAX_K), scopes=read_scopes(a))
         return {"hits": [{"node": node_json(node), "score": f32(score)} for node, score in hits]}
 
     def traverse(self, engine: Engine, a: dict[str, Any]) -> Any:
@@ -345,14 +347,17 @@ class TopodbTools:
         scopes = read_scopes(a)
         vector = vector_in(a["vector"])
         candidates = [parse_id(c) for c in a["candidates"]] if a["candidates"] is not None else None
-        hits = engine.nodes.search_vectors(a["model"], vector, k=a["k"], candidates=candidates, scopes=scopes)
+        hits = engine.nodes.search_vectors(
+            a["model"], vector, k=min(a["k"], MAX_K), candidates=candidates, scopes=scopes
+        )
         return {"hits": [{"node": node_json(node), "score": f32(score)} for node, score in hits]}
 
     def get_changes(self, engine: Engine, a: dict[str, Any]) -> Any:
         if not self.allow_unscoped_changes:
             raise ToolError(CHANGES_DISABLED)
         since = min(max(1, a["since_seq"]), I64_MAX)
-        changes = engine.changes(since, a["limit"])
+        limit = min(a["limit"], I64_MAX) if a["limit"] is not None else None
+        changes = engine.changes(since, limit)
         return {"ops": [{"op": op_json(c), "seq": c.seq} for c in changes]}
 
     def create_memory(self, engine: Engine, a: dict[str, Any]) -> Any:

@@ -202,8 +202,12 @@ def settle_gc() -> None:
 class StdioClient:
     """One server process spoken to line by line: one request in flight at a time."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], stderr: IO[bytes]) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: dict[str, str], stderr: IO[bytes], *, reply_timeout: float = REPLY_TIMEOUT_S
+    ) -> None:
         self.argv = list(argv)
+        self.reply_timeout = reply_timeout
+        self.last_reply_bytes = 0  # the size of the last line read, without its newline
         self.spawned_at = time.perf_counter()
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0
@@ -228,18 +232,21 @@ class StdioClient:
         raise BenchError(f"{self.argv[0]} {what} (exit status {self.proc.returncode})")
 
     def _line(self, deadline: float) -> bytes:
+        scanned = 0  # a long reply arrives in many chunks: look for the newline in new bytes only
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", scanned)
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
+                self.last_reply_bytes = len(line)
                 return line
+            scanned = len(self._buffer)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise BenchError(f"{self.argv[0]}: no reply within {REPLY_TIMEOUT_S:.0f}s")
+                raise BenchError(f"{self.argv[0]}: no reply within {self.reply_timeout:.0f}s")
             ready, _, _ = select.select([self._out], [], [], remaining)
             if ready:
-                chunk = os.read(self._out, 1 << 16)
+                chunk = os.read(self._out, 1 << 20)
                 if not chunk:
                     self._died("closed its stdout")
                 self._buffer += chunk
@@ -257,7 +264,7 @@ class StdioClient:
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, separators=(",", ":")
         )
         self._write(data.encode() + b"\n")
-        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        deadline = time.monotonic() + self.reply_timeout
         while True:
             line = self._line(deadline)
             received = time.perf_counter()

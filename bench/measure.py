@@ -18,6 +18,12 @@ def p95(samples: Sequence[float]) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[94]
 
 
+def p99(samples: Sequence[float]) -> float:
+    if len(samples) < 2:
+        return samples[0]
+    return statistics.quantiles(samples, n=100, method="inclusive")[98]
+
+
 def _tree(pid: int) -> list[int]:
     """`pid` and all its descendants (a launcher script's child counts too)."""
     out, todo = [], [pid]

@@ -191,10 +191,26 @@ class _VectorIndex:
     pks: np.ndarray[Any, Any]
     ids: list[str]
     scopes: np.ndarray[Any, Any]
+    """Each row's scope as a small integer, a key of `scope_codes`."""
+    scope_codes: dict[str, int]
     unit: np.ndarray[Any, Any]
     nonzero: np.ndarray[Any, Any]
     """Rows with a vector that has a direction (a zero vector matches nothing)."""
     dim: int
+    masks: dict[tuple[str, ...], np.ndarray[Any, Any]] = field(default_factory=dict)
+    """Rows a read set may see, kept per read set: computing one costs more than a search."""
+
+    def readable(self, reads: Sequence[str]) -> np.ndarray[Any, Any]:
+        key = tuple(sorted(reads))
+        mask = self.masks.get(key)
+        if mask is None:
+            codes = [self.scope_codes[s] for s in key if s in self.scope_codes]
+            mask = np.isin(self.scopes, np.array(codes, dtype=np.int32)) & self.nonzero
+            mask.flags.writeable = False
+            if len(self.masks) >= 64:
+                self.masks.clear()
+            self.masks[key] = mask
+        return mask
 
 
 class PropertyGraph:
@@ -444,19 +460,25 @@ class PropertyGraph:
             norm = float(np.linalg.norm(query))
             if norm == 0.0:
                 return []
-            mask = np.isin(index.scopes, np.array(list(reads), dtype=object)) & index.nonzero
+            mask = index.readable(reads)
             if candidates is not None:
                 wanted = set(candidates)
-                mask &= np.array([node_id in wanted for node_id in index.ids], dtype=bool)
+                mask = mask & np.array([node_id in wanted for node_id in index.ids], dtype=bool)
             rows = np.flatnonzero(mask)
             if rows.size == 0:
                 return []
-            scores = (index.unit[rows] @ (query / norm)).astype(np.float32)
+            if rows.size * 2 > len(index.ids):
+                # Most rows count: score them all in place rather than copy the matrix's rows.
+                scores = np.where(mask, index.unit @ (query / norm), -np.inf).astype(np.float32)
+            else:
+                scores = np.full(len(index.ids), -np.inf, dtype=np.float32)
+                scores[rows] = index.unit[rows] @ (query / norm)
             # The best few by score (a partial sort), then ties broken by node id.
             keep = min(rows.size, k * 4)
-            best = np.argpartition(-scores, keep - 1)[:keep] if keep < rows.size else np.arange(rows.size)
-            order = sorted(best.tolist(), key=lambda i: (-float(scores[i]), index.ids[rows[i]]))[:k]
-            picked = [(int(index.pks[rows[i]]), float(scores[i])) for i in order]
+            best = np.argpartition(-scores, keep - 1)[:keep] if keep < scores.size else np.arange(scores.size)
+            best = best[np.isfinite(scores[best])]
+            order = sorted(best.tolist(), key=lambda i: (-float(scores[i]), index.ids[i]))[:k]
+            picked = [(int(index.pks[i]), float(scores[i])) for i in order]
             views = tx.node_views([pk for pk, _ in picked])
         hits = [(views[pk], score) for pk, score in picked if pk in views]
         self._engine._record_access(node.pk for node, _ in hits)
@@ -475,11 +497,13 @@ class PropertyGraph:
         matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), dim)
         norms = np.linalg.norm(matrix, axis=1)
         unit = np.divide(matrix, norms[:, None], out=np.zeros_like(matrix), where=norms[:, None] > 0)
+        codes: dict[str, int] = {}
         index = _VectorIndex(
             version,
             np.array([r[0] for r in rows], dtype=np.int64),
             [r[1] for r in rows],
-            np.array([r[2] for r in rows], dtype=object),
+            np.array([codes.setdefault(r[2], len(codes)) for r in rows], dtype=np.int32),
+            codes,
             unit,
             norms > 0,
             dim,

@@ -7,6 +7,7 @@ is incremented within one millisecond), so sorting by id sorts by creation order
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -119,3 +120,9 @@ def normalize_scope(text: str) -> str:
     if text.strip().lower() == SHARED:
         return SHARED
     return parse_ulid(text.strip())
+
+
+def content_hash(content: str) -> str:
+    """A memory's identity within its scope: sha256 of the raw UTF-8 content, lower-case
+    hex (no trimming, no case folding)."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()

@@ -8,7 +8,6 @@ It knows nothing of MCP.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.checks import check_props, check_text
 from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
+from mnemodb.engine.items import Items
 from mnemodb.engine.models import (
     ENTITY,
     MEMORY,
@@ -42,7 +42,7 @@ from mnemodb.engine.models import (
 )
 from mnemodb.engine.properties import PropertyGraph
 from mnemodb.graph.traversal import expand
-from mnemodb.ids import SHARED, InvalidId, new_ulid, normalize_scope
+from mnemodb.ids import SHARED, InvalidId, content_hash, new_ulid, normalize_scope
 from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.ranking import DEFAULT_WEIGHTS, RankWeights, relevance, text_strengths
 from mnemodb.store.base import ReadTx, Store, WriteTx
@@ -60,11 +60,6 @@ _DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming"
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def content_hash(content: str) -> str:
-    """sha256 of the raw UTF-8 content, lower-case hex: no trimming, no case folding."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 # What counts as white space in a tag: JavaScript's `\s` (Unicode space separators, the
@@ -120,6 +115,7 @@ class Engine:
         self.graph = KnowledgeGraph(self)
         """Entities, observations and relations by name (the knowledge-graph API)."""
         self.nodes = PropertyGraph(self)
+        self.items = Items(self)
         """Nodes, properties, edges, vectors and batches by ULID (the property-graph API)."""
 
     @classmethod
@@ -327,6 +323,14 @@ class Engine:
             after = tx.memory_by_pk(before.pk)
             assert after is not None
         return before, after
+
+    def _replace_tags(self, tx: WriteTx, memory: Memory, tags: Iterable[str], at: int) -> None:
+        """Give a memory exactly these tags (normalized), inside the caller's transaction."""
+        new_tags = normalize_tags(tags)
+        if new_tags != memory.tags:
+            tx.replace_tags(memory.pk, new_tags)
+            tx.touch_node(memory.pk, at)
+            self._log(tx, ops.node_updated(memory.scope, memory.id, {"tags": list(new_tags)}), at)
 
     def delete_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
         """Delete a memory and its relations. False when there is no such memory."""

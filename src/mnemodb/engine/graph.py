@@ -472,15 +472,11 @@ class KnowledgeGraph:
         scopes: Sequence[str] | None = None,
     ) -> GraphSearch:
         """Entities matching the query language, best first; see `mnemodb.search.graph_query`."""
-        parsed = gq.parse(self._check_text(query, "query"))
-        if parsed.empty:
-            return GraphSearch((), (), ())
         reads = self._reads(scopes)
         with self._engine.store.read() as tx:
-            matching = self._matching(tx, parsed, reads, fuzzy=fuzzy)
-            terms = gq.ScoreTerms.of(query)
-            scored = [(gq.score_entity(text, terms, fuzzy=fuzzy), pk) for pk, text, _ in matching]
-            scored.sort(key=lambda s: (-s[0], s[1]))
+            scored = [(score, pk) for pk, score in self.ranked(tx, query, reads, fuzzy=fuzzy)]
+            if not scored:
+                return GraphSearch((), (), ())
             if limit is not None and limit > 0:
                 scored = scored[:limit]
             # Only the entities returned are read in full.
@@ -503,6 +499,17 @@ class KnowledgeGraph:
             tuple(relations),
             tuple((final[pk].name, score) for score, pk in scored if pk in final),
         )
+
+    def ranked(self, tx: ReadTx, query: str, reads: Sequence[str], *, fuzzy: bool = False) -> list[tuple[int, float]]:
+        """(entity pk, score) of every entity the query matches, best first, inside a read."""
+        parsed = gq.parse(self._check_text(query, "query"))
+        if parsed.empty:
+            return []
+        matching = self._matching(tx, parsed, reads, fuzzy=fuzzy)
+        terms = gq.ScoreTerms.of(query)
+        scored: list[tuple[int, float]] = [(pk, gq.score_entity(text, terms, fuzzy=fuzzy)) for pk, text, _ in matching]
+        scored.sort(key=lambda s: (-s[1], s[0]))
+        return scored
 
     def search_observations(
         self,

@@ -20,6 +20,11 @@ Direction = Literal["out", "in", "both"]
 MEMORY = "Memory"
 ENTITY = "Entity"
 
+SUPERSEDES = "supersedes"
+"""The edge type that says its source replaces its target: the target is no longer current."""
+ABOUT = "about"
+"""The edge type from a memory to an entity it is about."""
+
 MEMORY_TYPES = ("general", "fact", "plan", "decision", "reflection", "lesson", "error", "gradient")
 """The memory types memdb defined; the engine accepts any non-empty type name."""
 
@@ -138,6 +143,35 @@ class NewMemory:
     memory_type: str = "general"
     summary: str | None = None
     props: Props = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Conditions an item must meet, every one of them; the empty filter admits all.
+
+    Memories and entities share the time range, the type and the property conditions;
+    the others are about memories only (an entity never meets them).
+    """
+
+    types: tuple[str, ...] = ()
+    """A memory's type or an entity's type is one of these (exactly)."""
+    created_from: int | None = None
+    """Created at or after this time (ms)."""
+    created_to: int | None = None
+    """Created before this time (ms)."""
+    props: tuple[tuple[str, Scalar], ...] = ()
+    """Each of these properties has this value."""
+    tags: tuple[str, ...] = ()
+    """A memory with every one of these tags."""
+    min_importance: int | None = None
+    linked_to: tuple[int, ...] = ()
+    """A memory with an open edge, either way, to one of these nodes (pks)."""
+    current_only: bool = False
+    """Leave out memories that an open `supersedes` edge points at."""
+
+    @property
+    def memories_only(self) -> bool:
+        return bool(self.tags or self.min_importance is not None or self.linked_to)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from mnemodb.engine.checks import check_props, check_text
 from mnemodb.engine.errors import Conflict, InvalidArgument
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.models import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
-from mnemodb.ids import SHARED, new_ulid
+from mnemodb.ids import SHARED, content_hash, new_ulid
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:
@@ -444,45 +444,58 @@ class PropertyGraph:
         scopes: Sequence[str] | None = None,
     ) -> list[tuple[Node, float]]:
         """Nodes whose `model` embedding is most similar (cosine) to `vector`."""
-        if k <= 0 or not vector:
-            raise InvalidArgument("vector search requires k > 0 and a non-empty query vector")
-        query = _f32_vector(vector)
         reads = self._engine.scopes(scopes)
         with self._engine.store.read() as tx:
-            index = self._vector_index(tx, model)
-            if index is None:
-                return []
-            if index.dim != len(query):
-                raise InvalidArgument(
-                    f"the query vector has {len(query)} dimensions but model {model!r} stores {index.dim}-dimensional "
-                    "vectors"
-                )
-            norm = float(np.linalg.norm(query))
-            if norm == 0.0:
-                return []
-            mask = index.readable(reads)
-            if candidates is not None:
-                wanted = set(candidates)
-                mask = mask & np.array([node_id in wanted for node_id in index.ids], dtype=bool)
-            rows = np.flatnonzero(mask)
-            if rows.size == 0:
-                return []
-            if rows.size * 2 > len(index.ids):
-                # Most rows count: score them all in place rather than copy the matrix's rows.
-                scores = np.where(mask, index.unit @ (query / norm), -np.inf).astype(np.float32)
-            else:
-                scores = np.full(len(index.ids), -np.inf, dtype=np.float32)
-                scores[rows] = index.unit[rows] @ (query / norm)
-            # The best few by score (a partial sort), then ties broken by node id.
-            keep = min(rows.size, k * 4)
-            best = np.argpartition(-scores, keep - 1)[:keep] if keep < scores.size else np.arange(scores.size)
-            best = best[np.isfinite(scores[best])]
-            order = sorted(best.tolist(), key=lambda i: (-float(scores[i]), index.ids[i]))[:k]
-            picked = [(int(index.pks[i]), float(scores[i])) for i in order]
+            picked = self.nearest(tx, model, vector, k=k, candidates=candidates, scopes=reads)
             views = tx.node_views([pk for pk, _ in picked])
         hits = [(views[pk], score) for pk, score in picked if pk in views]
         self._engine._record_access(node.pk for node, _ in hits)
         return hits
+
+    def nearest(
+        self,
+        tx: ReadTx,
+        model: str,
+        vector: Sequence[float],
+        *,
+        k: int,
+        candidates: Sequence[str] | None = None,
+        scopes: Sequence[str],
+    ) -> list[tuple[int, float]]:
+        """(node pk, cosine) of the `k` nodes nearest to `vector` under `model`, inside a read."""
+        if k <= 0 or not vector:
+            raise InvalidArgument("vector search requires k > 0 and a non-empty query vector")
+        query = _f32_vector(vector)
+        index = self._vector_index(tx, model)
+        if index is None:
+            return []
+        if index.dim != len(query):
+            raise InvalidArgument(
+                f"the query vector has {len(query)} dimensions but model {model!r} stores {index.dim}-dimensional "
+                "vectors"
+            )
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            return []
+        mask = index.readable(scopes)
+        if candidates is not None:
+            wanted = set(candidates)
+            mask = mask & np.array([node_id in wanted for node_id in index.ids], dtype=bool)
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return []
+        if rows.size * 2 > len(index.ids):
+            # Most rows count: score them all in place rather than copy the matrix's rows.
+            scores = np.where(mask, index.unit @ (query / norm), -np.inf).astype(np.float32)
+        else:
+            scores = np.full(len(index.ids), -np.inf, dtype=np.float32)
+            scores[rows] = index.unit[rows] @ (query / norm)
+        # The best few by score (a partial sort), then ties broken by node id.
+        keep = min(rows.size, k * 4)
+        best = np.argpartition(-scores, keep - 1)[:keep] if keep < scores.size else np.arange(scores.size)
+        best = best[np.isfinite(scores[best])]
+        order = sorted(best.tolist(), key=lambda i: (-float(scores[i]), index.ids[i]))[:k]
+        return [(int(index.pks[i]), float(scores[i])) for i in order]
 
     def _vector_index(self, tx: ReadTx, model: str) -> _VectorIndex | None:
         version = tx.last_seq_of([ops.SET_EMBEDDING, ops.REMOVE_NODE])
@@ -557,6 +570,20 @@ class PropertyGraph:
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
         scope, name, target, data = op
         return tx.append_change(at, scope, name, target, data)
+
+    def apply(self, tx: WriteTx, command: Command, at: int) -> str | None:
+        """Run one command inside the caller's transaction (no back-references): the id it made."""
+        if isinstance(command, SetEmbedding):
+            _check_embeddings([command])
+        return self._run(tx, command, [], at, 0)[0]
+
+    def apply_props(self, tx: WriteTx, node_id: str, props: Mapping[str, Scalar | None], at: int) -> None:
+        """Set (and, for None, remove) properties of a node inside the caller's transaction."""
+        self.apply(tx, SetProps(node_id, props), at)
+
+    def node_at(self, tx: ReadTx, node_id: str, at: int) -> Node | None:
+        """The node as it was at `at` (None if it did not exist then), inside a read."""
+        return self._node_at(tx, node_id, at, tx.node_view_by_id(node_id))
 
     def _run(
         self, tx: WriteTx, command: Command, produced: Sequence[str | None], at: int, seq: int
@@ -639,7 +666,7 @@ class PropertyGraph:
                     props=rest,
                 )
             )
-            existing = tx.memory_pk(scope, _hash(content))
+            existing = tx.memory_pk(scope, content_hash(content))
             if existing is not None:
                 # The same text in one scope is one memory: its id comes back.
                 node = tx.node_views([existing])[existing]
@@ -678,10 +705,10 @@ class PropertyGraph:
             if node.label == MEMORY and key == "content":
                 if not isinstance(value, str) or not value:
                     raise InvalidArgument("a memory's content must be a non-empty string (it cannot be removed)")
-                clash = tx.memory_pk(node.scope, _hash(value))
+                clash = tx.memory_pk(node.scope, content_hash(value))
                 if clash is not None and clash != node.pk:
                     raise Conflict("Content already exists as another memory")
-                memory.update(content=value, hash=_hash(value))
+                memory.update(content=value, hash=content_hash(value))
                 continue
             if node.label == ENTITY and key == "name":
                 if not isinstance(value, str) or not value:
@@ -740,12 +767,6 @@ def _check_embeddings(commands: Sequence[Command]) -> None:
 
 def _quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
-
-
-def _hash(content: str) -> str:
-    from mnemodb.engine.engine import content_hash
-
-    return content_hash(content)
 
 
 def _f32_vector(values: Sequence[float]) -> np.ndarray[Any, Any]:

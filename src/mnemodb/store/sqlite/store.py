@@ -24,6 +24,7 @@ from mnemodb.engine.errors import OperationTimeout, StoreUnavailable
 from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
+from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
@@ -78,7 +79,7 @@ def _fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class _Tx(EntityReads, NodeReads):
+class _Tx(EntityReads, NodeReads, ItemReads):
     """Read methods over one connection. Every method is a few indexed statements."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -1,0 +1,849 @@
+"""Items: memories, entities and the relations between them, addressed alike, and the
+composite calls the native face is made of.
+
+A reference names one item: a node's or an edge's ULID, a memory's content hash (64 hex
+digits), or an entity's name (the oldest entity of that name in the reader's scopes).
+Each write here is one transaction: it is written whole or, when any part is refused,
+not at all. Time-aware reads leave out what is no longer true unless asked: a memory
+that an open `supersedes` edge points at, and closed relations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
+
+from mnemodb.engine import ops
+from mnemodb.engine.checks import check_props, check_text
+from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.models import (
+    ABOUT,
+    ENTITY,
+    MEMORY,
+    SUPERSEDES,
+    Change,
+    Direction,
+    Edge,
+    Entity,
+    ItemFilter,
+    Memory,
+    NewMemory,
+    Props,
+    Scalar,
+)
+from mnemodb.engine.properties import SetEmbedding
+from mnemodb.graph.traversal import expand
+from mnemodb.ids import content_hash, is_ulid
+from mnemodb.search.analyzer import query_terms, tag_candidates
+from mnemodb.search.ranking import relevance, text_strengths
+
+if TYPE_CHECKING:
+    from mnemodb.engine.engine import Engine
+    from mnemodb.store.base import ReadTx, WriteTx
+
+__all__ = [
+    "Found",
+    "Item",
+    "ItemPage",
+    "Items",
+    "Neighbourhood",
+    "Note",
+    "Patch",
+    "Remembered",
+]
+
+Item = Memory | Entity
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
+MAX_HOPS = 4
+MAX_PATH = 8
+# Nodes an exploration may reach before it stops growing: enough for any page a model reads.
+MAX_REACHED = 500
+# Result rank fusion constant (reciprocal rank fusion's k).
+_RRF_K = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A memory to remember, with what it is about and what it replaces."""
+
+    memory: NewMemory
+    about: tuple[str, ...] = ()
+    """Entity names: each is found (or created, typeless) and linked from the memory by `about`."""
+    supersedes: str | None = None
+    """A reference to an older memory this one replaces; it stops being current."""
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """The outcome of one remembered item."""
+
+    item: Item
+    status: Literal["created", "existing", "updated"]
+    """`existing`: the same memory or entity was there and nothing changed; `updated`: it
+    was there and got new tags or observations."""
+    added: tuple[str, ...] = ()
+    """Tags merged into an existing memory, or observations added to an entity."""
+    linked: tuple[str, ...] = ()
+    """Names of the entities a memory was linked to."""
+    created_entities: tuple[str, ...] = ()
+    """Entities `about` had to create."""
+    supersedes: str | None = None
+    """The id of the memory this one replaced."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One item of a search or listing, with its score (None in a listing)."""
+
+    item: Item
+    score: float | None = None
+    superseded_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPage:
+    found: tuple[Found, ...]
+    more: bool
+    """True when another page follows."""
+    edges: tuple[Edge, ...] = ()
+    """With expansion: edges among the items returned and those they lead to."""
+    related: tuple[Item, ...] = ()
+    """With expansion: items reached from the page, not on it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    items: tuple[Item, ...]
+    edges: tuple[Edge, ...]
+    depth: Mapping[str, int] = field(default_factory=dict)
+    """Item id -> hops from the start."""
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """Changes to one memory or entity; None leaves a field as it is."""
+
+    content: str | None = None
+    summary: str | None = None
+    importance: int | None = None
+    memory_type: str | None = None
+    tags: tuple[str, ...] | None = None
+    add_tags: tuple[str, ...] = ()
+    remove_tags: tuple[str, ...] = ()
+    name: str | None = None
+    entity_type: str | None = None
+    add_observations: tuple[str, ...] = ()
+    remove_observations: tuple[str, ...] = ()
+    props: Mapping[str, Scalar | None] = field(default_factory=dict)
+    """Properties to set; None removes one."""
+    embedding: tuple[str, Sequence[float]] | None = None
+    """(model, vector)."""
+
+    @property
+    def memory_fields(self) -> bool:
+        return any(
+            v is not None for v in (self.content, self.summary, self.importance, self.memory_type, self.tags)
+        ) or bool(self.add_tags or self.remove_tags)
+
+    @property
+    def entity_fields(self) -> bool:
+        return (
+            self.name is not None
+            or self.entity_type is not None
+            or bool(self.add_observations or self.remove_observations)
+        )
+
+
+class Items:
+    """Memories and entities by reference; see the module docstring."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
+        return self._engine._log(tx, op, at)
+
+    # -- references -------------------------------------------------------------------------------
+
+    def resolve(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge | None:
+        """The memory, entity or edge `ref` names within `reads`, or None."""
+        check_text(ref, "reference")
+        if is_ulid(ref.upper()):
+            node = tx.node_by_id(ref.upper())
+            if node is not None:
+                return self._item(tx, node.pk, reads)
+            edge = tx.edge_by_id(ref.upper())
+            if edge is not None and edge.scope in reads:
+                return edge
+        if _HASH.fullmatch(ref):
+            memory = tx.memory_by_hash(reads, ref.lower())
+            if memory is not None:
+                return memory
+        return tx.entity_by_name(reads, ref)
+
+    def _item(self, tx: ReadTx, pk: int, reads: Sequence[str]) -> Item | None:
+        items = self._items(tx, [pk], reads)
+        return items.get(pk)
+
+    @staticmethod
+    def _items(tx: ReadTx, pks: Sequence[int], reads: Sequence[str]) -> dict[int, Item]:
+        """The memories and entities among `pks` that `reads` may see, by pk."""
+        labels = tx.labels_of(list(pks))
+        memories = [pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in reads]
+        entities = [pk for pk, (label, scope) in labels.items() if label == ENTITY and scope in reads]
+        out: dict[int, Item] = {}
+        out.update(tx.memories_by_pk(memories))
+        out.update(tx.entities_by_pk(entities))
+        return out
+
+    def _need(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge:
+        found = self.resolve(tx, ref, reads)
+        if found is None:
+            raise NotFound(
+                f"nothing found for {ref!r}: give a memory id or hash, an entity name or id, or a relation id"
+            )
+        return found
+
+    def _need_item(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item:
+        found = self._need(tx, ref, reads)
+        if isinstance(found, Edge):
+            raise InvalidArgument(f"{ref!r} is a relation; give a memory or an entity")
+        return found
+
+    def get(self, refs: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[Item | Edge | None]:
+        """Each reference's memory, entity or relation (None where nothing matches)."""
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            found = [self.resolve(tx, ref, reads) for ref in refs]
+        self._engine._record_access(f.pk for f in found if isinstance(f, Memory | Entity))
+        return found
+
+    def edges_of(
+        self, items: Sequence[Item], *, scopes: Sequence[str] | None = None, include_closed: bool = False
+    ) -> tuple[list[Edge], dict[int, Item]]:
+        """The edges touching these items (valid now, unless `include_closed`) and the items at
+        their other ends, by pk."""
+        reads = self._engine.scopes(scopes)
+        now = self._engine._clock()
+        with self._engine.store.read() as tx:
+            edges = tx.edges_of([i.pk for i in items], "both", valid_at=None if include_closed else now, scopes=reads)
+            ends = self._items(tx, list({e.src_pk for e in edges} | {e.dst_pk for e in edges}), reads)
+        return [e for e in edges if e.src_pk in ends and e.dst_pk in ends], ends
+
+    def history(self, ref: str, *, scopes: Sequence[str] | None = None) -> list[Change]:
+        """Every change-log entry about one item, oldest first."""
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            target = self._need(tx, ref, reads)
+            return tx.changes_of(target.id)
+
+    def changes(self, since_seq: int, limit: int, *, scopes: Sequence[str] | None = None) -> tuple[list[Change], int]:
+        """Change-log entries from `since_seq` in the reader's scopes, at most `limit`, and the
+        seq to continue from (entries outside the scopes are skipped, not counted)."""
+        reads = set(self._engine.scopes(scopes))
+        out: list[Change] = []
+        position = max(1, since_seq)
+        with self._engine.store.read() as tx:
+            last = tx.current_seq()
+            while len(out) < limit and position <= last:
+                chunk = tx.changes(position, max(limit * 2, 200))
+                if not chunk:
+                    break
+                for change in chunk:
+                    position = change.seq + 1
+                    if change.scope is None or change.scope in reads:
+                        out.append(change)
+                        if len(out) == limit:
+                            break
+        return out, position
+
+    # -- remember ---------------------------------------------------------------------------------
+
+    def remember(
+        self,
+        notes: Sequence[Note] = (),
+        entities: Sequence[NewEntity] = (),
+        *,
+        scope: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[list[Remembered], list[Remembered]]:
+        """Store memories and entities in one transaction: (memories' outcomes, entities').
+
+        A memory already in the scope gets the new tags; an entity already visible gets the
+        new observations (and its type, when it had none). Every item is checked first:
+        InvalidArgument names each refused item and nothing is written.
+        """
+        engine = self._engine
+        problems: list[str] = []
+        checked: list[Note] = []
+        for i, note in enumerate(notes):
+            try:
+                memory = engine._check_new_memory(note.memory)
+                for name in note.about:
+                    if not check_text(name, "entity name"):
+                        raise InvalidArgument("an `about` name must not be empty")
+                if note.supersedes is not None:
+                    check_text(note.supersedes, "supersedes")
+                checked.append(replace(note, memory=memory))
+            except InvalidArgument as exc:
+                problems.append(f"memories[{i}]: {exc}")
+        for i, entity in enumerate(entities):
+            try:
+                if not check_text(entity.name, "entity name"):
+                    raise InvalidArgument("an entity's name must not be empty")
+                check_text(entity.entity_type, "entity type")
+                for observation in entity.observations:
+                    if not check_text(observation, "observation"):
+                        raise InvalidArgument("an observation must not be empty")
+            except InvalidArgument as exc:
+                problems.append(f"entities[{i}]: {exc}")
+        if problems:
+            raise InvalidArgument("; ".join(problems) + " (nothing was written)")
+        target = engine._write_scope(scope)
+        reads = engine.scopes(scopes)
+        visible = tuple(dict.fromkeys((*reads, target)))
+        with engine.store.write() as tx:
+            at = engine._clock()
+            entity_results = [self._remember_entity(tx, e, target, visible, at) for e in entities]
+            memory_results = []
+            for i, note in enumerate(checked):
+                try:
+                    memory_results.append(self._remember_note(tx, note, target, visible, at))
+                except (InvalidArgument, NotFound, Conflict) as exc:
+                    raise type(exc)(f"memories[{i}]: {exc} (nothing was written)") from None
+        return memory_results, entity_results
+
+    def _remember_entity(
+        self, tx: WriteTx, item: NewEntity, target: str, visible: Sequence[str], at: int
+    ) -> Remembered:
+        existing = tx.entity_by_name(visible, item.name)
+        if existing is None:
+            return Remembered(self._engine.graph.insert(tx, item, target, at), "created")
+        added = tx.add_observations(existing.pk, list(item.observations), at) if item.observations else []
+        if added:
+            self._log(tx, ops.observations_added(existing, added), at)
+        retyped = bool(item.entity_type) and not existing.entity_type
+        if retyped:
+            tx.rename_entity(existing.pk, entity_type=item.entity_type)
+            self._log(tx, ops.node_updated(existing.scope, existing.id, {"entity_type": item.entity_type}), at)
+        if not added and not retyped:
+            return Remembered(existing, "existing")
+        tx.touch_node(existing.pk, at)
+        after = tx.entities_by_pk([existing.pk])[existing.pk]
+        return Remembered(after, "updated", added=tuple(added))
+
+    def _remember_note(self, tx: WriteTx, note: Note, target: str, visible: Sequence[str], at: int) -> Remembered:
+        engine = self._engine
+        before = tx.memory_by_hash([target], content_hash(note.memory.content))
+        memory = engine._store_one(tx, note.memory, target, at).memory
+        added = tuple(t for t in memory.tags if t not in before.tags) if before is not None else ()
+        linked: list[str] = []
+        created: list[str] = []
+        for name in dict.fromkeys(note.about):
+            entity = tx.entity_by_name(visible, name)
+            if entity is None:
+                entity = engine.graph.insert(tx, NewEntity(name), target, at)
+                created.append(name)
+            if not tx.find_edges(memory.pk, entity.pk, ABOUT, open_only=True):
+                engine._insert_edge(tx, memory.pk, entity.pk, memory.scope, entity.scope, ABOUT, target, {}, at, at)
+            linked.append(entity.name)
+        replaced: str | None = None
+        if note.supersedes is not None:
+            old = self._need_item(tx, note.supersedes, visible)
+            if not isinstance(old, Memory):
+                raise InvalidArgument(f"supersedes must name a memory; {note.supersedes!r} is an entity")
+            if old.pk == memory.pk:
+                raise InvalidArgument("a memory cannot supersede itself")
+            if not tx.find_edges(memory.pk, old.pk, SUPERSEDES, open_only=True):
+                engine._insert_edge(tx, memory.pk, old.pk, memory.scope, old.scope, SUPERSEDES, target, {}, at, at)
+            replaced = old.id
+        status: Literal["created", "existing", "updated"] = (
+            "created" if before is None else "updated" if added else "existing"
+        )
+        return Remembered(
+            memory, status, added=added, linked=tuple(linked), created_entities=tuple(created), supersedes=replaced
+        )
+
+    # -- recall -----------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        where: ItemFilter | None = None,
+        kinds: Sequence[str] = ("memory", "entity"),
+        fuzzy: bool = False,
+        vector: tuple[str, Sequence[float]] | None = None,
+        about: Sequence[str] = (),
+        offset: int = 0,
+        limit: int = 10,
+        expand_hops: int = 0,
+        scopes: Sequence[str] | None = None,
+    ) -> ItemPage:
+        """Memories and entities matching `query` (words, best first) and/or near `vector`
+        ((model, values), by cosine), fused by rank; without either, every item that meets
+        `where`, newest first. `about` names entities whose linked memories are wanted.
+        `expand_hops` adds what the page's items lead to over current edges.
+        """
+        if limit < 1 or offset < 0:
+            raise InvalidArgument("limit must be at least 1 and offset at least 0")
+        if not 0 <= expand_hops <= MAX_HOPS:
+            raise InvalidArgument(f"expand must be from 0 to {MAX_HOPS} hops")
+        where = where or ItemFilter()
+        for key, _ in where.props:
+            if '"' in check_text(key, "property name"):
+                raise InvalidArgument(f"a property name with a double quote cannot be filtered on: {key!r}")
+        engine = self._engine
+        reads = engine.scopes(scopes)
+        now = engine._clock()
+        want = offset + limit + 1
+        with engine.store.read() as tx:
+            if about:
+                named = tx.entities_named(reads, [check_text(n, "entity name") for n in about])
+                missing = [n for n in about if n not in named]
+                if missing:
+                    raise NotFound(f"no entity named {missing[0]!r}: `about` takes exact entity names")
+                where = replace(where, linked_to=tuple(e.pk for e in named.values()))
+            use_entities = "entity" in kinds and not where.memories_only
+            use_memories = "memory" in kinds
+            rankings: list[list[tuple[int, float]]] = []
+            if query is not None and query.strip():
+                if use_memories:
+                    rankings.append(self._memory_ranking(tx, query, reads, where, now, want))
+                if use_entities:
+                    rankings.append(self._entity_ranking(tx, query, reads, where, now, want, fuzzy))
+            if vector is not None:
+                rankings.append(self._vector_ranking(tx, vector, reads, where, now, want, use_memories, use_entities))
+            if (query is not None and query.strip()) or vector is not None:
+                ranked = _fuse(rankings)
+            else:
+                ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
+            page = ranked[offset : offset + limit]
+            items = self._items(tx, [pk for pk, _ in page], reads)
+            superseding = self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now)
+            found = tuple(
+                Found(items[pk], None if score is None else round(score, 6), superseding.get(pk, ()))
+                for pk, score in page
+                if pk in items
+            )
+            edges: tuple[Edge, ...] = ()
+            related: tuple[Item, ...] = ()
+            if expand_hops and found:
+                reached = expand(
+                    tx,
+                    [f.item.pk for f in found],
+                    expand_hops,
+                    valid_at=now,
+                    edge_scopes=reads,
+                    admit=lambda pks: set(self._items(tx, list(pks), reads)),
+                    limit=len(found) + MAX_REACHED,
+                )
+                on_page = {f.item.pk for f in found}
+                extra = self._items(tx, [pk for pk in reached.depth if pk not in on_page], reads)
+                related = tuple(extra[pk] for pk in reached.depth if pk in extra)
+                edges = tuple(reached.edges)
+        engine._record_access(f.item.pk for f in found)
+        return ItemPage(found, len(ranked) > offset + limit, edges, related)
+
+    def _memory_ranking(
+        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, want: int
+    ) -> list[tuple[int, float]]:
+        """Memories by words and tags, scored as every profile's memory search scores them."""
+        terms = query_terms(check_text(query, "query"))
+        tags = tag_candidates(query)
+        pool = want + max(want // 2, 25)
+        by_text = tx.filtered_text_search(terms, reads, pool, where, now)
+        by_tag = tx.filtered_tagged(tags, reads, pool, where, now)
+        strength = text_strengths({c[0]: c[1] for c in by_text})
+        tagged = {c[0] for c in by_tag}
+        scores: dict[int, float] = {}
+        for pk, _, importance, created_at in (*by_text, *by_tag):
+            if pk not in scores:
+                scores[pk] = relevance(
+                    strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine._weights
+                )[0]
+        return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:want]
+
+    def _entity_ranking(
+        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, want: int, fuzzy: bool
+    ) -> list[tuple[int, float]]:
+        """Entities by the knowledge-graph query language, filtered by `where`."""
+        matches = self._engine.graph.ranked(tx, query, reads, fuzzy=fuzzy)
+        admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now)
+        return [(pk, score) for pk, score in matches if pk in admitted][:want]
+
+    def _vector_ranking(
+        self,
+        tx: ReadTx,
+        vector: tuple[str, Sequence[float]],
+        reads: Sequence[str],
+        where: ItemFilter,
+        now: int,
+        want: int,
+        memories: bool,
+        entities: bool,
+    ) -> list[tuple[int, float]]:
+        model, values = vector
+        # A wide pool, then the filter: a vector index cannot apply SQL conditions itself.
+        hits = self._engine.nodes.nearest(tx, model, values, k=max(want * 5, 100), scopes=reads)
+        labels = tx.labels_of([pk for pk, _ in hits])
+        by_kind: dict[str, list[int]] = {"memory": [], "entity": []}
+        for pk, _ in hits:
+            label = labels.get(pk, ("", ""))[0]
+            if label == MEMORY and memories:
+                by_kind["memory"].append(pk)
+            elif label == ENTITY and entities:
+                by_kind["entity"].append(pk)
+        admitted = tx.admitted(by_kind["memory"], "memory", where, now) | tx.admitted(
+            by_kind["entity"], "entity", where, now
+        )
+        return [(pk, score) for pk, score in hits if pk in admitted][:want]
+
+    @staticmethod
+    def _listing(
+        tx: ReadTx, reads: Sequence[str], where: ItemFilter, now: int, want: int, memories: bool, entities: bool
+    ) -> list[tuple[int, float | None]]:
+        """Items that meet `where`, newest first (memories and entities merged by time)."""
+        pks: list[int] = []
+        if memories:
+            pks += tx.list_memories(reads, where, now, 0, want)
+        if entities:
+            pks += tx.list_entities(reads, where, now, 0, want)
+        if memories and entities:
+            # Both lists are newest first; merge them by creation time, then pk.
+            born = {pk: node.created_at for pk, node in tx.node_views(pks).items()}
+            pks.sort(key=lambda pk: (-born.get(pk, 0), -pk))
+        return [(pk, None) for pk in pks[:want]]
+
+    @staticmethod
+    def _superseding(tx: ReadTx, pks: Sequence[int], now: int) -> dict[int, tuple[str, ...]]:
+        """For each memory in `pks` that is superseded, the ids of the memories replacing it."""
+        if not pks:
+            return {}
+        out: dict[int, list[str]] = {}
+        edges = tx.edges_of(list(pks), "in", valid_at=now, edge_types=[SUPERSEDES])
+        newer = tx.node_views(list({e.src_pk for e in edges}))
+        for edge in edges:
+            if edge.src_pk in newer:
+                out.setdefault(edge.dst_pk, []).append(newer[edge.src_pk].id)
+        return {pk: tuple(ids) for pk, ids in out.items()}
+
+    # -- forget -----------------------------------------------------------------------------------
+
+    def forget(self, refs: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[Item | Edge | None]:
+        """Delete memories, entities (with their relations) and relations, in one
+        transaction. Returns what each reference named (None: nothing, so nothing deleted)."""
+        reads = self._engine.scopes(scopes)
+        out: list[Item | Edge | None] = []
+        with self._engine.store.write() as tx:
+            at = self._engine._clock()
+            for ref in refs:
+                found = self.resolve(tx, ref, reads)
+                out.append(found)
+                if isinstance(found, Edge):
+                    if tx.edge_by_pk(found.pk) is not None:
+                        tx.delete_edge(found.pk)
+                        self._log(tx, ops.edge_removed(found), at)
+                elif found is not None and tx.node_by_id(found.id) is not None:
+                    tx.delete_node(found.pk)
+                    self._log(tx, ops.node_removed(found.scope, found.id), at)
+        return out
+
+    # -- revise -----------------------------------------------------------------------------------
+
+    def revise(self, ref: str, patch: Patch, *, scopes: Sequence[str] | None = None) -> tuple[Item, Item]:
+        """Change one memory or entity in place (its id and relations stay): (before, after)."""
+        engine = self._engine
+        reads = engine.scopes(scopes)
+        with engine.store.write() as tx:
+            at = engine._clock()
+            before = self._need_item(tx, ref, reads)
+            if isinstance(before, Memory):
+                if patch.entity_fields:
+                    raise InvalidArgument(f"{ref!r} is a memory: name, type of entity and observations do not apply")
+                self._revise_memory(tx, before, patch, at)
+            else:
+                if patch.memory_fields:
+                    raise InvalidArgument(
+                        f"{ref!r} is an entity: content, summary, importance, memory type and tags do not apply"
+                    )
+                self._revise_entity(tx, before, patch, reads, at)
+            if patch.embedding is not None:
+                model, values = patch.embedding
+                view = tx.node_views([before.pk])[before.pk]
+                engine.nodes.apply(tx, SetEmbedding(view.id, model, tuple(values)), at)
+            after = self._items(tx, [before.pk], reads)[before.pk]
+        return before, after
+
+    def _revise_memory(self, tx: WriteTx, memory: Memory, patch: Patch, at: int) -> None:
+        props: dict[str, Scalar | None] = dict(patch.props)
+        for key in ("content", "summary", "importance", "memory_type"):
+            if key in props:
+                raise InvalidArgument(f"{key} is a field of its own: set it with `{key}`, not in props")
+        if patch.content is not None:
+            props["content"] = patch.content
+        if patch.summary is not None:
+            props["summary"] = patch.summary or None
+        if patch.importance is not None:
+            if not 0 <= patch.importance <= 10:
+                raise InvalidArgument("importance must be an integer from 0 to 10")
+            props["importance"] = patch.importance
+        if patch.memory_type is not None:
+            if not patch.memory_type:
+                raise InvalidArgument("memory_type must not be empty")
+            props["memory_type"] = patch.memory_type
+        tags = set(memory.tags) if patch.tags is None else set(patch.tags)
+        tags = (tags | set(patch.add_tags)) - set(patch.remove_tags)
+        if props:
+            self._engine.nodes.apply_props(tx, memory.id, props, at)
+        if tags != set(memory.tags):
+            self._engine._replace_tags(tx, memory, sorted(tags), at)
+
+    def _revise_entity(self, tx: WriteTx, entity: Entity, patch: Patch, reads: Sequence[str], at: int) -> None:
+        props: dict[str, Scalar | None] = dict(patch.props)
+        for key in ("name", "entityType"):
+            if key in props:
+                raise InvalidArgument(f"{key} is a field of its own: set it with `name` or `type`, not in props")
+        if patch.name is not None and patch.name != entity.name:
+            if not check_text(patch.name, "entity name"):
+                raise InvalidArgument("an entity's name must not be empty")
+            clash = tx.entity_by_name(tuple(dict.fromkeys((*reads, entity.scope))), patch.name)
+            if clash is not None and clash.pk != entity.pk:
+                raise Conflict(
+                    f"an entity named {patch.name!r} already exists; remember observations on it, or forget one of them"
+                )
+            props["name"] = patch.name
+        if patch.entity_type is not None:
+            props["entityType"] = check_text(patch.entity_type, "entity type")
+        if props:
+            self._engine.nodes.apply_props(tx, entity.id, props, at)
+        for observation in patch.add_observations:
+            if not check_text(observation, "observation"):
+                raise InvalidArgument("an observation must not be empty")
+        if patch.add_observations:
+            added = tx.add_observations(entity.pk, list(patch.add_observations), at)
+            if added:
+                tx.touch_node(entity.pk, at)
+                self._log(tx, ops.observations_added(entity, added), at)
+        if patch.remove_observations:
+            missing = [o for o in patch.remove_observations if o not in entity.observations]
+            if missing:
+                raise NotFound(f"{entity.name!r} has no observation {missing[0]!r} (observations are matched exactly)")
+            removed = tx.delete_observations(entity.pk, list(patch.remove_observations))
+            if removed:
+                tx.touch_node(entity.pk, at)
+                self._log(tx, ops.observations_removed(entity, removed), at)
+
+    # -- relate -----------------------------------------------------------------------------------
+
+    def relate(
+        self,
+        add: Sequence[tuple[str, str, str, Props, int | None]] = (),
+        close: Sequence[tuple[str, int | None]] = (),
+        *,
+        scope: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[list[tuple[Edge, bool]], list[Edge]]:
+        """Open relations (from, to, type, props, valid_from) and close relations (ref,
+        valid_to), in one transaction. An open relation of the same type between the same
+        two items is returned as it is (False: not new). A closing reference is a relation
+        id or `from|type|to`."""
+        engine = self._engine
+        target = engine._write_scope(scope)
+        reads = engine.scopes(scopes)
+        visible = tuple(dict.fromkeys((*reads, target)))
+        opened: list[tuple[Edge, bool]] = []
+        closed: list[Edge] = []
+        with engine.store.write() as tx:
+            at = engine._clock()
+            for i, (ref, valid_to) in enumerate(close):
+                edge = self._edge(tx, ref, visible, at)
+                end = at if valid_to is None else valid_to
+                if end < edge.valid_from:
+                    raise InvalidArgument(f"close[{i}]: valid_to is before the relation became valid")
+                tx.close_edge(edge.pk, end)
+                self._log(tx, ops.edge_closed(edge, end), at)
+                after = tx.edge_by_pk(edge.pk)
+                assert after is not None
+                closed.append(after)
+            for i, (src_ref, dst_ref, edge_type, props, valid_from) in enumerate(add):
+                try:
+                    if not check_text(edge_type, "relation type"):
+                        raise InvalidArgument("a relation type must not be empty")
+                    clean = check_props(props)
+                    src = self._need_item(tx, src_ref, visible)
+                    dst = self._need_item(tx, dst_ref, visible)
+                    if src.pk == dst.pk:
+                        raise InvalidArgument("an item cannot be related to itself")
+                except (InvalidArgument, NotFound) as exc:
+                    raise type(exc)(f"add[{i}]: {exc} (nothing was written)") from None
+                existing = tx.find_edges(src.pk, dst.pk, edge_type, open_only=True)
+                if existing:
+                    opened.append((existing[0], False))
+                    continue
+                start = at if valid_from is None else valid_from
+                edge = engine._insert_edge(
+                    tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, target, clean, start, at
+                )
+                opened.append((edge, True))
+        return opened, closed
+
+    def _edge(self, tx: ReadTx, ref: str, reads: Sequence[str], at: int) -> Edge:
+        """The open relation `ref` names: an edge id, or `from|type|to`."""
+        if "|" in ref:
+            parts = ref.split("|")
+            if len(parts) != 3:
+                raise InvalidArgument(f"{ref!r}: name a relation by its id or as from|type|to")
+            src, dst = self._need_item(tx, parts[0], reads), self._need_item(tx, parts[2], reads)
+            edges = [e for e in tx.find_edges(src.pk, dst.pk, parts[1], open_only=True) if e.scope in reads]
+            if not edges:
+                raise NotFound(f"no open relation {ref!r}")
+            return edges[0]
+        found = self._need(tx, ref, reads)
+        if not isinstance(found, Edge):
+            raise InvalidArgument(f"{ref!r} is not a relation: close takes a relation id or from|type|to")
+        if found.valid_to is not None and found.valid_to <= at:
+            raise Conflict(f"relation {found.id} is already closed")
+        return found
+
+    # -- explore ----------------------------------------------------------------------------------
+
+    def explore(
+        self,
+        start: Sequence[str],
+        *,
+        hops: int = 1,
+        direction: Direction = "both",
+        types: Sequence[str] | None = None,
+        as_of: int | None = None,
+        include_closed: bool = False,
+        limit: int = 50,
+        scopes: Sequence[str] | None = None,
+    ) -> Neighbourhood:
+        """The items within `hops` of the start items, and the edges followed: edges valid
+        now (or at `as_of`), or every edge with `include_closed`."""
+        if not 1 <= hops <= MAX_HOPS:
+            raise InvalidArgument(f"hops must be from 1 to {MAX_HOPS}")
+        engine = self._engine
+        reads = engine.scopes(scopes)
+        at = engine._clock() if as_of is None else as_of
+        with engine.store.read() as tx:
+            seeds = [self._need_item(tx, ref, reads) for ref in start]
+            if as_of is not None:
+                seeds = [s for s in seeds if s.created_at <= at]
+            reached = expand(
+                tx,
+                [s.pk for s in seeds],
+                hops,
+                direction=direction,
+                valid_at=None if include_closed else at,
+                edge_scopes=reads,
+                edge_types=types,
+                admit=lambda pks: self._born_by(tx, pks, reads, at if as_of is not None else None),
+                limit=limit,
+            )
+            items = self._items(tx, list(reached.depth), reads)
+            if as_of is not None:
+                items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
+        kept = [pk for pk in reached.depth if pk in items]
+        edges = [e for e in reached.edges if e.src_pk in items and e.dst_pk in items]
+        if as_of is None:
+            engine._record_access(kept)
+        return Neighbourhood(
+            tuple(items[pk] for pk in kept),
+            tuple(edges),
+            {items[pk].id: reached.depth[pk] for pk in kept},
+            truncated=len(reached.depth) >= limit,
+        )
+
+    def _born_by(self, tx: ReadTx, pks: Iterable[int], reads: Sequence[str], at: int | None) -> set[int]:
+        items = self._items(tx, list(pks), reads)
+        return {pk for pk, item in items.items() if at is None or item.created_at <= at}
+
+    def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:
+        """`item` as it was at `at`, from its node's past properties."""
+        if item.updated_at <= at:
+            return item
+        past = self._engine.nodes.node_at(tx, item.id, at)
+        if past is None:
+            return item
+        props = past.props
+        if isinstance(item, Memory):
+            content = props.get("content")
+            return replace(
+                item,
+                content=content if isinstance(content, str) else item.content,
+                importance=int(v) if isinstance(v := props.get("importance"), int) else 0,
+                memory_type=str(props.get("memory_type", "general")),
+                updated_at=past.updated_at,
+            )
+        name = props.get("name")
+        return replace(
+            item,
+            name=name if isinstance(name, str) else item.name,
+            entity_type=str(props.get("entityType", "")),
+            updated_at=past.updated_at,
+        )
+
+    def path(
+        self,
+        start: str,
+        end: str,
+        *,
+        max_hops: int = MAX_PATH,
+        types: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> Neighbourhood | None:
+        """A shortest chain of current edges, followed either way, from one item to another
+        (at most `max_hops` long); None when there is none."""
+        if not 1 <= max_hops <= MAX_PATH:
+            raise InvalidArgument(f"a path may be from 1 to {MAX_PATH} hops long")
+        engine = self._engine
+        reads = engine.scopes(scopes)
+        now = engine._clock()
+        with engine.store.read() as tx:
+            src, dst = self._need_item(tx, start, reads), self._need_item(tx, end, reads)
+            parents: dict[int, tuple[int, Edge] | None] = {src.pk: None}
+            frontier = [src.pk]
+            for _ in range(max_hops):
+                if dst.pk in parents or not frontier:
+                    break
+                edges = tx.edges_of(frontier, "both", valid_at=now, scopes=reads, edge_types=types)
+                here = set(frontier)
+                steps = [(e.dst_pk if e.src_pk in here else e.src_pk, e) for e in edges]
+                visible = set(self._items(tx, [pk for pk, _ in steps if pk not in parents], reads))
+                frontier = []
+                for pk, edge in steps:
+                    if pk in visible and pk not in parents:
+                        parents[pk] = (edge.src_pk if pk == edge.dst_pk else edge.dst_pk, edge)
+                        frontier.append(pk)
+            if dst.pk not in parents:
+                return None
+            chain: list[int] = [dst.pk]
+            edges_on_path: list[Edge] = []
+            while (step := parents[chain[-1]]) is not None:
+                chain.append(step[0])
+                edges_on_path.append(step[1])
+            chain.reverse()
+            edges_on_path.reverse()
+            items = self._items(tx, chain, reads)
+        return Neighbourhood(
+            tuple(items[pk] for pk in chain), tuple(edges_on_path), {items[pk].id: i for i, pk in enumerate(chain)}
+        )
+
+
+def _fuse(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float | None]]:
+    """One ranking from several: a single one (or the only one with results) as it is,
+    several by reciprocal rank fusion."""
+    rankings = [r for r in rankings if r] or [[]]
+    if len(rankings) == 1:
+        return [(pk, score) for pk, score in rankings[0]]
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, (pk, _) in enumerate(ranking):
+            fused[pk] = fused.get(pk, 0.0) + 1.0 / (_RRF_K + rank + 1)
+    return [(pk, score) for pk, score in sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))]

@@ -1,0 +1,148 @@
+"""Memories and entities under an `ItemFilter`: the SQL behind filtered search and
+listing (the native face's recall). Mixed into the store's read transactions."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from mnemodb.engine.models import SUPERSEDES, ItemFilter, Scalar
+from mnemodb.store.sqlite.entities import _canonical
+from mnemodb.store.sqlite.sql import fts_any, marks
+
+__all__ = ["ItemReads", "filter_sql"]
+
+Candidate = tuple[int, float, int, int]
+
+
+def _json_path(key: str) -> str:
+    # A quoted JSON path label takes any key; only a double quote inside it cannot be written.
+    if '"' in key:
+        raise ValueError(f"a property name with a double quote cannot be filtered on: {key!r}")
+    return f'$."{key}"'
+
+
+def _prop_condition(key: str, value: Scalar) -> tuple[str, list[Any]]:
+    """`n.props` holds `key` with exactly this JSON value (true is not 1, 1 is 1.0)."""
+    path = _json_path(key)
+    if isinstance(value, bool):
+        return "json_type(n.props, ?) = ?", [path, "true" if value else "false"]
+    if isinstance(value, str):
+        return "(json_type(n.props, ?) = 'text' AND json_extract(n.props, ?) = ?)", [path, path, value]
+    return "(json_type(n.props, ?) IN ('integer', 'real') AND json_extract(n.props, ?) = ?)", [path, path, value]
+
+
+def filter_sql(where: ItemFilter, kind: str, at: int) -> tuple[str, list[Any]]:
+    """SQL conditions (joined by AND, "1" when none) over `n` (node) and `m` (memory) or `e`
+    (entity), and their parameters. Edges count when they are valid at `at`."""
+    own = "m" if kind == "memory" else "e"
+    clauses: list[str] = []
+    params: list[Any] = []
+    if where.types:
+        column = "m.memory_type" if kind == "memory" else "e.entity_type"
+        clauses.append(f"{column} IN ({marks(len(where.types))})")
+        params += where.types
+    if where.created_from is not None:
+        clauses.append("n.created_at >= ?")
+        params.append(where.created_from)
+    if where.created_to is not None:
+        clauses.append("n.created_at < ?")
+        params.append(where.created_to)
+    for key, value in where.props:
+        clause, values = _prop_condition(key, value)
+        clauses.append(clause)
+        params += values
+    if kind == "entity":
+        if where.memories_only:
+            clauses.append("0")
+        return " AND ".join(clauses) or "1", params
+    for tag in where.tags:
+        clauses.append(f"EXISTS (SELECT 1 FROM memory_tag t WHERE t.node = {own}.node AND t.tag = ?)")
+        params.append(tag)
+    if where.min_importance is not None:
+        clauses.append("m.importance >= ?")
+        params.append(where.min_importance)
+    valid = "x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?)"
+    if where.linked_to:
+        linked = marks(len(where.linked_to))
+        clauses.append(
+            f"(EXISTS (SELECT 1 FROM edge x WHERE x.src = m.node AND x.dst IN ({linked}) AND {valid}) "
+            f"OR EXISTS (SELECT 1 FROM edge x WHERE x.dst = m.node AND x.src IN ({linked}) AND {valid}))"
+        )
+        params += [*where.linked_to, at, at, *where.linked_to, at, at]
+    if where.current_only:
+        clauses.append(f"NOT EXISTS (SELECT 1 FROM edge x WHERE x.dst = m.node AND x.type = ? AND {valid})")
+        params += [SUPERSEDES, at, at]
+    return " AND ".join(clauses) or "1", params
+
+
+class ItemReads:
+    conn: sqlite3.Connection
+
+    def filtered_text_search(
+        self, terms: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int
+    ) -> list[Candidate]:
+        """Memories whose content or summary holds any of `terms` and that meet `where`, best
+        first: (pk, bm25, importance, created_at)."""
+        if not terms:
+            return []
+        condition, params = filter_sql(where, "memory", at)
+        return self.conn.execute(
+            "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
+            "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
+            "ORDER BY rank LIMIT ?",
+            [fts_any(terms), *scopes, *params, limit],
+        ).fetchall()
+
+    def filtered_tagged(
+        self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int
+    ) -> list[Candidate]:
+        """The newest memories with any of `tags` that meet `where`: (pk, 0.0, importance, created_at)."""
+        if not tags:
+            return []
+        condition, params = filter_sql(where, "memory", at)
+        return self.conn.execute(
+            "SELECT m.node, 0.0, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
+            f"WHERE m.scope IN ({marks(len(scopes))}) AND EXISTS (SELECT 1 FROM memory_tag t WHERE "
+            f"t.node = m.node AND t.tag IN ({marks(len(tags))})) AND {condition} ORDER BY m.node DESC LIMIT ?",
+            [*scopes, *tags, *params, limit],
+        ).fetchall()
+
+    def list_memories(self, scopes: Sequence[str], where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
+        """Memories that meet `where`, newest first."""
+        condition, params = filter_sql(where, "memory", at)
+        rows = self.conn.execute(
+            "SELECT m.node FROM memory m JOIN node n ON n.pk = m.node "
+            f"WHERE m.scope IN ({marks(len(scopes))}) AND {condition} "
+            "ORDER BY n.created_at DESC, n.pk DESC LIMIT ? OFFSET ?",
+            [*scopes, *params, limit, offset],
+        )
+        return [r[0] for r in rows]
+
+    def list_entities(self, scopes: Sequence[str], where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
+        """Entities (the oldest of each name) that meet `where`, newest first."""
+        condition, params = filter_sql(where, "entity", at)
+        canonical, names = _canonical("e", scopes)
+        rows = self.conn.execute(
+            "SELECT e.node FROM entity e JOIN node n ON n.pk = e.node "
+            f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} AND {condition} "
+            "ORDER BY n.created_at DESC, n.pk DESC LIMIT ? OFFSET ?",
+            [*scopes, *names, *params, limit, offset],
+        )
+        return [r[0] for r in rows]
+
+    def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int) -> set[int]:
+        """Which of these memories (or entities) meet `where`."""
+        if not pks:
+            return set()
+        condition, params = filter_sql(where, kind, at)
+        table = "memory m" if kind == "memory" else "entity e"
+        own = "m" if kind == "memory" else "e"
+        rows = self.conn.execute(
+            f"SELECT {own}.node FROM {table} JOIN node n ON n.pk = {own}.node "
+            f"WHERE {own}.node IN ({marks(len(pks))}) AND {condition}",
+            [*pks, *params],
+        )
+        return {r[0] for r in rows}

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from mnemodb.engine import Engine
 
 PROFILES = ("memdb", "native", "topodb", "knowledge-graph")
-DEFAULT_PROFILE = "memdb"
+DEFAULT_PROFILE = "native"
 
 
 class CliError(Exception):

@@ -136,6 +136,8 @@ class Patch:
     remove_tags: tuple[str, ...] = ()
     name: str | None = None
     entity_type: str | None = None
+    type: str | None = None
+    """The item's type, whichever it is: a memory's `memory_type` or an entity's type."""
     add_observations: tuple[str, ...] = ()
     remove_observations: tuple[str, ...] = ()
     props: Mapping[str, Scalar | None] = field(default_factory=dict)
@@ -260,6 +262,14 @@ class Items:
                         if len(out) == limit:
                             break
         return out, position
+
+    def facets(self, *, top: int = 10, scopes: Sequence[str] | None = None) -> dict[str, list[tuple[str, int]]]:
+        """The most used tags, memory types, entity types and (open) relation types, with counts."""
+        if not 1 <= top <= 100:
+            raise InvalidArgument("top must be from 1 to 100")
+        reads = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            return tx.facets(reads, top)
 
     # -- remember ---------------------------------------------------------------------------------
 
@@ -562,6 +572,10 @@ class Items:
         with engine.store.write() as tx:
             at = engine._clock()
             before = self._need_item(tx, ref, reads)
+            if patch.type is not None and isinstance(before, Memory):
+                patch = replace(patch, type=None, memory_type=patch.type)
+            elif patch.type is not None:
+                patch = replace(patch, type=None, entity_type=patch.type)
             if isinstance(before, Memory):
                 if patch.entity_fields:
                     raise InvalidArgument(f"{ref!r} is a memory: name, type of entity and observations do not apply")
@@ -643,15 +657,15 @@ class Items:
     def relate(
         self,
         add: Sequence[tuple[str, str, str, Props, int | None]] = (),
-        close: Sequence[tuple[str, int | None]] = (),
+        close: Sequence[tuple[str | tuple[str, str, str], int | None]] = (),
         *,
         scope: str | None = None,
         scopes: Sequence[str] | None = None,
     ) -> tuple[list[tuple[Edge, bool]], list[Edge]]:
         """Open relations (from, to, type, props, valid_from) and close relations (ref,
         valid_to), in one transaction. An open relation of the same type between the same
-        two items is returned as it is (False: not new). A closing reference is a relation
-        id or `from|type|to`."""
+        two items is returned as it is (False: not new). A relation to close is named by its
+        id or by (from, type, to)."""
         engine = self._engine
         target = engine._write_scope(scope)
         reads = engine.scopes(scopes)
@@ -692,20 +706,18 @@ class Items:
                 opened.append((edge, True))
         return opened, closed
 
-    def _edge(self, tx: ReadTx, ref: str, reads: Sequence[str], at: int) -> Edge:
-        """The open relation `ref` names: an edge id, or `from|type|to`."""
-        if "|" in ref:
-            parts = ref.split("|")
-            if len(parts) != 3:
-                raise InvalidArgument(f"{ref!r}: name a relation by its id or as from|type|to")
-            src, dst = self._need_item(tx, parts[0], reads), self._need_item(tx, parts[2], reads)
-            edges = [e for e in tx.find_edges(src.pk, dst.pk, parts[1], open_only=True) if e.scope in reads]
+    def _edge(self, tx: ReadTx, ref: str | tuple[str, str, str], reads: Sequence[str], at: int) -> Edge:
+        """The open relation `ref` names: an edge id, or (from, type, to)."""
+        if isinstance(ref, tuple):
+            src_ref, edge_type, dst_ref = ref
+            src, dst = self._need_item(tx, src_ref, reads), self._need_item(tx, dst_ref, reads)
+            edges = [e for e in tx.find_edges(src.pk, dst.pk, edge_type, open_only=True) if e.scope in reads]
             if not edges:
-                raise NotFound(f"no open relation {ref!r}")
+                raise NotFound(f"no open relation {edge_type!r} from {src_ref!r} to {dst_ref!r}")
             return edges[0]
         found = self._need(tx, ref, reads)
         if not isinstance(found, Edge):
-            raise InvalidArgument(f"{ref!r} is not a relation: close takes a relation id or from|type|to")
+            raise InvalidArgument(f"{ref!r} is not a relation: name one by its id or by from, type and to")
         if found.valid_to is not None and found.valid_to <= at:
             raise Conflict(f"relation {found.id} is already closed")
         return found

@@ -21,18 +21,25 @@ from mcp_types import (
     CallToolRequestParams,
     CallToolResult,
     EmptyResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
     PaginatedRequestParams,
+    PromptMessage,
     ReadResourceRequestParams,
     ReadResourceResult,
     ResourceTemplate,
     SubscribeRequestParams,
+    TextContent,
     TextResourceContents,
     ToolExecution,
     UnsubscribeRequestParams,
 )
+from mcp_types import Prompt as McpPrompt
+from mcp_types import PromptArgument as McpPromptArgument
 from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
 
@@ -90,6 +97,7 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
     tools = {tool.name: tool for tool in profile.tools}
     listed = [_listed(tool, profile) for tool in profile.tools]
     resources = {r.uri: r for r in profile.resources}
+    prompts = {p.name: p for p in profile.prompts}
     # Subscribed resource URIs. A stdio server has one client; the modern protocol era
     # has no resources/subscribe at all (it listens through subscriptions/listen).
     subscribed: set[str] = set()
@@ -156,15 +164,64 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
                 for r in profile.resources
                 if r.template
             ]
+            + [
+                ResourceTemplate(
+                    uri_template=t.uri_template,
+                    name=t.name,
+                    title=t.title,
+                    description=t.description,
+                    mime_type=t.mime_type,
+                )
+                for t in profile.templates
+            ]
         )
 
     async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
-        resource = resources.get(str(params.uri))
-        if resource is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Resource {params.uri} not found")
-        text = await run_in_worker(engine, lambda: resource.read(engine), tool_timeout_ms)
-        return ReadResourceResult(
-            contents=[TextResourceContents(uri=str(params.uri), text=text, mime_type=resource.mime_type)]
+        uri = str(params.uri)
+        resource = resources.get(uri)
+        if resource is not None:
+            text: str | None = await run_in_worker(engine, lambda: resource.read(engine), tool_timeout_ms)
+            mime_type = resource.mime_type
+        else:
+            text, mime_type = None, None
+            matches = [(t, v) for t in profile.templates if (v := t.match(uri)) is not None]
+            if matches:
+                template, value = matches[0]
+                text = await run_in_worker(engine, lambda: template.read(engine, value), tool_timeout_ms)
+                mime_type = template.mime_type
+        if text is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Resource {uri} not found")
+        return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
+
+    async def list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        return ListPromptsResult(
+            prompts=[
+                McpPrompt(
+                    name=p.name,
+                    title=p.title,
+                    description=p.description,
+                    arguments=[
+                        McpPromptArgument(name=a.name, description=a.description, required=a.required)
+                        for a in p.arguments
+                    ],
+                )
+                for p in profile.prompts
+            ]
+        )
+
+    async def get_prompt(ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
+        prompt = prompts.get(params.name)
+        if prompt is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt {params.name!r}")
+        given = dict(params.arguments or {})
+        missing = [a.name for a in prompt.arguments if a.required and not given.get(a.name)]
+        unknown = sorted(set(given) - {a.name for a in prompt.arguments})
+        if missing or unknown:
+            problem = f"missing argument {missing[0]!r}" if missing else f"unknown argument {unknown[0]!r}"
+            raise MCPError(code=INVALID_PARAMS, message=f"Prompt {prompt.name!r}: {problem}")
+        return GetPromptResult(
+            description=prompt.description,
+            messages=[PromptMessage(role="user", content=TextContent(type="text", text=prompt.render(given)))],
         )
 
     server: Server[Any] = Server(
@@ -174,9 +231,11 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
         instructions=profile.instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        on_list_resources=list_resources if profile.resources else None,
-        on_list_resource_templates=list_templates if profile.resources else None,
-        on_read_resource=read_resource if profile.resources else None,
+        on_list_resources=list_resources if profile.resources or profile.templates else None,
+        on_list_resource_templates=list_templates if profile.resources or profile.templates else None,
+        on_read_resource=read_resource if profile.resources or profile.templates else None,
+        on_list_prompts=list_prompts if profile.prompts else None,
+        on_get_prompt=get_prompt if profile.prompts else None,
         on_subscribe_resource=subscribe if any(r.subscribable for r in profile.resources) else None,
         on_unsubscribe_resource=unsubscribe if any(r.subscribable for r in profile.resources) else None,
     )

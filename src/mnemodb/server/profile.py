@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote
 
 from mcp_types import CallToolResult, ToolAnnotations
 
@@ -58,6 +59,45 @@ class Resource:
 
 
 @dataclass(frozen=True)
+class TemplateResource:
+    """Resources named by a URI template with one `{variable}`: `read` gets the engine and
+    the variable's (percent-decoded) value, and returns None when there is no such resource."""
+
+    uri_template: str
+    name: str
+    read: Callable[[Engine, str], str | None]
+    title: str | None = None
+    description: str | None = None
+    mime_type: str = "application/json"
+
+    def match(self, uri: str) -> str | None:
+        """The variable's value when `uri` fits the template, else None."""
+        head, _, rest = self.uri_template.partition("{")
+        tail = rest.partition("}")[2]
+        if not uri.startswith(head) or not uri.endswith(tail) or len(uri) <= len(head) + len(tail):
+            return None
+        return unquote(uri[len(head) : len(uri) - len(tail)])
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    name: str
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt template: `render` gets the arguments given and returns the message text."""
+
+    name: str
+    title: str
+    description: str
+    render: Callable[[Mapping[str, str]], str]
+    arguments: Sequence[PromptArgument] = ()
+
+
+@dataclass(frozen=True)
 class ProtocolRules:
     """How the stdio transport answers what the SDK would silently drop."""
 
@@ -83,6 +123,8 @@ class Profile:
     rules: ProtocolRules = ProtocolRules()
     tools: Sequence[Tool] = ()
     resources: Sequence[Resource] = ()
+    templates: Sequence[TemplateResource] = ()
+    prompts: Sequence[Prompt] = ()
     json_schema_dialect: str | None = None
     """A `$schema` to state in every input schema, as the upstream's SDK did."""
     forbid_tasks: bool = False

@@ -15,11 +15,28 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from mnemodb.engine.engine import WHITESPACE
 
-__all__ = ["Arr", "Bool", "Enum", "Field", "Int", "Invalid", "Issue", "Num", "Obj", "Str", "js_length"]
+__all__ = [
+    "Arr",
+    "Bool",
+    "Enum",
+    "Field",
+    "Int",
+    "Invalid",
+    "Issue",
+    "Map",
+    "Num",
+    "Obj",
+    "OneOrMany",
+    "Scalar",
+    "Str",
+    "Time",
+    "js_length",
+]
 
 Issue = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -366,6 +383,121 @@ class Obj(Field):
         if issues:
             raise Invalid(issues)
         return dict(cleaned)
+
+
+@dataclass(frozen=True)
+class Scalar(Field):
+    """A JSON scalar: a string, a finite number or a boolean (null too when `nullable`)."""
+
+    nullable: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        kinds = ["string", "number", "boolean"] + (["null"] if self.nullable else [])
+        return {"type": kinds}
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if value is None and self.nullable:
+            return value
+        if isinstance(value, str | bool) or (isinstance(value, int | float) and math.isfinite(value)):
+            return value
+        expected = "string, number or boolean" + (" or null" if self.nullable else "")
+        issues.append(_invalid_type(expected, value, path))
+        return value
+
+
+@dataclass(frozen=True)
+class Map(Field):
+    """An object whose keys are free and whose values all follow `values`."""
+
+    values: Field = field(default_factory=Str)
+    max_keys: int | None = None
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "object", "additionalProperties": self.values.json_schema()}
+        if self.max_keys is not None:
+            out["maxProperties"] = self.max_keys
+        return out
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if not isinstance(value, dict):
+            issues.append(_invalid_type("object", value, path))
+            return value
+        if self.max_keys is not None and len(value) > self.max_keys:
+            issues.append(
+                {
+                    "code": "too_big",
+                    "maximum": self.max_keys,
+                    "path": list(path),
+                    "message": f"Too big: expected at most {self.max_keys} keys",
+                }
+            )
+        return {k: self.values.check(v, (*path, k), issues) for k, v in value.items()}
+
+
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?")
+
+
+@dataclass(frozen=True)
+class Time(Field):
+    """An instant: milliseconds since the Unix epoch, or an ISO 8601 date or date-time
+    (UTC unless it carries an offset). Cleaned to milliseconds."""
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": ["string", "integer"]}
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 53:
+            return value
+        if isinstance(value, str) and _ISO_TIME.fullmatch(value.strip()):
+            try:
+                parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                pass
+            else:
+                if parsed.tzinfo is None:
+                    parsed = parsed.replace(tzinfo=UTC)
+                return int(parsed.timestamp() * 1000)
+        issues.append(
+            {
+                "code": "invalid_format",
+                "format": "time",
+                "path": list(path),
+                "message": "Invalid time: give an ISO 8601 date or date-time (e.g. 2026-03-01 or "
+                "2026-03-01T09:30:00Z) or milliseconds since 1970",
+            }
+        )
+        return value
+
+
+@dataclass(frozen=True)
+class OneOrMany(Field):
+    """One value or a list of them (each following `items`); cleaned to a list."""
+
+    items: Field = field(default_factory=Str)
+    max_items: int | None = None
+
+    def schema(self) -> dict[str, Any]:
+        many: dict[str, Any] = {"type": "array", "items": self.items.json_schema(), "minItems": 1}
+        if self.max_items is not None:
+            many["maxItems"] = self.max_items
+        return {"anyOf": [self.items.json_schema(), many]}
+
+    def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
+        if not isinstance(value, list):
+            return [self.items.check(value, path, issues)]
+        if not value:
+            message = "Too small: expected at least 1 item"
+            issues.append({"code": "too_small", "minimum": 1, "path": list(path), "message": message})
+        if self.max_items is not None and len(value) > self.max_items:
+            issues.append(
+                {
+                    "code": "too_big",
+                    "maximum": self.max_items,
+                    "path": list(path),
+                    "message": f"Too big: expected at most {self.max_items} items",
+                }
+            )
+        return [self.items.check(item, (*path, i), issues) for i, item in enumerate(value)]
 
 
 def _expected(spec: Field) -> str:

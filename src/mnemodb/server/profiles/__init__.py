@@ -9,13 +9,16 @@ from mnemodb.server.profile import Profile
 if TYPE_CHECKING:
     from mnemodb.server.config import Settings
 
-AVAILABLE = ("memdb", "knowledge-graph", "topodb")
-PLANNED = ("native",)
+AVAILABLE = ("native", "memdb", "knowledge-graph", "topodb")
 
 
 def build_profile(name: str, settings: Settings | None = None) -> Profile:
     """The profile called `name`, set up from the serve settings; ValueError names the choices
     for anything else."""
+    if name == "native":
+        from mnemodb.server.profiles import native
+
+        return native.build()
     if name == "memdb":
         from mnemodb.server.profiles import memdb
 
@@ -31,6 +34,4 @@ def build_profile(name: str, settings: Settings | None = None) -> Profile:
             db_path=settings.db_display if settings else "",
             allow_unscoped_changes=settings.allow_unscoped_changes if settings else False,
         )
-    if name in PLANNED:
-        raise ValueError(f"profile {name!r} is not available in this version (available: {', '.join(AVAILABLE)})")
     raise ValueError(f"unknown profile {name!r} (available: {', '.join(AVAILABLE)})")

@@ -146,3 +146,30 @@ class ItemReads:
             [*pks, *params],
         )
         return {r[0] for r in rows}
+
+    def facets(self, scopes: Sequence[str], top: int) -> dict[str, list[tuple[str, int]]]:
+        """The most common tags, memory types, entity types and relation types in `scopes`,
+        with their counts, most common first."""
+        marked = marks(len(scopes))
+
+        def top_of(sql: str) -> list[tuple[str, int]]:
+            return [(str(r[0]), int(r[1])) for r in self.conn.execute(sql, [*scopes, top])]
+
+        return {
+            "tags": top_of(
+                f"SELECT tag, SUM(n) AS c FROM tag_count WHERE scope IN ({marked}) AND n > 0 "
+                "GROUP BY tag ORDER BY c DESC, tag LIMIT ?"
+            ),
+            "memory_types": top_of(
+                f"SELECT memory_type, COUNT(*) AS c FROM memory WHERE scope IN ({marked}) "
+                "GROUP BY memory_type ORDER BY c DESC, memory_type LIMIT ?"
+            ),
+            "entity_types": top_of(
+                f"SELECT entity_type, COUNT(*) AS c FROM entity WHERE scope IN ({marked}) "
+                "GROUP BY entity_type ORDER BY c DESC, entity_type LIMIT ?"
+            ),
+            "relation_types": top_of(
+                f"SELECT type, COUNT(*) AS c FROM edge WHERE scope IN ({marked}) AND valid_to IS NULL "
+                "GROUP BY type ORDER BY c DESC, type LIMIT ?"
+            ),
+        }

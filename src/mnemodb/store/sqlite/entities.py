@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mnemodb.engine.models import Entity, Relation
+from mnemodb.store.sqlite.sql import fts_phrase, marks
 
 __all__ = ["EntityReads", "EntityWrites", "TextClause"]
 
@@ -27,10 +28,6 @@ _RELATION_FROM = "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.
 _MIN_TRIGRAM = 3
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _json_object(text: str | None) -> dict[str, Any]:
     return {} if not text or text == "{}" else dict(json.loads(text))
 
@@ -39,15 +36,11 @@ def _dumps_items(observations: Sequence[str]) -> str:
     return json.dumps(list(observations), ensure_ascii=False)
 
 
-def _phrase(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
 def _canonical(alias: str, scopes: Sequence[str]) -> tuple[str, list[str]]:
     """SQL keeping only the oldest entity of each name within `scopes`."""
     return (
         f"{alias}.node = (SELECT MIN(c.node) FROM entity c WHERE c.name = {alias}.name "
-        f"AND c.scope IN ({_marks(len(scopes))}))",
+        f"AND c.scope IN ({marks(len(scopes))}))",
         list(scopes),
     )
 
@@ -86,7 +79,7 @@ class EntityReads:
         for start in range(0, len(pks), 500):
             chunk = pks[start : start + 500]
             for entity, content in self.conn.execute(
-                f"SELECT entity, content FROM observation WHERE entity IN ({_marks(len(chunk))}) "
+                f"SELECT entity, content FROM observation WHERE entity IN ({marks(len(chunk))}) "
                 "ORDER BY entity, position",
                 chunk,
             ):
@@ -95,7 +88,7 @@ class EntityReads:
 
     def entity_by_name(self, scopes: Sequence[str], name: str) -> Entity | None:
         found = self._entities(
-            f"e.name = ? AND e.scope IN ({_marks(len(scopes))}) ORDER BY e.node LIMIT 1", [name, *scopes]
+            f"e.name = ? AND e.scope IN ({marks(len(scopes))}) ORDER BY e.node LIMIT 1", [name, *scopes]
         )
         return found[0] if found else None
 
@@ -106,7 +99,7 @@ class EntityReads:
         for start in range(0, len(unique), 400):
             chunk = unique[start : start + 400]
             for entity in self._entities(
-                f"e.name IN ({_marks(len(chunk))}) AND e.scope IN ({_marks(len(scopes))}) ORDER BY e.node",
+                f"e.name IN ({marks(len(chunk))}) AND e.scope IN ({marks(len(scopes))}) ORDER BY e.node",
                 [*chunk, *scopes],
             ):
                 out.setdefault(entity.name, entity)
@@ -116,7 +109,7 @@ class EntityReads:
         out: dict[int, Entity] = {}
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
-            for entity in self._entities(f"e.node IN ({_marks(len(chunk))})", chunk):
+            for entity in self._entities(f"e.node IN ({marks(len(chunk))})", chunk):
                 out[entity.pk] = entity
         return out
 
@@ -124,7 +117,7 @@ class EntityReads:
         """Entities in creation order (one per name), from just after `after`."""
         canonical, params = _canonical("e", scopes)
         sql = (
-            f"SELECT e.node FROM entity e WHERE e.node > ? AND e.scope IN ({_marks(len(scopes))}) "
+            f"SELECT e.node FROM entity e WHERE e.node > ? AND e.scope IN ({marks(len(scopes))}) "
             f"AND {canonical} ORDER BY e.node"
         )
         args: list[Any] = [after, *scopes, *params]
@@ -139,14 +132,14 @@ class EntityReads:
         if entity_type.isascii():
             rows = self.conn.execute(
                 f"SELECT e.node FROM entity e WHERE e.entity_type = ? COLLATE NOCASE "
-                f"AND e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY e.node",
+                f"AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY e.node",
                 [entity_type, *scopes, *params],
             ).fetchall()
             return [r[0] for r in rows]
         # SQLite folds ASCII only: compare the rest here.
         wanted = entity_type.lower()
         rows = self.conn.execute(
-            f"SELECT e.node, e.entity_type FROM entity e WHERE e.scope IN ({_marks(len(scopes))}) "
+            f"SELECT e.node, e.entity_type FROM entity e WHERE e.scope IN ({marks(len(scopes))}) "
             f"AND {canonical} ORDER BY e.node",
             [*scopes, *params],
         ).fetchall()
@@ -157,9 +150,9 @@ class EntityReads:
         the caller checks exactly), or None when no clause can use the trigram index."""
         parts: list[str] = []
         for column, every, some in clauses:
-            terms = [_phrase(t) for t in every if len(t) >= _MIN_TRIGRAM]
+            terms = [fts_phrase(t) for t in every if len(t) >= _MIN_TRIGRAM]
             if some and all(len(t) >= _MIN_TRIGRAM for t in some):
-                terms.append("(" + " OR ".join(_phrase(t) for t in some) + ")")
+                terms.append("(" + " OR ".join(fts_phrase(t) for t in some) + ")")
             if not terms:
                 continue
             expression = " AND ".join(terms)
@@ -169,7 +162,7 @@ class EntityReads:
         canonical, params = _canonical("e", scopes)
         rows = self.conn.execute(
             "SELECT t.rowid FROM entity_text t JOIN entity e ON e.node = t.rowid "
-            f"WHERE entity_text MATCH ? AND e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
+            f"WHERE entity_text MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
             [" AND ".join(parts), *scopes, *params],
         ).fetchall()
         return [r[0] for r in rows]
@@ -184,7 +177,7 @@ class EntityReads:
             canonical, params = _canonical("e", scopes)
             yield from self.conn.execute(
                 "SELECT t.rowid, t.name, t.type, t.obs, t.items FROM entity_text t JOIN entity e ON e.node = t.rowid "
-                f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
+                f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
                 [*scopes, *params],
             )
             return
@@ -192,7 +185,7 @@ class EntityReads:
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             yield from self.conn.execute(
-                f"SELECT rowid, name, type, obs, items FROM entity_text WHERE rowid IN ({_marks(len(chunk))}) "
+                f"SELECT rowid, name, type, obs, items FROM entity_text WHERE rowid IN ({marks(len(chunk))}) "
                 "ORDER BY rowid",
                 chunk,
             )
@@ -202,7 +195,7 @@ class EntityReads:
         canonical, params = _canonical("e", scopes)
         yield from self.conn.execute(
             "SELECT o.entity, o.content FROM observation o JOIN entity e ON e.node = o.entity "
-            f"WHERE e.scope IN ({_marks(len(scopes))}) AND {canonical} ORDER BY o.entity, o.position",
+            f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY o.entity, o.position",
             [*scopes, *params],
         )
 
@@ -229,14 +222,14 @@ class EntityReads:
         if not pks:
             return []
         found: dict[int, tuple[int, int, int]] = {}
-        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({_marks(len(scopes))})"
+        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({marks(len(scopes))})"
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
-            marks = _marks(len(chunk))
+            chunk_marks = marks(len(chunk))
             for column in ("r.src", "r.dst"):
                 for row in self.conn.execute(
                     "SELECT r.pk, r.src, r.dst FROM edge r JOIN entity es ON es.node = r.src "
-                    f"JOIN entity ed ON ed.node = r.dst WHERE {column} IN ({marks}) AND {scope_filter}",
+                    f"JOIN entity ed ON ed.node = r.dst WHERE {column} IN ({chunk_marks}) AND {scope_filter}",
                     [*chunk, *scopes],
                 ):
                     found[row[0]] = row
@@ -246,7 +239,7 @@ class EntityReads:
         out: dict[int, Relation] = {}
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
-            for relation in self._relations(f"r.pk IN ({_marks(len(chunk))})", chunk):
+            for relation in self._relations(f"r.pk IN ({marks(len(chunk))})", chunk):
                 out[relation.pk] = relation
         return out
 
@@ -258,12 +251,12 @@ class EntityReads:
             return []
         members = set(pks)
         found: dict[int, Relation] = {}
-        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({_marks(len(scopes))})"
+        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({marks(len(scopes))})"
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
-            marks = _marks(len(chunk))
+            chunk_marks = marks(len(chunk))
             for column in ("r.src", "r.dst"):
-                for relation in self._relations(f"{column} IN ({marks}) AND {scope_filter}", [*chunk, *scopes]):
+                for relation in self._relations(f"{column} IN ({chunk_marks}) AND {scope_filter}", [*chunk, *scopes]):
                     ends = (relation.src_pk, relation.dst_pk)
                     if not both_ends or all(end in members for end in ends):
                         found[relation.pk] = relation
@@ -281,7 +274,7 @@ class EntityReads:
         limit: int | None = None,
     ) -> list[Relation]:
         """Open relations between entities in `scopes`, filtered, oldest first."""
-        where = f"r.pk > ? AND r.valid_to IS NULL AND r.scope IN ({_marks(len(scopes))})"
+        where = f"r.pk > ? AND r.valid_to IS NULL AND r.scope IN ({marks(len(scopes))})"
         params: list[Any] = [after, *scopes]
         if relation_type is not None:
             where += " AND r.type = ? COLLATE NOCASE" if ignore_case else " AND r.type = ?"

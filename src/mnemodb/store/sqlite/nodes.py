@@ -15,20 +15,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mnemodb.engine.models import Change, Node, Scalar
+from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["NodeReads", "NodeWrites"]
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _json_object(text: str | None) -> dict[str, Any]:
     return {} if not text or text == "{}" else dict(json.loads(text))
-
-
-def _phrase(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
 
 
 def _index_name(label: str, prop: str) -> str:
@@ -82,7 +75,7 @@ class NodeReads:
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
             for row in self.conn.execute(
-                f"SELECT {_VIEW_COLUMNS} FROM {_VIEW_FROM} WHERE n.pk IN ({_marks(len(chunk))})", chunk
+                f"SELECT {_VIEW_COLUMNS} FROM {_VIEW_FROM} WHERE n.pk IN ({marks(len(chunk))})", chunk
             ):
                 out[row[0]] = _view(row)
         return out
@@ -93,7 +86,7 @@ class NodeReads:
 
     def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: Sequence[str]) -> list[int]:
         """Nodes of `label` in `scopes` whose property equals `value` exactly (type included)."""
-        scope_marks = _marks(len(scopes))
+        scope_marks = marks(len(scopes))
         if label == "Entity" and prop == "name":
             if not isinstance(value, str):
                 return []
@@ -143,8 +136,8 @@ class NodeReads:
             return []
         rows = self.conn.execute(
             "SELECT t.rowid, bm25(node_text) AS rank FROM node_text t JOIN node n ON n.pk = t.rowid "
-            f"WHERE node_text MATCH ? AND n.scope IN ({_marks(len(scopes))}) ORDER BY rank LIMIT ?",
-            [" OR ".join(_phrase(t) for t in terms), *scopes, limit],
+            f"WHERE node_text MATCH ? AND n.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            [fts_any(terms), *scopes, limit],
         ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
@@ -154,7 +147,7 @@ class NodeReads:
         return [
             r[0]
             for r in self.conn.execute(
-                f"SELECT pk FROM node WHERE label IN ({_marks(len(labels))}) ORDER BY pk", list(labels)
+                f"SELECT pk FROM node WHERE label IN ({marks(len(labels))}) ORDER BY pk", list(labels)
             )
         ]
 

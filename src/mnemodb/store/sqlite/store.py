@@ -27,6 +27,7 @@ from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["SqliteStore"]
 
@@ -65,18 +66,9 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
-
-
-def _fts_phrase(term: str) -> str:
-    # A double-quoted FTS5 string is always a plain phrase: no operator inside it is live.
-    return '"' + term.replace('"', '""') + '"'
 
 
 class _Tx(EntityReads, NodeReads, ItemReads):
@@ -116,7 +108,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         out: dict[int, list[str]] = {}
         for chunk in _chunks(pks, 500):
             for node, tag in self.conn.execute(
-                f"SELECT node, tag FROM memory_tag WHERE node IN ({_marks(len(chunk))}) ORDER BY node, tag",
+                f"SELECT node, tag FROM memory_tag WHERE node IN ({marks(len(chunk))}) ORDER BY node, tag",
                 chunk,
             ):
                 out.setdefault(node, []).append(tag)
@@ -124,7 +116,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
 
     def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
         found = self._memories(
-            f"m.hash = ? AND m.scope IN ({_marks(len(scopes))}) ORDER BY m.node LIMIT 1", [digest, *scopes]
+            f"m.hash = ? AND m.scope IN ({marks(len(scopes))}) ORDER BY m.node LIMIT 1", [digest, *scopes]
         )
         return found[0] if found else None
 
@@ -139,7 +131,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
     def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
         out: dict[int, Memory] = {}
         for chunk in _chunks(pks, 500):
-            for memory in self._memories(f"m.node IN ({_marks(len(chunk))})", chunk):
+            for memory in self._memories(f"m.node IN ({marks(len(chunk))})", chunk):
                 out[memory.pk] = memory
         return out
 
@@ -153,7 +145,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         """
         if not terms or limit <= 0:
             return []
-        match = " OR ".join(_fts_phrase(t) for t in terms)
+        match = fts_any(terms)
         if content_only:
             match = f"{{content}} : ({match})"
         if self._holds_only(scopes):
@@ -168,7 +160,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
                 pk: (importance, created_at)
                 for pk, importance, created_at in self.conn.execute(
                     "SELECT m.node, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
-                    f"WHERE m.node IN ({_marks(len(ranked))})",
+                    f"WHERE m.node IN ({marks(len(ranked))})",
                     [pk for pk, _ in ranked],
                 )
             }
@@ -176,7 +168,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         return self.conn.execute(
             "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
-            f"WHERE memory_fts MATCH ? AND m.scope IN ({_marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
             [match, *scopes, limit],
         ).fetchall()
 
@@ -194,15 +186,15 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         # their details: a common tag costs an index scan, not a join and sort of every row.
         return self.conn.execute(
             "SELECT t.node, 0.0, m.importance, n.created_at FROM "
-            f"(SELECT DISTINCT node FROM memory_tag WHERE tag IN ({_marks(len(tags))}) "
-            f"AND scope IN ({_marks(len(scopes))}) ORDER BY node DESC LIMIT ?) t "
+            f"(SELECT DISTINCT node FROM memory_tag WHERE tag IN ({marks(len(tags))}) "
+            f"AND scope IN ({marks(len(scopes))}) ORDER BY node DESC LIMIT ?) t "
             "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node",
             [*tags, *scopes, limit],
         ).fetchall()
 
     def count_memories(self, scopes: Sequence[str]) -> int:
         row = self.conn.execute(
-            f"SELECT COALESCE(SUM(n), 0) FROM scope_count WHERE kind = 'memory' AND scope IN ({_marks(len(scopes))})",
+            f"SELECT COALESCE(SUM(n), 0) FROM scope_count WHERE kind = 'memory' AND scope IN ({marks(len(scopes))})",
             scopes,
         ).fetchone()
         return int(row[0])
@@ -210,7 +202,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
     def count_tags(self, scopes: Sequence[str]) -> int:
         """Distinct tags over the memories of `scopes` (from counters kept by triggers)."""
         row = self.conn.execute(
-            f"SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope IN ({_marks(len(scopes))})", scopes
+            f"SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope IN ({marks(len(scopes))})", scopes
         ).fetchone()
         return int(row[0])
 
@@ -250,7 +242,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         out: dict[int, tuple[str, str]] = {}
         for chunk in _chunks(pks, 500):
             for pk, label, scope in self.conn.execute(
-                f"SELECT pk, label, scope FROM node WHERE pk IN ({_marks(len(chunk))})", chunk
+                f"SELECT pk, label, scope FROM node WHERE pk IN ({marks(len(chunk))})", chunk
             ):
                 out[pk] = (label, scope)
         return out
@@ -310,20 +302,20 @@ class _Tx(EntityReads, NodeReads, ItemReads):
             filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
             extra += [valid_at, valid_at]
         if scopes is not None:
-            filters += f" AND e.scope IN ({_marks(len(scopes))})"
+            filters += f" AND e.scope IN ({marks(len(scopes))})"
             extra += list(scopes)
         if edge_types:
-            filters += f" AND e.type IN ({_marks(len(edge_types))})"
+            filters += f" AND e.type IN ({marks(len(edge_types))})"
             extra += list(edge_types)
         found: dict[int, Edge] = {}
         for chunk in _chunks(pks, 400):
-            marks = _marks(len(chunk))
+            chunk_marks = marks(len(chunk))
             # Two indexed lookups (edge_src, edge_dst) rather than one OR, which would scan.
             if direction in ("out", "both"):
-                for edge in self._edges(f"e.src IN ({marks}){filters}", [*chunk, *extra]):
+                for edge in self._edges(f"e.src IN ({chunk_marks}){filters}", [*chunk, *extra]):
                     found[edge.pk] = edge
             if direction in ("in", "both"):
-                for edge in self._edges(f"e.dst IN ({marks}){filters}", [*chunk, *extra]):
+                for edge in self._edges(f"e.dst IN ({chunk_marks}){filters}", [*chunk, *extra]):
                     found[edge.pk] = edge
         return [found[k] for k in sorted(found)]
 
@@ -338,7 +330,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         if scopes is None:
             where, params = "", []
         else:
-            where, params = f" WHERE scope IN ({_marks(len(scopes))})", list(scopes)
+            where, params = f" WHERE scope IN ({marks(len(scopes))})", list(scopes)
         out = {}
         for name, table in (
             ("nodes", "node"),
@@ -348,7 +340,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         ):
             out[name] = int(self.conn.execute(f"SELECT COUNT(*) FROM {table}{where}", params).fetchone()[0])
         obs_where = (
-            "" if scopes is None else f" JOIN entity e ON e.node = o.entity WHERE e.scope IN ({_marks(len(scopes))})"
+            "" if scopes is None else f" JOIN entity e ON e.node = o.entity WHERE e.scope IN ({marks(len(scopes))})"
         )
         out["observations"] = int(
             self.conn.execute(f"SELECT COUNT(*) FROM observation o{obs_where}", params).fetchone()[0]

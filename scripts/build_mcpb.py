@@ -46,16 +46,19 @@ MCPB_PACKAGE = f"@anthropic-ai/mcpb@{MCPB_CLI_VERSION}"
 # experimental); it has all this bundle needs.
 MANIFEST_VERSION = "0.2"
 
-# The profile people who used Claude Desktop's memory server know.
-DEFAULT_PROFILE = "knowledge-graph"
+# mnemodb's own tool set, as for `mnemodb serve`; the others are one setting away.
+DEFAULT_PROFILE = "native"
 DEFAULT_DATABASE_DIR = "${HOME}/.mnemodb"
 DATABASE_FILE = "memory.db"
 ENTRY_POINT = "server/main.py"
 
 PROFILE_BLURBS = {
+    "native": "mnemodb's own nine tools: memories, entities and time-aware relations, search, graph "
+    "exploration and history",
     "knowledge-graph": "the tools of the knowledge-graph memory server (entities, relations, observations) "
     "plus graph search, paths and filters",
     "memdb": "memdb's tools (memories with tags, importance and types, and relationships between them)",
+    "topodb": "topodb-mcp's tools (a scoped, temporal property graph with vectors and a change feed)",
 }
 
 PLATFORM_NAMES = {"darwin": "macOS", "win32": "Windows", "linux": "Linux"}

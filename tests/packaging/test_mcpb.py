@@ -184,12 +184,12 @@ def test_manifest_describes_this_build(bundle: Bundle) -> None:
     assert manifest["compatibility"]["platforms"] == [sys.platform]
     assert manifest["compatibility"]["runtimes"]["python"].startswith(f">={python},")
     settings = manifest["user_config"]
-    assert settings["profile"]["default"] == "knowledge-graph"
+    assert settings["profile"]["default"] == "native"
     assert settings["database_dir"]["type"] == "directory"
     assert settings["database_dir"]["default"] == "${HOME}/.mnemodb"
-    expected = [tool.name for tool in build_profile("knowledge-graph").tools]
+    expected = [tool.name for tool in build_profile("native").tools]
     assert [tool["name"] for tool in manifest["tools"]] == expected
-    assert len(expected) == 16
+    assert len(expected) == 9
 
 
 def test_server_starts_from_the_bundle_as_the_host_starts_it(bundle: Bundle, tmp_path: Path) -> None:

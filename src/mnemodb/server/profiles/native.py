@@ -511,9 +511,9 @@ class NativeTools:
             "relations": [relation_shape(e, ends) for e in found.edges],
         }
 
-    # changes -----------------------------------------------------------------------------------------------
+    # audit -------------------------------------------------------------------------------------------------
 
-    def changes(self, engine: Engine, a: dict[str, Any]) -> Any:
+    def audit(self, engine: Engine, a: dict[str, Any]) -> Any:
         limit = a.get("limit", 50)
         if "ref" in a:
             if "since" in a:
@@ -527,9 +527,9 @@ class NativeTools:
             "current_seq": engine.current_seq(),
         }
 
-    # stats ------------------------------------------------------------------------------------------------
+    # survey -----------------------------------------------------------------------------------------------
 
-    def stats(self, engine: Engine, a: dict[str, Any]) -> Any:
+    def survey(self, engine: Engine, a: dict[str, Any]) -> Any:
         scopes = a.get("scopes")
         stats = engine.stats(scopes=scopes)
         facets = engine.items.facets(top=a.get("top", 10), scopes=scopes)
@@ -783,11 +783,11 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             ),
         ),
         _tool(
-            "changes",
-            "Changes",
-            "What changed, oldest first: the change log from `since` (a sequence number; poll with the "
-            "previous call's next_since), or one item's whole history (`ref`). Only changes in scopes you "
-            "may read. For the current state of items, use recall or get.",
+            "audit",
+            "Audit",
+            "Audit what changed, oldest first: the change log from `since` (a sequence number; poll with "
+            "the previous call's next_since), or one item's whole history (`ref`). Only changes in scopes "
+            "you may read. For the current state of items, use recall or get.",
             _params(
                 {
                     "since": Int(minimum=0, description="Default 1"),
@@ -796,7 +796,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "scopes": SCOPES,
                 }
             ),
-            handlers.changes,
+            handlers.audit,
             READ,
             _output(
                 {"changes": _ARRAY, "next_since": {"type": ["integer", "null"]}, "current_seq": _INT},
@@ -805,9 +805,9 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             ),
         ),
         _tool(
-            "stats",
-            "Stats",
-            "Counts and shape of the memory you can read: memories, entities, observations, relations and "
+            "survey",
+            "Survey",
+            "Survey the memory you can read: counts of memories, entities, observations, relations and "
             "embeddings, the oldest and newest memory, the most used tags and types, the change log's "
             "position and the database size. Cheap; use it to get your bearings in an unfamiliar memory.",
             _params(
@@ -816,7 +816,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "scopes": SCOPES,
                 }
             ),
-            handlers.stats,
+            handlers.survey,
             READ,
             _output({"memories": _INT, "entities": _INT, "relations": _INT}),
         ),
@@ -866,7 +866,7 @@ class NativeProfile(Profile):
                 title="Memory statistics",
                 description="Counts, most used tags and types, and the change log's position",
                 mime_type="application/json",
-                read=lambda engine: _json(self.handlers.stats(engine, {})),
+                read=lambda engine: _json(self.handlers.survey(engine, {})),
             ),
         )
         self.prompts = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -697,30 +697,54 @@ class KnowledgeGraph:
         """Entities with an observation matching a preset name or a JavaScript-style regex
         (case-insensitive). InvalidArgument for a bad pattern, or one that runs past
         `time_limit` (the pattern's fault, so it says so rather than timing the call out)."""
+        reads = self._reads(scopes)
+        with self._engine.store.read() as tx:
+            hits = self.matching_pattern(tx, pattern, reads, time_limit=time_limit)
+            entities = tx.entities_by_pk(hits)
+        return self._ordered(entities, hits)
+
+    def _pattern(self, pattern: str) -> tuple[str, regex.Pattern[str]]:
         source = OBSERVATION_PRESETS.get(self._check_text(pattern, "pattern").lower(), pattern)
         try:
-            compiled = regex.compile(_js_pattern(source), regex.IGNORECASE | regex.VERSION0)
+            return source, regex.compile(_js_pattern(source), regex.IGNORECASE | regex.VERSION0)
         except regex.error as exc:
             raise InvalidArgument(f"Invalid regular expression: /{pattern}/i: {exc}") from None
-        reads = self._reads(scopes)
+
+    def observation_matcher(self, pattern: str, *, time_limit: float = PATTERN_TIME_LIMIT_S) -> Callable[[str], bool]:
+        """A test of one observation against `pattern` (as in `with_observations_matching`);
+        a test that runs past `time_limit` counts as no match."""
+        compiled = self._pattern(pattern)[1]
+
+        def matches(observation: str) -> bool:
+            try:
+                return compiled.search(observation, timeout=time_limit) is not None
+            except TimeoutError:
+                return False
+
+        return matches
+
+    def matching_pattern(
+        self, tx: ReadTx, pattern: str, reads: Sequence[str], *, time_limit: float = PATTERN_TIME_LIMIT_S
+    ) -> list[int]:
+        """Pks of the entities with an observation matching `pattern` (see
+        `with_observations_matching`), in creation order, inside a read."""
+        source, compiled = self._pattern(pattern)
         deadline = time.monotonic() + time_limit
         too_long = f"the pattern /{pattern}/ ran longer than {time_limit:g}s over the observations; simplify it"
         hits: list[int] = []
-        with self._engine.store.read() as tx:
-            # A plain word (no regex syntax) is looked up in the substring index first.
-            literal = source if not _REGEX_SYNTAX.search(source) and len(source) >= 3 else None
-            candidates = tx.entity_text_search([("obs", [literal], [])], reads) if literal else None
-            for pk, _name, _kind, _obs, items in tx.entity_texts(reads, candidates):
-                for observation in json.loads(items) if items else ():
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise InvalidArgument(too_long)
-                    try:
-                        matched = compiled.search(observation, timeout=remaining) is not None
-                    except TimeoutError:
-                        raise InvalidArgument(too_long) from None
-                    if matched:
-                        hits.append(pk)
-                        break
-            entities = tx.entities_by_pk(hits)
-        return self._ordered(entities, hits)
+        # A plain word (no regex syntax) is looked up in the substring index first.
+        literal = source if not _REGEX_SYNTAX.search(source) and len(source) >= 3 else None
+        candidates = tx.entity_text_search([("obs", [literal], [])], reads) if literal else None
+        for pk, _name, _kind, _obs, items in tx.entity_texts(reads, candidates):
+            for observation in json.loads(items) if items else ():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise InvalidArgument(too_long)
+                try:
+                    matched = compiled.search(observation, timeout=remaining) is not None
+                except TimeoutError:
+                    raise InvalidArgument(too_long) from None
+                if matched:
+                    hits.append(pk)
+                    break
+        return hits

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from mnemodb.store.base import ReadTx, WriteTx
 
 __all__ = [
+    "EntityNote",
     "Found",
     "Item",
     "ItemPage",
@@ -74,6 +75,14 @@ class Note:
     """Entity names: each is found (or created, typeless) and linked from the memory by `about`."""
     supersedes: str | None = None
     """A reference to an older memory this one replaces; it stops being current."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntityNote:
+    """An entity to remember, with properties to give it (merged into an existing one's)."""
+
+    entity: NewEntity
+    props: Props = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,25 +225,64 @@ class Items:
             raise InvalidArgument(f"{ref!r} is a relation; give a memory or an entity")
         return found
 
-    def get(self, refs: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[Item | Edge | None]:
-        """Each reference's memory, entity or relation (None where nothing matches)."""
+    def get(
+        self, refs: Sequence[str], *, scopes: Sequence[str] | None = None, as_of: int | None = None
+    ) -> list[Item | Edge | None]:
+        """Each reference's memory, entity or relation (None where nothing matches); with
+        `as_of`, as it was then (None for what did not exist yet)."""
         reads = self._engine.scopes(scopes)
         with self._engine.store.read() as tx:
             found = [self.resolve(tx, ref, reads) for ref in refs]
-        self._engine._record_access(f.pk for f in found if isinstance(f, Memory | Entity))
+            if as_of is not None:
+                found = [self._then(tx, f, as_of) if f is not None else None for f in found]
+        if as_of is None:
+            self._engine._record_access(f.pk for f in found if isinstance(f, Memory | Entity))
         return found
 
+    def _then(self, tx: ReadTx, found: Item | Edge, at: int) -> Item | Edge | None:
+        if found.created_at > at:
+            return None
+        return found if isinstance(found, Edge) else self._as_of(tx, found, at)
+
     def edges_of(
-        self, items: Sequence[Item], *, scopes: Sequence[str] | None = None, include_closed: bool = False
+        self,
+        items: Sequence[Item],
+        *,
+        scopes: Sequence[str] | None = None,
+        include_closed: bool = False,
+        as_of: int | None = None,
     ) -> tuple[list[Edge], dict[int, Item]]:
-        """The edges touching these items (valid now, unless `include_closed`) and the items at
-        their other ends, by pk."""
+        """The edges touching these items (valid now or at `as_of`; every one with
+        `include_closed`) and the items at their ends, by pk."""
+        reads = self._engine.scopes(scopes)
+        at = self._engine._clock() if as_of is None else as_of
+        with self._engine.store.read() as tx:
+            edges = tx.edges_of([i.pk for i in items], "both", valid_at=None if include_closed else at, scopes=reads)
+            ends = self._items(tx, list({e.src_pk for e in edges} | {e.dst_pk for e in edges}), reads)
+            if as_of is not None:
+                ends = {pk: self._as_of(tx, item, at) for pk, item in ends.items() if item.created_at <= at}
+        return [e for e in edges if e.src_pk in ends and e.dst_pk in ends], ends
+
+    def relations(
+        self,
+        types: Sequence[str],
+        *,
+        include_closed: bool = False,
+        limit: int = 50,
+        scopes: Sequence[str] | None = None,
+    ) -> Neighbourhood:
+        """Relations of these types (valid now, or every one with `include_closed`), newest
+        first, with the items at their ends."""
+        if not types:
+            raise InvalidArgument("name at least one relation type")
         reads = self._engine.scopes(scopes)
         now = self._engine._clock()
         with self._engine.store.read() as tx:
-            edges = tx.edges_of([i.pk for i in items], "both", valid_at=None if include_closed else now, scopes=reads)
+            edges = tx.edges_of_types(types, reads, valid_at=None if include_closed else now, limit=limit + 1)
             ends = self._items(tx, list({e.src_pk for e in edges} | {e.dst_pk for e in edges}), reads)
-        return [e for e in edges if e.src_pk in ends and e.dst_pk in ends], ends
+        kept = [e for e in edges if e.src_pk in ends and e.dst_pk in ends][:limit]
+        order = list(dict.fromkeys(pk for e in kept for pk in (e.src_pk, e.dst_pk)))
+        return Neighbourhood(tuple(ends[pk] for pk in order), tuple(kept), {}, truncated=len(edges) > limit)
 
     def history(self, ref: str, *, scopes: Sequence[str] | None = None) -> list[Change]:
         """Every change-log entry about one item, oldest first."""
@@ -276,7 +324,7 @@ class Items:
     def remember(
         self,
         notes: Sequence[Note] = (),
-        entities: Sequence[NewEntity] = (),
+        entities: Sequence[NewEntity | EntityNote] = (),
         *,
         scope: str | None = None,
         scopes: Sequence[str] | None = None,
@@ -301,8 +349,11 @@ class Items:
                 checked.append(replace(note, memory=memory))
             except InvalidArgument as exc:
                 problems.append(f"memories[{i}]: {exc}")
-        for i, entity in enumerate(entities):
+        named = [e if isinstance(e, EntityNote) else EntityNote(e) for e in entities]
+        for i, entity_note in enumerate(named):
+            entity = entity_note.entity
             try:
+                check_props(entity_note.props)
                 if not check_text(entity.name, "entity name"):
                     raise InvalidArgument("an entity's name must not be empty")
                 check_text(entity.entity_type, "entity type")
@@ -318,7 +369,7 @@ class Items:
         visible = tuple(dict.fromkeys((*reads, target)))
         with engine.store.write() as tx:
             at = engine._clock()
-            entity_results = [self._remember_entity(tx, e, target, visible, at) for e in entities]
+            entity_results = [self._remember_entity(tx, e, target, visible, at) for e in named]
             memory_results = []
             for i, note in enumerate(checked):
                 try:
@@ -328,11 +379,15 @@ class Items:
         return memory_results, entity_results
 
     def _remember_entity(
-        self, tx: WriteTx, item: NewEntity, target: str, visible: Sequence[str], at: int
+        self, tx: WriteTx, note: EntityNote, target: str, visible: Sequence[str], at: int
     ) -> Remembered:
+        item = note.entity
         existing = tx.entity_by_name(visible, item.name)
         if existing is None:
-            return Remembered(self._engine.graph.insert(tx, item, target, at), "created")
+            return Remembered(self._engine.graph.insert(tx, item, target, at, check_props(note.props)), "created")
+        props = {k: v for k, v in check_props(note.props).items() if existing.props.get(k) != v}
+        if props:
+            self._engine.nodes.apply_props(tx, existing.id, props, at)
         added = tx.add_observations(existing.pk, list(item.observations), at) if item.observations else []
         if added:
             self._log(tx, ops.observations_added(existing, added), at)
@@ -340,7 +395,7 @@ class Items:
         if retyped:
             tx.rename_entity(existing.pk, entity_type=item.entity_type)
             self._log(tx, ops.node_updated(existing.scope, existing.id, {"entity_type": item.entity_type}), at)
-        if not added and not retyped:
+        if not added and not retyped and not props:
             return Remembered(existing, "existing")
         tx.touch_node(existing.pk, at)
         after = tx.entities_by_pk([existing.pk])[existing.pk]
@@ -389,6 +444,7 @@ class Items:
         fuzzy: bool = False,
         vector: tuple[str, Sequence[float]] | None = None,
         about: Sequence[str] = (),
+        pattern: str | None = None,
         offset: int = 0,
         limit: int = 10,
         expand_hops: int = 0,
@@ -397,7 +453,9 @@ class Items:
         """Memories and entities matching `query` (words, best first) and/or near `vector`
         ((model, values), by cosine), fused by rank; without either, every item that meets
         `where`, newest first. `about` names entities whose linked memories are wanted.
-        `expand_hops` adds what the page's items lead to over current edges.
+        `expand_hops` adds what the page's items lead to over current edges. `pattern` keeps
+        only entities with an observation matching it (a regular expression or a preset, see
+        `KnowledgeGraph.with_observations_matching`).
         """
         if limit < 1 or offset < 0:
             raise InvalidArgument("limit must be at least 1 and offset at least 0")
@@ -419,7 +477,12 @@ class Items:
                     raise NotFound(f"no entity named {missing[0]!r}: `about` takes exact entity names")
                 where = replace(where, linked_to=tuple(e.pk for e in named.values()))
             use_entities = "entity" in kinds and not where.memories_only
-            use_memories = "memory" in kinds
+            use_memories = "memory" in kinds and pattern is None
+            if pattern is not None:
+                if not use_entities:
+                    raise InvalidArgument("pattern matches entities' observations: it cannot apply to memories only")
+                patterned = engine.graph.matching_pattern(tx, pattern, reads)
+                where = replace(where, pks=tuple(patterned))
             rankings: list[list[tuple[int, float]]] = []
             if query is not None and query.strip():
                 if use_memories:

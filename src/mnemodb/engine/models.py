@@ -168,6 +168,8 @@ class ItemFilter:
     """A memory with an open edge, either way, to one of these nodes (pks)."""
     current_only: bool = False
     """Leave out memories that an open `supersedes` edge points at."""
+    pks: tuple[int, ...] | None = None
+    """Only these items (None: no such restriction)."""
 
     @property
     def memories_only(self) -> bool:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,8 +25,9 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.errors import InvalidArgument
 from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.items import Found, Item, ItemPage, Neighbourhood, Note, Patch
+from mnemodb.engine.items import EntityNote, Found, Item, ItemPage, Neighbourhood, Note, Patch
 from mnemodb.engine.models import SUPERSEDES, Change, Edge, Entity, ItemFilter, Memory, NewMemory
+from mnemodb.search.analyzer import words
 from mnemodb.server.profile import Profile, Prompt, PromptArgument, Resource, TemplateResource, Tool
 from mnemodb.server.profiles import native_text
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Int, Invalid, Map, Num, Obj, OneOrMany, Scalar, Str, Time
@@ -206,6 +208,7 @@ NEW_ENTITY = Obj(
         "name": Str(min_length=1),
         "type": Str(description="person, project, service..."),
         "observations": Arr(items=TEXT, max_items=100, description="Facts about it, one each"),
+        "props": PROPS,
     },
     required=("name",),
 )
@@ -287,7 +290,11 @@ class NativeTools:
             for m in memories
         ]
         new_entities = [
-            NewEntity(e["name"], e.get("type", ""), tuple(dict.fromkeys(e.get("observations", ())))) for e in entities
+            EntityNote(
+                NewEntity(e["name"], e.get("type", ""), tuple(dict.fromkeys(e.get("observations", ())))),
+                e.get("props", {}),
+            )
+            for e in entities
         ]
         stored, named = engine.items.remember(notes, new_entities, scope=a.get("scope"))
         out_memories = []
@@ -335,16 +342,29 @@ class NativeTools:
             fuzzy=a.get("fuzzy", False),
             vector=vector,
             about=a.get("about", ()),
+            pattern=a.get("pattern"),
             offset=offset,
             limit=limit,
             expand_hops=a.get("expand", 0),
             scopes=a.get("scopes"),
         )
-        return self._page(a, page, offset)
+        return self._page(engine, a, page, offset)
 
-    def _page(self, a: Mapping[str, Any], page: ItemPage, offset: int) -> dict[str, Any]:
+    @staticmethod
+    def _matching_observations(engine: Engine, a: Mapping[str, Any]) -> Callable[[str], bool] | None:
+        """Which observations an entity's preview should show first: those the query or the
+        pattern matched, so the preview shows why the entity was found."""
+        if "pattern" in a:
+            return engine.graph.observation_matcher(a["pattern"], time_limit=0.05)
+        query = [w for w in words(a.get("query") or "") if len(w) > 2]
+        if query:
+            return lambda text: any(w.startswith(q) for w in words(text) for q in query)
+        return None
+
+    def _page(self, engine: Engine, a: Mapping[str, Any], page: ItemPage, offset: int) -> dict[str, Any]:
         full = a.get("full", False)
-        shapes = [self._found(f, full) for f in page.found]
+        shown_first = self._matching_observations(engine, a)
+        shapes = [self._found(f, full, shown_first) for f in page.found]
         kept = _fit(shapes, a.get("max_chars"))
         more = page.more or len(kept) < len(shapes)
         out: dict[str, Any] = {
@@ -359,8 +379,11 @@ class NativeTools:
         return out
 
     @staticmethod
-    def _found(found: Found, full: bool) -> dict[str, Any]:
-        shape = item_shape(found.item, full=full)
+    def _found(found: Found, full: bool, shown_first: Callable[[str], bool] | None = None) -> dict[str, Any]:
+        item = found.item
+        if isinstance(item, Entity) and shown_first is not None and not full:
+            item = replace(item, observations=tuple(sorted(item.observations, key=lambda o: not shown_first(o))))
+        shape = item_shape(item, full=full)
         if found.score is not None:
             shape["score"] = found.score
         if found.superseded_by:
@@ -372,10 +395,11 @@ class NativeTools:
     def get(self, engine: Engine, a: dict[str, Any]) -> Any:
         refs: list[str] = a["refs"]
         scopes = a.get("scopes")
-        found = engine.items.get(refs, scopes=scopes)
+        as_of = a.get("as_of")
+        found = engine.items.get(refs, scopes=scopes, as_of=as_of)
         items = [f for f in found if isinstance(f, Memory | Entity)]
         include_closed = a.get("include_closed", False)
-        edges, ends = engine.items.edges_of(items, scopes=scopes, include_closed=include_closed)
+        edges, ends = engine.items.edges_of(items, scopes=scopes, include_closed=include_closed, as_of=as_of)
         out = []
         for ref, item in zip(refs, found, strict=True):
             if item is None:
@@ -395,7 +419,10 @@ class NativeTools:
                     ]
                     if newer:
                         shape["superseded_by"] = newer
-                    shape["access_count"] = item.access_count
+                access = engine.nodes.access_stats(item.id, scopes=scopes)
+                if access is not None and access[0]:
+                    shape["access_count"], last = access
+                    shape["last_accessed"] = iso(last)
                 out.append(shape)
         return {"items": out}
 
@@ -480,6 +507,13 @@ class NativeTools:
     def explore(self, engine: Engine, a: dict[str, Any]) -> Any:
         full = a.get("full", False)
         scopes = a.get("scopes")
+        if "from" not in a:
+            if "types" not in a or "to" in a or "as_of" in a:
+                raise InvalidArgument("give `from` (where to start), or `types` alone to list relations of those types")
+            listed = engine.items.relations(
+                a["types"], include_closed=a.get("include_closed", False), limit=a.get("limit", 50), scopes=scopes
+            )
+            return self._neighbourhood(listed, full) | {"truncated": listed.truncated}
         if "to" in a:
             if len(a["from"]) != 1:
                 raise InvalidArgument("a path starts from one item: give one `from` with `to`")
@@ -507,7 +541,10 @@ class NativeTools:
     def _neighbourhood(found: Neighbourhood, full: bool) -> dict[str, Any]:
         ends = {i.pk: i for i in found.items}
         return {
-            "items": [item_shape(i, full=full) | {"hops": found.depth.get(i.id, 0)} for i in found.items],
+            "items": [
+                item_shape(i, full=full) | ({"hops": found.depth[i.id]} if i.id in found.depth else {})
+                for i in found.items
+            ],
             "relations": [relation_shape(e, ends) for e in found.edges],
         }
 
@@ -646,6 +683,11 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "props": PROPS,
                     "include_superseded": Bool(),
                     "fuzzy": Bool(),
+                    "pattern": Str(
+                        min_length=1,
+                        description="Entities with an observation matching this regex, or a preset: dated, "
+                        "techdebt, deprecated, purpose, quirk",
+                    ),
                     "vector": VECTOR,
                     "expand": Int(minimum=0, maximum=2, description="Relations away to include"),
                     "full": Bool(description="Whole texts, not previews"),
@@ -663,13 +705,14 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "get",
             "Get",
             "Read items in full by reference: a memory's id or content hash, an entity's exact name or id, a "
-            "relation's id. Returns the whole text, every observation, tags, properties and the item's "
-            "current relations (past ones too with include_closed). Use after recall or explore to read a "
-            "preview in full; to find items by words, use recall.",
+            "relation's id. Returns the whole text, every observation, tags, properties, access counts and "
+            "the item's current relations (past ones too with include_closed; as_of: as it all was then). "
+            "Use after recall or explore to read a preview in full; to find items by words, use recall.",
             _params(
                 {
                     "refs": OneOrMany(items=REF, max_items=MAX_LIMIT),
                     "include_closed": Bool(),
+                    "as_of": Time(description="As it was then (ISO 8601 or ms)"),
                     "scopes": SCOPES,
                 },
                 "refs",
@@ -749,9 +792,10 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "explore",
             "Explore",
             "Walk the graph from items: their neighbours (hops 1), a neighbourhood (hops 2 to 4), or with "
-            "`to`, the shortest chain of relations between two items. Follows relations valid now; as_of "
-            "shows the graph as it was at that time, include_closed follows ended relations too. Filter by "
-            "relation types and direction. Returns previews; use get for full items.",
+            "`to`, the shortest chain of relations between two items; with `types` and no `from`, every "
+            "relation of those types. Follows relations valid now; as_of shows the graph as it was at that "
+            "time, include_closed follows ended relations too. Filter by relation types and direction. "
+            "Returns previews; use get for full items.",
             _params(
                 {
                     "from": OneOrMany(items=REF, max_items=20),
@@ -767,7 +811,6 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "limit": Int(minimum=1, maximum=200, description="Default 50"),
                     "scopes": SCOPES,
                 },
-                "from",
             ),
             handlers.explore,
             READ,

@@ -3,6 +3,7 @@ listing (the native face's recall). Mixed into the store's read transactions."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -43,6 +44,10 @@ def filter_sql(where: ItemFilter, kind: str, at: int) -> tuple[str, list[Any]]:
         column = "m.memory_type" if kind == "memory" else "e.entity_type"
         clauses.append(f"{column} IN ({marks(len(where.types))})")
         params += where.types
+    if where.pks is not None:
+        # An empty set admits nothing; a large one is passed as JSON rather than as parameters.
+        clauses.append(f"{own}.node IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(where.pks)))
     if where.created_from is not None:
         clauses.append("n.created_at >= ?")
         params.append(where.created_from)

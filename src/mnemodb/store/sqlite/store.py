@@ -249,6 +249,16 @@ class _Tx(EntityReads, NodeReads, ItemReads):
 
     # -- edges ------------------------------------------------------------------------------
 
+    def edges_of_types(
+        self, types: Sequence[str], scopes: Sequence[str], *, valid_at: int | None, limit: int
+    ) -> list[Edge]:
+        """Edges of these types in `scopes` (valid at `valid_at` unless None), newest first."""
+        valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
+        return self._edges(
+            f"e.type IN ({marks(len(types))}) AND e.scope IN ({marks(len(scopes))}){valid} ORDER BY e.pk DESC LIMIT ?",
+            [*types, *scopes, *([valid_at, valid_at] if valid_at is not None else []), limit],
+        )
+
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
         rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
         return [

@@ -507,24 +507,36 @@ class NativeTools:
     def explore(self, engine: Engine, a: dict[str, Any]) -> Any:
         full = a.get("full", False)
         scopes = a.get("scopes")
-        if "from" not in a:
-            if "types" not in a or "to" in a or "as_of" in a:
-                raise InvalidArgument("give `from` (where to start), or `types` alone to list relations of those types")
-            listed = engine.items.relations(
-                a["types"], include_closed=a.get("include_closed", False), limit=a.get("limit", 50), scopes=scopes
-            )
-            return self._neighbourhood(listed, full) | {"truncated": listed.truncated}
+        limit = a.get("limit", 50)
         if "to" in a:
-            if len(a["from"]) != 1:
+            if "from" not in a or len(a["from"]) != 1:
                 raise InvalidArgument("a path starts from one item: give one `from` with `to`")
-            if "as_of" in a or a.get("include_closed"):
-                raise InvalidArgument("paths follow current relations: as_of and include_closed do not apply with `to`")
+            if "as_of" in a or a.get("include_closed") or "cursor" in a:
+                raise InvalidArgument("a path follows current relations: as_of, include_closed and cursor do not apply")
             path = engine.items.path(
                 a["from"][0], a["to"], max_hops=a.get("hops", 6), types=a.get("types"), scopes=scopes
             )
             if path is None:
-                return {"items": [], "relations": [], "path_found": False}
-            return self._neighbourhood(path, full) | {"path_found": True}
+                return {"items": [], "relations": [], "path_found": False, "next_cursor": None}
+            return self._neighbourhood(path, full) | {"path_found": True, "next_cursor": None}
+        offset = read_cursor(a)
+        if "from" not in a:
+            if "types" not in a or "as_of" in a:
+                raise InvalidArgument("give `from` (where to start), or `types` alone to list relations of those types")
+            listed = engine.items.relations(
+                a["types"], include_closed=a.get("include_closed", False), limit=offset + limit + 1, scopes=scopes
+            )
+            # A page of relations, with the items at their ends.
+            ends = {i.pk: i for i in listed.items}
+            edges = list(listed.edges[offset : offset + limit])
+            edges = edges[: len(_fit([relation_shape(e, ends) for e in edges], a.get("max_chars")))]
+            on_page = list(dict.fromkeys(pk for e in edges for pk in (e.src_pk, e.dst_pk)))
+            more = listed.truncated or len(listed.edges) > offset + len(edges)
+            return {
+                "items": [item_shape(ends[pk], full=full) for pk in on_page],
+                "relations": [relation_shape(e, ends) for e in edges],
+                "next_cursor": make_cursor(a, offset + len(edges)) if more else None,
+            }
         found = engine.items.explore(
             a["from"],
             hops=a.get("hops", 1),
@@ -532,37 +544,49 @@ class NativeTools:
             types=a.get("types"),
             as_of=a.get("as_of"),
             include_closed=a.get("include_closed", False),
-            limit=a.get("limit", 50),
+            limit=offset + limit + 1,
             scopes=scopes,
         )
-        return self._neighbourhood(found, full) | {"truncated": found.truncated}
+        shapes = _fit([self._reached(i, found, full) for i in found.items[offset : offset + limit]], a.get("max_chars"))
+        seen = {i.pk for i in found.items[: offset + len(shapes)]}
+        page = {i.pk for i in found.items[offset : offset + len(shapes)]}
+        ends = {i.pk: i for i in found.items}
+        edges = [e for e in found.edges if {e.src_pk, e.dst_pk} <= seen and {e.src_pk, e.dst_pk} & page]
+        more = len(found.items) > offset + len(shapes)
+        return {
+            "items": shapes,
+            "relations": [relation_shape(e, ends) for e in edges],
+            "next_cursor": make_cursor(a, offset + len(shapes)) if more else None,
+        }
 
     @staticmethod
-    def _neighbourhood(found: Neighbourhood, full: bool) -> dict[str, Any]:
+    def _reached(item: Item, found: Neighbourhood, full: bool) -> dict[str, Any]:
+        return item_shape(item, full=full) | {"hops": found.depth.get(item.id, 0)}
+
+    def _neighbourhood(self, found: Neighbourhood, full: bool) -> dict[str, Any]:
         ends = {i.pk: i for i in found.items}
         return {
-            "items": [
-                item_shape(i, full=full) | ({"hops": found.depth[i.id]} if i.id in found.depth else {})
-                for i in found.items
-            ],
+            "items": [self._reached(i, found, full) for i in found.items],
             "relations": [relation_shape(e, ends) for e in found.edges],
         }
 
     # audit -------------------------------------------------------------------------------------------------
 
     def audit(self, engine: Engine, a: dict[str, Any]) -> Any:
-        limit = a.get("limit", 50)
+        limit = a.get("limit", 20)
         if "ref" in a:
             if "since" in a:
                 raise InvalidArgument("give `since` (the feed) or `ref` (one item's history), not both")
             history = engine.items.history(a["ref"], scopes=a.get("scopes"))
-            return {"changes": [change_shape(c) for c in history[-limit:]], "next_since": None}
+            # The latest entries, oldest first; max_chars drops the oldest of them.
+            shapes = [change_shape(c) for c in history[-limit:]]
+            kept = list(reversed(_fit(list(reversed(shapes)), a.get("max_chars"))))
+            return {"changes": kept, "next_since": None, "earlier": len(history) - len(kept)}
         changes, position = engine.items.changes(a.get("since", 1), limit, scopes=a.get("scopes"))
-        return {
-            "changes": [change_shape(c) for c in changes],
-            "next_since": position,
-            "current_seq": engine.current_seq(),
-        }
+        shapes = _fit([change_shape(c) for c in changes], a.get("max_chars"))
+        if len(shapes) < len(changes):
+            position = changes[len(shapes)].seq
+        return {"changes": shapes, "next_since": position, "current_seq": engine.current_seq()}
 
     # survey -----------------------------------------------------------------------------------------------
 
@@ -809,6 +833,8 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "include_closed": Bool(),
                     "full": Bool(),
                     "limit": Int(minimum=1, maximum=200, description="Default 50"),
+                    "cursor": CURSOR,
+                    "max_chars": MAX_CHARS,
                     "scopes": SCOPES,
                 },
             ),
@@ -818,11 +844,12 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                 {
                     "items": _ARRAY,
                     "relations": _ARRAY,
-                    "truncated": {"type": "boolean"},
+                    "next_cursor": {"type": ["string", "null"]},
                     "path_found": {"type": "boolean"},
                 },
                 "items",
                 "relations",
+                "next_cursor",
             ),
         ),
         _tool(
@@ -835,7 +862,8 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                 {
                     "since": Int(minimum=0, description="Default 1"),
                     "ref": REF,
-                    "limit": Int(minimum=1, maximum=500, description="Default 50"),
+                    "limit": Int(minimum=1, maximum=500, description="Default 20"),
+                    "max_chars": MAX_CHARS,
                     "scopes": SCOPES,
                 }
             ),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mnemodb.engine import ops
 from mnemodb.engine.checks import check_props, check_text
@@ -59,7 +59,7 @@ __all__ = [
 Item = Memory | Entity
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
 MAX_HOPS = 4
-MAX_PATH = 8
+MAX_PATH = 10
 # Nodes an exploration may reach before it stops growing: enough for any page a model reads.
 MAX_REACHED = 500
 # Result rank fusion constant (reciprocal rank fusion's k).
@@ -89,10 +89,11 @@ class EntityNote:
 class Remembered:
     """The outcome of one remembered item."""
 
-    item: Item
-    status: Literal["created", "existing", "updated"]
+    item: Item | None
+    """None when the item was refused (see `error`)."""
+    status: Literal["created", "existing", "updated", "error"]
     """`existing`: the same memory or entity was there and nothing changed; `updated`: it
-    was there and got new tags or observations."""
+    was there and got new tags, observations or properties."""
     added: tuple[str, ...] = ()
     """Tags merged into an existing memory, or observations added to an entity."""
     linked: tuple[str, ...] = ()
@@ -101,6 +102,8 @@ class Remembered:
     """Entities `about` had to create."""
     supersedes: str | None = None
     """The id of the memory this one replaced."""
+    error: str | None = None
+    """Why the item was refused (only when not atomic)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,16 +268,16 @@ class Items:
 
     def relations(
         self,
-        types: Sequence[str],
+        types: Sequence[str] | None,
         *,
         include_closed: bool = False,
         limit: int = 50,
         scopes: Sequence[str] | None = None,
     ) -> Neighbourhood:
-        """Relations of these types (valid now, or every one with `include_closed`), newest
-        first, with the items at their ends."""
-        if not types:
-            raise InvalidArgument("name at least one relation type")
+        """Relations of these types (of every type for None; valid now, or every one with
+        `include_closed`), newest first, with the items at their ends."""
+        if types is not None and not types:
+            raise InvalidArgument("name at least one relation type, or none to list them all")
         reads = self._engine.scopes(scopes)
         now = self._engine._clock()
         with self._engine.store.read() as tx:
@@ -328,16 +331,19 @@ class Items:
         *,
         scope: str | None = None,
         scopes: Sequence[str] | None = None,
+        atomic: bool = True,
     ) -> tuple[list[Remembered], list[Remembered]]:
         """Store memories and entities in one transaction: (memories' outcomes, entities').
 
         A memory already in the scope gets the new tags; an entity already visible gets the
-        new observations (and its type, when it had none). Every item is checked first:
-        InvalidArgument names each refused item and nothing is written.
+        new observations (and its type, when it had none). Entities are written first, so a
+        memory's `about` finds them. Atomic (the default): every item is checked first, and
+        an error names each refused item and writes nothing. Not atomic: each item is
+        written or refused on its own, and a refused one's outcome carries the error.
         """
         engine = self._engine
-        problems: list[str] = []
-        checked: list[Note] = []
+        problems: dict[tuple[str, int], str] = {}
+        checked: dict[int, Note] = {}
         for i, note in enumerate(notes):
             try:
                 memory = engine._check_new_memory(note.memory)
@@ -346,9 +352,9 @@ class Items:
                         raise InvalidArgument("an `about` name must not be empty")
                 if note.supersedes is not None:
                     check_text(note.supersedes, "supersedes")
-                checked.append(replace(note, memory=memory))
+                checked[i] = replace(note, memory=memory)
             except InvalidArgument as exc:
-                problems.append(f"memories[{i}]: {exc}")
+                problems["memories", i] = str(exc)
         named = [e if isinstance(e, EntityNote) else EntityNote(e) for e in entities]
         for i, entity_note in enumerate(named):
             entity = entity_note.entity
@@ -361,21 +367,33 @@ class Items:
                     if not check_text(observation, "observation"):
                         raise InvalidArgument("an observation must not be empty")
             except InvalidArgument as exc:
-                problems.append(f"entities[{i}]: {exc}")
-        if problems:
-            raise InvalidArgument("; ".join(problems) + " (nothing was written)")
+                problems["entities", i] = str(exc)
+        if problems and atomic:
+            listed = "; ".join(f"{kind}[{i}]: {text}" for (kind, i), text in problems.items())
+            raise InvalidArgument(listed + " (nothing was written)")
         target = engine._write_scope(scope)
         reads = engine.scopes(scopes)
         visible = tuple(dict.fromkeys((*reads, target)))
+        entity_results: list[Remembered] = []
+        memory_results: list[Remembered] = []
         with engine.store.write() as tx:
             at = engine._clock()
-            entity_results = [self._remember_entity(tx, e, target, visible, at) for e in named]
-            memory_results = []
-            for i, note in enumerate(checked):
+            for i, entity_note in enumerate(named):
+                if ("entities", i) in problems:
+                    entity_results.append(Remembered(None, "error", error=problems["entities", i]))
+                    continue
+                entity_results.append(self._remember_entity(tx, entity_note, target, visible, at))
+            for i, _ in enumerate(notes):
+                if ("memories", i) in problems:
+                    memory_results.append(Remembered(None, "error", error=problems["memories", i]))
+                    continue
                 try:
-                    memory_results.append(self._remember_note(tx, note, target, visible, at))
+                    with tx.savepoint():
+                        memory_results.append(self._remember_note(tx, checked[i], target, visible, at))
                 except (InvalidArgument, NotFound, Conflict) as exc:
-                    raise type(exc)(f"memories[{i}]: {exc} (nothing was written)") from None
+                    if atomic:
+                        raise type(exc)(f"memories[{i}]: {exc} (nothing was written)") from None
+                    memory_results.append(Remembered(None, "error", error=str(exc)))
         return memory_results, entity_results
 
     def _remember_entity(
@@ -607,15 +625,18 @@ class Items:
 
     # -- forget -----------------------------------------------------------------------------------
 
-    def forget(self, refs: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[Item | Edge | None]:
+    def forget(
+        self, refs: Sequence[str | tuple[str, str, str]], *, scopes: Sequence[str] | None = None
+    ) -> list[Item | Edge | None]:
         """Delete memories, entities (with their relations) and relations, in one
-        transaction. Returns what each reference named (None: nothing, so nothing deleted)."""
+        transaction. A reference is a string, or (from, type, to) for an open relation.
+        Returns what each reference named (None: nothing, so nothing deleted)."""
         reads = self._engine.scopes(scopes)
         out: list[Item | Edge | None] = []
         with self._engine.store.write() as tx:
             at = self._engine._clock()
             for ref in refs:
-                found = self.resolve(tx, ref, reads)
+                found = self.resolve(tx, ref, reads) if isinstance(ref, str) else self._open_edge(tx, ref, reads)
                 out.append(found)
                 if isinstance(found, Edge):
                     if tx.edge_by_pk(found.pk) is not None:
@@ -769,15 +790,26 @@ class Items:
                 opened.append((edge, True))
         return opened, closed
 
+    def _open_edge(self, tx: ReadTx, ref: tuple[str, str, str], reads: Sequence[str]) -> Edge | None:
+        """The open relation (from, type, to) names, or None."""
+        src_ref, edge_type, dst_ref = ref
+        src, dst = self.resolve(tx, src_ref, reads), self.resolve(tx, dst_ref, reads)
+        if not isinstance(src, Memory | Entity) or not isinstance(dst, Memory | Entity):
+            return None
+        edges = [e for e in tx.find_edges(src.pk, dst.pk, edge_type, open_only=True) if e.scope in reads]
+        return edges[0] if edges else None
+
     def _edge(self, tx: ReadTx, ref: str | tuple[str, str, str], reads: Sequence[str], at: int) -> Edge:
         """The open relation `ref` names: an edge id, or (from, type, to)."""
         if isinstance(ref, tuple):
             src_ref, edge_type, dst_ref = ref
-            src, dst = self._need_item(tx, src_ref, reads), self._need_item(tx, dst_ref, reads)
-            edges = [e for e in tx.find_edges(src.pk, dst.pk, edge_type, open_only=True) if e.scope in reads]
-            if not edges:
+            # An unknown end is named as such, before "no relation" could hide the typo.
+            self._need_item(tx, src_ref, reads)
+            self._need_item(tx, dst_ref, reads)
+            edge = self._open_edge(tx, ref, reads)
+            if edge is None:
                 raise NotFound(f"no open relation {edge_type!r} from {src_ref!r} to {dst_ref!r}")
-            return edges[0]
+            return edge
         found = self._need(tx, ref, reads)
         if not isinstance(found, Edge):
             raise InvalidArgument(f"{ref!r} is not a relation: name one by its id or by from, type and to")
@@ -824,8 +856,16 @@ class Items:
             items = self._items(tx, list(reached.depth), reads)
             if as_of is not None:
                 items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
+            # Every edge among the items reached, not only those followed: a relation between
+            # two items of the last hop belongs to the neighbourhood too.
+            among = tx.edges_among(list(items), valid_at=None if include_closed else at)
+            followed = {e.pk for e in reached.edges}
+            wanted = set(types) if types is not None else None
+            extra = [
+                e for e in among if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted)
+            ]
         kept = [pk for pk in reached.depth if pk in items]
-        edges = [e for e in reached.edges if e.src_pk in items and e.dst_pk in items]
+        edges = [e for e in (*reached.edges, *extra) if e.src_pk in items and e.dst_pk in items]
         if as_of is None:
             engine._record_access(kept)
         return Neighbourhood(
@@ -840,29 +880,19 @@ class Items:
         return {pk for pk, item in items.items() if at is None or item.created_at <= at}
 
     def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:
-        """`item` as it was at `at`, from its node's past properties."""
+        """`item` as it was at `at`, replayed from its change-log entries: text, tags, type,
+        importance, summary, name, observations and properties. What the log has nothing
+        about (an item older than the log) stays as it is now."""
         if item.updated_at <= at:
             return item
-        past = self._engine.nodes.node_at(tx, item.id, at)
-        if past is None:
-            return item
-        props = past.props
-        if isinstance(item, Memory):
-            content = props.get("content")
-            return replace(
-                item,
-                content=content if isinstance(content, str) else item.content,
-                importance=int(v) if isinstance(v := props.get("importance"), int) else 0,
-                memory_type=str(props.get("memory_type", "general")),
-                updated_at=past.updated_at,
-            )
-        name = props.get("name")
-        return replace(
-            item,
-            name=name if isinstance(name, str) else item.name,
-            entity_type=str(props.get("entityType", "")),
-            updated_at=past.updated_at,
-        )
+        past: Item | None = None
+        for change in tx.changes_of(item.id):
+            # An imported item was logged when it was imported but existed from its own
+            # creation time: its creation entry counts from then.
+            if change.at > at and not (past is None and change.op == ops.CREATE_NODE):
+                break
+            past = _replayed(past, change, item)
+        return item if past is None else past
 
     def path(
         self,
@@ -909,6 +939,92 @@ class Items:
         return Neighbourhood(
             tuple(items[pk] for pk in chain), tuple(edges_on_path), {items[pk].id: i for i, pk in enumerate(chain)}
         )
+
+
+_MEMORY_DEFAULTS: dict[str, Any] = {"importance": 0, "memory_type": "general", "summary": None}
+
+
+def _replayed(past: Item | None, change: Change, now: Item) -> Item | None:
+    """`past` (None before its creation entry) with one change-log entry applied; `now` is
+    the item today, whose identity and creation time the replay keeps."""
+    data = change.data
+    if change.op == ops.CREATE_NODE:
+        props = dict(data.get("props") or {})
+        if isinstance(now, Memory) and data.get("memory"):
+            fields = data["memory"]
+            return replace(
+                now,
+                content=fields["content"],
+                hash=content_hash(fields["content"]),
+                summary=fields.get("summary"),
+                importance=fields.get("importance", 0),
+                memory_type=fields.get("memory_type", "general"),
+                tags=tuple(fields.get("tags", ())),
+                props=props,
+                updated_at=now.created_at,
+            )
+        if isinstance(now, Entity) and data.get("entity"):
+            fields = data["entity"]
+            return replace(
+                now,
+                name=fields["name"],
+                entity_type=fields.get("entity_type", ""),
+                observations=tuple(fields.get("observations", ())),
+                props=props,
+                updated_at=now.created_at,
+            )
+        return now
+    if past is None:
+        return None
+    if change.op == ops.UPDATE_NODE:
+        changed = dict(data.get("set") or {})
+        if "tags" in changed:
+            changed["tags"] = tuple(changed["tags"])
+        if "content" in changed:
+            changed["hash"] = content_hash(changed["content"])
+        known = {k: v for k, v in changed.items() if k in _fields_of(past)}
+        return replace(past, **known, updated_at=change.at)
+    if change.op == ops.ADD_TAGS and isinstance(past, Memory):
+        return replace(past, tags=tuple(dict.fromkeys((*past.tags, *data.get("tags", ())))), updated_at=change.at)
+    if change.op == ops.ADD_OBSERVATIONS and isinstance(past, Entity):
+        added = tuple(dict.fromkeys((*past.observations, *data.get("contents", ()))))
+        return replace(past, observations=added, updated_at=change.at)
+    if change.op == ops.REMOVE_OBSERVATIONS and isinstance(past, Entity):
+        gone = set(data.get("contents", ()))
+        return replace(past, observations=tuple(o for o in past.observations if o not in gone), updated_at=change.at)
+    if change.op == ops.SET_PROPS:
+        return _props_replayed(past, data.get("props") or {}, change.at)
+    return past
+
+
+def _fields_of(item: Item) -> set[str]:
+    if isinstance(item, Memory):
+        return {"content", "hash", "summary", "importance", "memory_type", "tags"}
+    return {"name", "entity_type"}
+
+
+def _props_replayed(past: Item, props: Mapping[str, Any], at: int) -> Item:
+    """A property-graph write replayed: a memory's or an entity's own fields go to the
+    field, the rest to the properties (None removes)."""
+    own = dict(past.props)
+    fields: dict[str, Any] = {}
+    for key, value in props.items():
+        if isinstance(past, Memory) and key == "content" and isinstance(value, str):
+            fields.update(content=value, hash=content_hash(value))
+        elif isinstance(past, Memory) and key in _MEMORY_DEFAULTS:
+            fits = value is not None and (type(value) is int if key == "importance" else isinstance(value, str))
+            fields[key] = value if fits else _MEMORY_DEFAULTS[key]
+            if not fits and value is not None:
+                own[key] = value
+        elif isinstance(past, Entity) and key == "name" and isinstance(value, str):
+            fields["name"] = value
+        elif isinstance(past, Entity) and key == "entityType":
+            fields["entity_type"] = value if isinstance(value, str) else ""
+        elif value is None:
+            own.pop(key, None)
+        else:
+            own[key] = value
+    return replace(past, **fields, props=own, updated_at=at)
 
 
 def _fuse(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float | None]]:

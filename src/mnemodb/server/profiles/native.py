@@ -296,10 +296,14 @@ class NativeTools:
             )
             for e in entities
         ]
-        stored, named = engine.items.remember(notes, new_entities, scope=a.get("scope"))
+        stored, named = engine.items.remember(
+            notes, new_entities, scope=a.get("scope"), atomic=a.get("all_or_nothing", True)
+        )
         out_memories = []
         for r in stored:
-            assert isinstance(r.item, Memory)
+            if not isinstance(r.item, Memory):
+                out_memories.append({"status": "error", "error": r.error})
+                continue
             shape: dict[str, Any] = {"id": r.item.id, "hash": r.item.hash, "status": r.status}
             if r.added:
                 shape["tags_added"] = list(r.added)
@@ -312,7 +316,9 @@ class NativeTools:
             out_memories.append(shape)
         out_entities = []
         for r in named:
-            assert isinstance(r.item, Entity)
+            if not isinstance(r.item, Entity):
+                out_entities.append({"status": "error", "error": r.error})
+                continue
             shape = {"id": r.item.id, "name": r.item.name, "status": r.status}
             if r.added:
                 shape["observations_added"] = list(r.added)
@@ -461,9 +467,13 @@ class NativeTools:
     # forget ------------------------------------------------------------------------------------------
 
     def forget(self, engine: Engine, a: dict[str, Any]) -> Any:
-        refs: list[str] = a["refs"]
+        refs: list[str | tuple[str, str, str]] = list(a.get("refs", []))
+        refs += [(r["from"], r["type"], r["to"]) for r in a.get("relations", [])]
+        if not refs:
+            raise InvalidArgument("nothing to forget: give `refs`, `relations` or both")
         results = []
-        for ref, found in zip(refs, engine.items.forget(refs, scopes=a.get("scopes")), strict=True):
+        for given, found in zip(refs, engine.items.forget(refs, scopes=a.get("scopes")), strict=True):
+            ref = given if isinstance(given, str) else "|".join(given)
             if found is None:
                 results.append({"ref": ref, "forgotten": False, "reason": "not found"})
             else:
@@ -521,10 +531,10 @@ class NativeTools:
             return self._neighbourhood(path, full) | {"path_found": True, "next_cursor": None}
         offset = read_cursor(a)
         if "from" not in a:
-            if "types" not in a or "as_of" in a:
-                raise InvalidArgument("give `from` (where to start), or `types` alone to list relations of those types")
+            if "as_of" in a or "direction" in a or "hops" in a:
+                raise InvalidArgument("as_of, direction and hops walk from items: give `from` with them")
             listed = engine.items.relations(
-                a["types"], include_closed=a.get("include_closed", False), limit=offset + limit + 1, scopes=scopes
+                a.get("types"), include_closed=a.get("include_closed", False), limit=offset + limit + 1, scopes=scopes
             )
             # A page of relations, with the items at their ends.
             ends = {i.pk: i for i in listed.items}
@@ -596,6 +606,7 @@ class NativeTools:
         facets = engine.items.facets(top=a.get("top", 10), scopes=scopes)
         out: dict[str, Any] = {
             "memories": stats.memories,
+            "tags": stats.tags,
             "entities": stats.entities,
             "observations": stats.observations,
             "relations": stats.edges,
@@ -668,7 +679,8 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "Remember",
             "Store new knowledge so later conversations can recall it: memories (facts, preferences, "
             "decisions, events; one self-contained fact each) and entities (named people, projects, "
-            "services, modules) with observations. Several items in one call; all are written or none. "
+            "services, modules) with observations. Several items in one call, all written or none (unless "
+            "all_or_nothing is false: then each item's result says if it failed). "
             "Storing a memory's exact text again only merges its tags; naming an existing entity adds the "
             "new observations. Link memories to entities with `about`. To correct a fact, remember the new "
             "one with `supersedes` = the old memory's id (the old one stops being recalled, history stays). "
@@ -677,6 +689,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                 {
                     "memories": Arr(items=NEW_MEMORY, max_items=MAX_BATCH),
                     "entities": Arr(items=NEW_ENTITY, max_items=MAX_BATCH),
+                    "all_or_nothing": Bool(description="Default true; false: each item succeeds or fails alone"),
                     "scope": SCOPE,
                 }
             ),
@@ -779,15 +792,20 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
         _tool(
             "forget",
             "Forget",
-            "Delete memories, entities (with all their relations) or relations, by reference. Permanent. "
+            "Delete memories, entities (with all their relations) or relations, by reference (relations "
+            "also by from, type and to). Permanent. "
             "To mark a fact as no longer true but keep its history, remember its replacement with "
             "supersedes, or close the relation with relate; to drop one observation, use update.",
             _params(
                 {
                     "refs": OneOrMany(items=REF, max_items=MAX_BATCH),
+                    "relations": Arr(
+                        items=Obj(fields={"from": REF, "type": TEXT, "to": REF}, required=("from", "type", "to")),
+                        max_items=MAX_BATCH,
+                        description="Open relations to delete, named by their ends",
+                    ),
                     "scopes": SCOPES,
-                },
-                "refs",
+                }
             ),
             handlers.forget,
             DELETE,
@@ -816,8 +834,8 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "explore",
             "Explore",
             "Walk the graph from items: their neighbours (hops 1), a neighbourhood (hops 2 to 4), or with "
-            "`to`, the shortest chain of relations between two items; with `types` and no `from`, every "
-            "relation of those types. Follows relations valid now; as_of shows the graph as it was at that "
+            "`to`, the shortest chain of relations between two items; without `from`, every relation (of "
+            "`types`, if given), newest first. Follows relations valid now; as_of shows the graph as it was at that "
             "time, include_closed follows ended relations too. Filter by relation types and direction. "
             "Returns previews; use get for full items.",
             _params(
@@ -825,7 +843,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "from": OneOrMany(items=REF, max_items=20),
                     "to": REF,
                     "hops": Int(
-                        minimum=1, maximum=8, description="1 to 4 (default 1); with `to`, longest path (default 6)"
+                        minimum=1, maximum=10, description="1 to 4 (default 1); with `to`, longest path (default 6)"
                     ),
                     "direction": Enum(values=("out", "in", "both")),
                     "types": Arr(items=TEXT, description="Relation types"),

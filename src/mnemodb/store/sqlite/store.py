@@ -250,13 +250,15 @@ class _Tx(EntityReads, NodeReads, ItemReads):
     # -- edges ------------------------------------------------------------------------------
 
     def edges_of_types(
-        self, types: Sequence[str], scopes: Sequence[str], *, valid_at: int | None, limit: int
+        self, types: Sequence[str] | None, scopes: Sequence[str], *, valid_at: int | None, limit: int
     ) -> list[Edge]:
-        """Edges of these types in `scopes` (valid at `valid_at` unless None), newest first."""
+        """Edges of these types (every type for None) in `scopes`, valid at `valid_at` unless
+        it is None, newest first."""
+        typed = f"e.type IN ({marks(len(types))}) AND " if types is not None else ""
         valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
         return self._edges(
-            f"e.type IN ({marks(len(types))}) AND e.scope IN ({marks(len(scopes))}){valid} ORDER BY e.pk DESC LIMIT ?",
-            [*types, *scopes, *([valid_at, valid_at] if valid_at is not None else []), limit],
+            f"{typed}e.scope IN ({marks(len(scopes))}){valid} ORDER BY e.pk DESC LIMIT ?",
+            [*(types or ()), *scopes, *([valid_at, valid_at] if valid_at is not None else []), limit],
         )
 
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:

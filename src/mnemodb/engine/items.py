@@ -427,7 +427,8 @@ class Items:
         linked: list[str] = []
         created: list[str] = []
         for name in dict.fromkeys(note.about):
-            entity = tx.entity_by_name(visible, name)
+            # The exact name, else the one entity whose name differs only in case: "ada" is Ada.
+            entity = tx.entity_by_name(visible, name) or tx.entity_by_name_nocase(visible, name)
             if entity is None:
                 entity = engine.graph.insert(tx, NewEntity(name), target, at)
                 created.append(name)
@@ -626,11 +627,19 @@ class Items:
     # -- forget -----------------------------------------------------------------------------------
 
     def forget(
-        self, refs: Sequence[str | tuple[str, str, str]], *, scopes: Sequence[str] | None = None
+        self,
+        refs: Sequence[str | tuple[str, str, str]],
+        *,
+        scopes: Sequence[str] | None = None,
+        redact: bool = True,
     ) -> list[Item | Edge | None]:
         """Delete memories, entities (with their relations) and relations, in one
         transaction. A reference is a string, or (from, type, to) for an open relation.
-        Returns what each reference named (None: nothing, so nothing deleted)."""
+        Returns what each reference named (None: nothing, so nothing deleted).
+
+        With `redact`, what a forgotten memory or entity said leaves the change log too:
+        its earlier entries keep their place and kind but lose their text, tags,
+        properties and vectors. Forgetting is then forgetting, not hiding."""
         reads = self._engine.scopes(scopes)
         out: list[Item | Edge | None] = []
         with self._engine.store.write() as tx:
@@ -645,6 +654,11 @@ class Items:
                 elif found is not None and tx.node_by_id(found.id) is not None:
                     tx.delete_node(found.pk)
                     self._log(tx, ops.node_removed(found.scope, found.id), at)
+                    if redact:
+                        for change in tx.changes_of(found.id):
+                            cleaned = ops.redacted(change.op, change.data)
+                            if cleaned != change.data:
+                                tx.rewrite_change(change.seq, cleaned)
         return out
 
     # -- revise -----------------------------------------------------------------------------------
@@ -828,11 +842,18 @@ class Items:
         types: Sequence[str] | None = None,
         as_of: int | None = None,
         include_closed: bool = False,
+        include_superseded: bool = False,
         limit: int = 50,
         scopes: Sequence[str] | None = None,
     ) -> Neighbourhood:
-        """The items within `hops` of the start items, and the edges followed: edges valid
-        now (or at `as_of`), or every edge with `include_closed`."""
+        """The items within `hops` of the start items over edges valid now (or at `as_of`;
+        every edge with `include_closed`), and every such edge among them.
+
+        Edge validity alone decides what `as_of` reaches: a relation recorded today as
+        valid since last year is there last year, with its ends as they were then (or as
+        first recorded, if that is later). Memories superseded at the time are left out
+        unless `include_superseded` (a start item is always kept).
+        """
         if not 1 <= hops <= MAX_HOPS:
             raise InvalidArgument(f"hops must be from 1 to {MAX_HOPS}")
         engine = self._engine
@@ -840,8 +861,14 @@ class Items:
         at = engine._clock() if as_of is None else as_of
         with engine.store.read() as tx:
             seeds = [self._need_item(tx, ref, reads) for ref in start]
-            if as_of is not None:
-                seeds = [s for s in seeds if s.created_at <= at]
+
+            def admit(pks: Iterable[int]) -> set[int]:
+                found = self._items(tx, list(pks), reads)
+                if include_superseded:
+                    return set(found)
+                superseded = self._superseding(tx, [pk for pk, i in found.items() if isinstance(i, Memory)], at)
+                return {pk for pk in found if pk not in superseded}
+
             reached = expand(
                 tx,
                 [s.pk for s in seeds],
@@ -850,7 +877,7 @@ class Items:
                 valid_at=None if include_closed else at,
                 edge_scopes=reads,
                 edge_types=types,
-                admit=lambda pks: self._born_by(tx, pks, reads, at if as_of is not None else None),
+                admit=admit,
                 limit=limit,
             )
             items = self._items(tx, list(reached.depth), reads)
@@ -874,10 +901,6 @@ class Items:
             {items[pk].id: reached.depth[pk] for pk in kept},
             truncated=len(reached.depth) >= limit,
         )
-
-    def _born_by(self, tx: ReadTx, pks: Iterable[int], reads: Sequence[str], at: int | None) -> set[int]:
-        items = self._items(tx, list(pks), reads)
-        return {pk for pk, item in items.items() if at is None or item.created_at <= at}
 
     def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:
         """`item` as it was at `at`, replayed from its change-log entries: text, tags, type,

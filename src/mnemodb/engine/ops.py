@@ -175,3 +175,30 @@ def embedding_vector(data: Mapping[str, Any]) -> list[float]:
 def props_set(scope: str, node_id: str, props: Mapping[str, Any]) -> Op:
     """Properties set on a node by the property-graph face; a None value removed the key."""
     return scope, SET_PROPS, node_id, {"id": node_id, "props": dict(props)}
+
+
+def redacted(op: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry's data with every text, tag, property value and vector taken out, its
+    shape kept (so each reader of the log still reads it), and marked `redacted`."""
+    out = dict(data)
+    if op == CREATE_NODE:
+        out["props"] = {}
+        if "memory" in out:
+            out["memory"] = {**out["memory"], "content": "", "hash": "", "summary": None, "tags": []}
+        if "entity" in out:
+            out["entity"] = {**out["entity"], "name": "", "observations": []}
+    elif op == UPDATE_NODE:
+        out["set"] = {}
+    elif op == SET_PROPS:
+        out["props"] = {}
+    elif op == ADD_TAGS:
+        out["tags"] = []
+    elif op in (ADD_OBSERVATIONS, REMOVE_OBSERVATIONS):
+        out["contents"] = []
+    elif op == SET_EMBEDDING:
+        out.pop("vector", None)
+        out["f32"] = ""
+    else:
+        return out
+    out["redacted"] = True
+    return out

@@ -554,6 +554,7 @@ class NativeTools:
             types=a.get("types"),
             as_of=a.get("as_of"),
             include_closed=a.get("include_closed", False),
+            include_superseded=a.get("include_superseded", False),
             limit=offset + limit + 1,
             scopes=scopes,
         )
@@ -793,7 +794,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "forget",
             "Forget",
             "Delete memories, entities (with all their relations) or relations, by reference (relations "
-            "also by from, type and to). Permanent. "
+            "also by from, type and to). Permanent: a forgotten item's text leaves the change log too. "
             "To mark a fact as no longer true but keep its history, remember its replacement with "
             "supersedes, or close the relation with relate; to drop one observation, use update.",
             _params(
@@ -835,9 +836,9 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "Explore",
             "Walk the graph from items: their neighbours (hops 1), a neighbourhood (hops 2 to 4), or with "
             "`to`, the shortest chain of relations between two items; without `from`, every relation (of "
-            "`types`, if given), newest first. Follows relations valid now; as_of shows the graph as it was at that "
-            "time, include_closed follows ended relations too. Filter by relation types and direction. "
-            "Returns previews; use get for full items.",
+            "`types`, if given), newest first. Follows relations valid now (as_of: valid then; "
+            "include_closed: ended ones too) and leaves out superseded memories (include_superseded). "
+            "Filter by relation types and direction. Returns previews; use get for full items.",
             _params(
                 {
                     "from": OneOrMany(items=REF, max_items=20),
@@ -849,6 +850,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "types": Arr(items=TEXT, description="Relation types"),
                     "as_of": Time(description="ISO 8601 or ms"),
                     "include_closed": Bool(),
+                    "include_superseded": Bool(),
                     "full": Bool(),
                     "limit": Int(minimum=1, maximum=200, description="Default 50"),
                     "cursor": CURSOR,

@@ -92,6 +92,25 @@ class EntityReads:
         )
         return found[0] if found else None
 
+    def entity_by_name_nocase(self, scopes: Sequence[str], name: str) -> Entity | None:
+        """The entity whose name equals `name` ignoring case, when exactly one does."""
+        in_scopes = f"scope IN ({marks(len(scopes))})"
+        if name.isascii():
+            rows = self.conn.execute(
+                f"SELECT node FROM entity WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2", [name, *scopes]
+            ).fetchall()
+        else:
+            # SQLite folds only ASCII letters: compare the names (not whole entities) here.
+            wanted = name.casefold()
+            rows = [
+                (pk,)
+                for pk, other in self.conn.execute(f"SELECT node, name FROM entity WHERE {in_scopes}", list(scopes))
+                if other.casefold() == wanted
+            ][:2]
+        if len(rows) != 1:
+            return None
+        return self.entities_by_pk([rows[0][0]]).get(rows[0][0])
+
     def entities_named(self, scopes: Sequence[str], names: Sequence[str]) -> dict[str, Entity]:
         """The entity each name means (the oldest of that name), for the names that exist."""
         out: dict[str, Entity] = {}

@@ -583,6 +583,11 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites):
         )
         return int(cur.lastrowid or 0)
 
+    def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
+        """Replace one entry's data (its seq, time, op and target stay): how a forgotten
+        item's text leaves the log."""
+        self.conn.execute("UPDATE change_log SET data = ? WHERE seq = ?", [_dumps(dict(data)), seq])
+
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -1,0 +1,586 @@
+"""What the native profile costs a model's context, next to the compatibility profiles.
+
+Two measurements, each over `mnemodb serve` spawned as a subprocess and driven over stdio:
+
+1. **Tool surface.** For each profile (native, memdb, knowledge-graph, topodb): the size
+   of the `tools/list` result, which a client loads into the model's context before the
+   first call, and of the `instructions` the `initialize` reply carries. Bytes, an
+   approximate token count (bytes / 4), and a `tiktoken` count when that package happens
+   to be installed (it is not a dependency: nothing is installed for this). Besides the
+   whole result, the "model view" keeps only what hosts usually show a model of each
+   tool: name, description and input schema.
+
+2. **A typical search.** A seeded, deterministic corpus (2,000 memories and 300 entities
+   with observations and relations by default) is loaded once through the native profile,
+   then each profile serves that same file in turn and answers the same queries of 2 or 3
+   content words: native `recall` (default limit 10, memories and entities), the memdb
+   profile's `search_memories` (every match up to 100, in full), the knowledge-graph
+   profile's `search_nodes` (every matching entity with its relations) and the topodb
+   profile's `search_memories` with k=10. For each: the size of the reply on the wire,
+   the size of its text content (what a model reads), hits per query, and the round-trip
+   latency (p50 and p95). Native `recall` restricted to one kind is shown too, as the
+   like-for-like counterpart of the memory-only and entity-only calls.
+
+The client is bench/serve_client.py's: line-delimited JSON-RPC, one request at a time,
+a round trip timed from just before the request is written until its reply has been
+read and parsed. The servers run one after the other, never at the same time.
+
+Run `python bench/bench_native.py --help` for the options; see bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from measure import p50, p95
+from mnemodb import __version__ as MNEMODB_VERSION
+from serve_client import PROTOCOL_VERSION, ServeProcess
+
+PROFILES = ("native", "memdb", "knowledge-graph", "topodb")
+WARMUP_QUERIES = 10
+BATCH = 100
+"""Items per native `remember` or `relate` call while loading."""
+
+# -- corpus -------------------------------------------------------------------------------------
+
+FUNCTION_WORDS = tuple(
+    " ".join(
+        (
+            "the of and to a in is it that for on was with as at by this be are from or have an not but they",
+            "which you were her all she there would their we him been has when who will more no if out so up",
+            "what its about into than them can only other some could these then do any my such our over me",
+        )
+    ).split()
+)
+_ONSETS = (*"bcdfghjklmnprstvwz", "br", "cr", "dr", "fl", "gr", "pl", "pr", "st", "tr", "sh", "ch", "th")
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "io")
+_CODAS = ("", "", "", "n", "r", "s", "l", "m", "st", "nd", "rk")
+MEMORY_TYPES = ("general", "fact", "decision", "plan", "lesson", "preference", "event")
+ENTITY_TYPES = ("person", "service", "library", "project", "concept", "team")
+RELATION_TYPES = ("depends_on", "works_on", "part_of", "knows", "uses", "owns")
+
+
+@dataclass
+class Corpus:
+    memories: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+    queries: list[str]
+
+
+def _words(rng: random.Random, count: int) -> list[str]:
+    """`count` distinct pronounceable content words (never a function word)."""
+    seen: set[str] = set(FUNCTION_WORDS)
+    out: list[str] = []
+    while len(out) < count:
+        word = "".join(
+            rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.choice((1, 2, 2, 3)))
+        )
+        if len(word) >= 3 and word not in seen:
+            seen.add(word)
+            out.append(word)
+    return out
+
+
+def build_corpus(memories: int, entities: int, queries: int, seed: int, vocabulary: int) -> Corpus:
+    """A deterministic corpus: Zipf-distributed words, the function words at the head."""
+    rng = random.Random(seed)
+    content_words = _words(rng, vocabulary)
+    words = [*FUNCTION_WORDS, *content_words]
+    cumulative: list[float] = []
+    total = 0.0
+    for rank in range(1, len(words) + 1):
+        total += 1.0 / rank
+        cumulative.append(total)
+
+    def sentence(low: int, high: int) -> str:
+        return " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(low, high)))
+
+    tag_pool = content_words[:200]
+    names: list[str] = []
+    entity_rows: list[dict[str, Any]] = []
+    for i in range(entities):
+        kind = rng.choice(ENTITY_TYPES)
+        first, second = (w.capitalize() for w in rng.sample(content_words[200:], 2))
+        name = f"{first} {second}" if kind == "person" else f"{first}{second} {i}"
+        names.append(name)
+        observations = list(dict.fromkeys(sentence(4, 14) for _ in range(rng.randint(3, 6))))
+        entity_rows.append({"name": name, "type": kind, "observations": observations})
+
+    memory_rows: list[dict[str, Any]] = []
+    for _ in range(memories):
+        row: dict[str, Any] = {
+            "content": sentence(8, 30),
+            "tags": sorted(set(rng.choices(tag_pool, k=rng.randint(1, 3)))),
+            "importance": rng.randint(0, 10),
+            "type": rng.choice(MEMORY_TYPES),
+        }
+        if names and rng.random() < 0.3:
+            row["about"] = [rng.choice(names)]
+        memory_rows.append(row)
+
+    pairs: set[tuple[int, int]] = set()
+    while len(names) > 1 and len(pairs) < int(entities * 1.5):
+        a, b = rng.sample(range(len(names)), 2)
+        pairs.add((a, b))
+    relation_rows = [{"from": names[a], "to": names[b], "type": rng.choice(RELATION_TYPES)} for a, b in sorted(pairs)]
+
+    # Queries: 2 or 3 distinct content words of a random memory or observation, so that
+    # memory searches and entity searches both have something to find.
+    function = set(FUNCTION_WORDS)
+    query_rows: list[str] = []
+    while len(query_rows) < queries:
+        if entity_rows and rng.random() < 0.5:
+            text = rng.choice(rng.choice(entity_rows)["observations"])
+        else:
+            text = rng.choice(memory_rows)["content"]
+        candidates = list(dict.fromkeys(w for w in text.split() if w not in function))
+        if len(candidates) >= 2:
+            query_rows.append(" ".join(rng.sample(candidates, min(len(candidates), rng.choice((2, 3))))))
+    return Corpus(memory_rows, entity_rows, relation_rows, query_rows)
+
+
+# -- the client -------------------------------------------------------------------------------------
+
+
+class BenchError(Exception):
+    pass
+
+
+class Server(ServeProcess):
+    """serve_client's process, noting each reply line's size as it arrives."""
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                reply = {"unparseable": line.decode(errors="replace")}
+            if isinstance(reply, dict):
+                reply["_wire_bytes"] = len(line)
+            self._replies.put(reply)
+        self._replies.put(None)
+
+    def handshake(self) -> dict[str, Any]:
+        reply = self.request(
+            "initialize",
+            {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+        )
+        if "result" not in reply:
+            raise BenchError(f"initialize failed: {reply}")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        result: dict[str, Any] = reply["result"]
+        return result
+
+
+def compact(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def reply_text(reply: Mapping[str, Any]) -> str:
+    content = reply.get("result", {}).get("content") or []
+    return "".join(block.get("text", "") for block in content if block.get("type") == "text")
+
+
+def checked(profile: str, tool: str, reply: Mapping[str, Any]) -> Any:
+    """The structured result of a successful call; BenchError for anything else."""
+    result = reply.get("result")
+    if not isinstance(result, dict) or result.get("isError"):
+        raise BenchError(f"{profile} {tool} failed: {str(reply)[:500]}")
+    structured = result.get("structuredContent")
+    if profile == "memdb":
+        if not isinstance(structured, dict) or structured.get("ok") is not True:
+            raise BenchError(f"memdb {tool} failed: {str(reply)[:500]}")
+        return structured["result"]
+    return structured
+
+
+def call(server: Server, profile: str, tool: str, arguments: Mapping[str, Any]) -> Any:
+    return checked(profile, tool, server.call(tool, arguments))
+
+
+# -- (a) the tool surface ----------------------------------------------------------------------------
+
+
+@dataclass
+class Surface:
+    profile: str
+    tools: int
+    result_bytes: int
+    model_view_bytes: int
+    instructions_bytes: int
+    tiktoken: dict[str, int | None] = field(default_factory=dict)
+
+
+def model_view(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What hosts usually give a model of each tool."""
+    return [
+        {"name": t["name"], "description": t.get("description", ""), "input_schema": t["inputSchema"]} for t in tools
+    ]
+
+
+def list_tools(server: Server) -> dict[str, Any]:
+    """Every page of tools/list, as one result."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    while True:
+        reply = server.request("tools/list", {"cursor": cursor} if cursor else None)
+        if "result" not in reply:
+            raise BenchError(f"tools/list failed: {reply}")
+        tools += reply["result"]["tools"]
+        cursor = reply["result"].get("nextCursor")
+        if not cursor:
+            return {"tools": tools}
+
+
+def _counter(encoding: Any) -> Callable[[str], int]:
+    return lambda text: len(encoding.encode(text))
+
+
+def token_counter() -> tuple[Callable[[str], int] | None, str]:
+    """A tiktoken counter when the package is already installed (never installed here)."""
+    try:
+        import tiktoken  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None, "tiktoken is not installed: token counts are bytes / 4"
+    for name in ("o200k_base", "cl100k_base"):
+        try:
+            encoding = tiktoken.get_encoding(name)
+        except Exception:  # no cached encoding and no network: try the next, then say so
+            encoding = None
+        if encoding is not None:
+            return _counter(encoding), f"tiktoken {name}"
+    return None, "tiktoken is installed but has no encoding available: token counts are bytes / 4"
+
+
+def surface(profile: str, server: Server, init: Mapping[str, Any], count: Callable[[str], int] | None) -> Surface:
+    listed = list_tools(server)
+    result = compact(listed)
+    view = compact(model_view(listed["tools"]))
+    instructions = str(init.get("instructions") or "")
+    out = Surface(profile, len(listed["tools"]), len(result), len(view), len(instructions.encode()))
+    if count is not None:
+        out.tiktoken = {
+            "result": count(result.decode()),
+            "model_view": count(view.decode()),
+            "instructions": count(instructions),
+        }
+    return out
+
+
+# -- (b) searches -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Search:
+    profile: str
+    tool: str
+    label: str
+    arguments: Callable[[str], dict[str, Any]]
+    hits: Callable[[Any], int]
+
+
+SEARCHES = (
+    Search(
+        "native", "recall", "recall (default: limit 10, both kinds)", lambda q: {"query": q}, lambda r: len(r["items"])
+    ),
+    Search(
+        "native",
+        "recall",
+        "recall kinds=[memory]",
+        lambda q: {"query": q, "kinds": ["memory"]},
+        lambda r: len(r["items"]),
+    ),
+    Search(
+        "native",
+        "recall",
+        "recall kinds=[entity]",
+        lambda q: {"query": q, "kinds": ["entity"]},
+        lambda r: len(r["items"]),
+    ),
+    Search("memdb", "search_memories", "search_memories (up to 100)", lambda q: {"query": q}, len),
+    Search(
+        "knowledge-graph",
+        "search_nodes",
+        "search_nodes (no limit)",
+        lambda q: {"query": q},
+        lambda r: len(r["entities"]),
+    ),
+    Search(
+        "topodb", "search_memories", "search_memories k=10", lambda q: {"query": q, "k": 10}, lambda r: len(r["hits"])
+    ),
+)
+
+
+@dataclass
+class Measured:
+    profile: str
+    label: str
+    hits: list[int] = field(default_factory=list)
+    wire: list[int] = field(default_factory=list)
+    text: list[int] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+    tiktoken: list[int] = field(default_factory=list)
+
+
+def run_search(server: Server, search: Search, queries: Sequence[str], count: Callable[[str], int] | None) -> Measured:
+    for query in queries[:WARMUP_QUERIES]:
+        call(server, search.profile, search.tool, search.arguments(query))
+    out = Measured(search.profile, search.label)
+    for query in queries:
+        start = time.perf_counter()
+        reply = server.call(search.tool, search.arguments(query))
+        out.ms.append((time.perf_counter() - start) * 1000)
+        out.hits.append(search.hits(checked(search.profile, search.tool, reply)))
+        out.wire.append(int(reply["_wire_bytes"]))
+        text = reply_text(reply)
+        out.text.append(len(text.encode()))
+        if count is not None:
+            out.tiktoken.append(count(text))
+    return out
+
+
+# -- loading -----------------------------------------------------------------------------------------
+
+
+def load(db: Path, corpus: Corpus) -> None:
+    """The corpus, written through the native profile."""
+    server = Server(db, "native")
+    try:
+        server.handshake()
+        for i in range(0, len(corpus.entities), BATCH):
+            call(server, "native", "remember", {"entities": corpus.entities[i : i + BATCH]})
+        for i in range(0, len(corpus.memories), BATCH):
+            stored = call(server, "native", "remember", {"memories": corpus.memories[i : i + BATCH]})
+            if any(m["status"] != "created" for m in stored["memories"]):
+                raise BenchError("the corpus has a duplicate memory: change --seed")
+        for i in range(0, len(corpus.relations), BATCH):
+            call(server, "native", "relate", {"add": corpus.relations[i : i + BATCH]})
+        counts = call(server, "native", "survey", {})
+    finally:
+        server.close()
+    expected = (len(corpus.memories), len(corpus.entities))
+    if (counts["memories"], counts["entities"]) != expected:
+        raise BenchError(f"loaded {counts['memories']} memories and {counts['entities']} entities, not {expected}")
+
+
+# -- output ------------------------------------------------------------------------------------------
+
+
+def _tokens(n: float) -> str:
+    return f"{n / 4:,.0f}"
+
+
+def surface_table(rows: Sequence[Surface], tokenizer: str, counted: bool) -> str:
+    head = ["profile", "tools", "tools/list bytes", "~tokens", "model view bytes", "~tokens", "instructions bytes"]
+    if counted:
+        head += ["tiktoken list", "tiktoken view", "tiktoken instr."]
+    lines = []
+    for r in rows:
+        cells = [
+            r.profile,
+            str(r.tools),
+            f"{r.result_bytes:,}",
+            _tokens(r.result_bytes),
+            f"{r.model_view_bytes:,}",
+            _tokens(r.model_view_bytes),
+            f"{r.instructions_bytes:,}",
+        ]
+        if counted:
+            cells += [f"{r.tiktoken.get(k) or 0:,}" for k in ("result", "model_view", "instructions")]
+        lines.append(cells)
+    native = next((r for r in rows if r.profile == "native"), None)
+    text = _grid(head, lines)
+    if native is not None:
+        ratios = ", ".join(
+            f"{r.profile} {r.model_view_bytes / native.model_view_bytes:.1f}x" for r in rows if r is not native
+        )
+        text += f"\nmodel view next to native's: {ratios}"
+    return text + f"\n~tokens = bytes / 4; {tokenizer}"
+
+
+def search_table(rows: Sequence[Measured], counted: bool) -> str:
+    head = ["profile", "call", "hits", "reply bytes", "text bytes", "~tokens", "text vs recall", "p50 ms", "p95 ms"]
+    if counted:
+        head.append("tiktoken")
+    base = next((r for r in rows if r.profile == "native"), None)
+    base_text = sum(base.text) / len(base.text) if base else 0.0
+    lines = []
+    for r in rows:
+        mean_text = sum(r.text) / len(r.text)
+        cells = [
+            r.profile,
+            r.label,
+            f"{sum(r.hits) / len(r.hits):.1f}",
+            f"{sum(r.wire) / len(r.wire):,.0f}",
+            f"{mean_text:,.0f}",
+            _tokens(mean_text),
+            f"{mean_text / base_text:.1f}x" if base_text else "-",
+            f"{p50(r.ms):.2f}",
+            f"{p95(r.ms):.2f}",
+        ]
+        if counted:
+            cells.append(f"{sum(r.tiktoken) / len(r.tiktoken):,.0f}")
+        lines.append(cells)
+    return _grid(head, lines) + "\nhits, bytes and tokens are means per query; text vs recall: over native recall's"
+
+
+def _grid(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        second = cells[1].ljust(widths[1])
+        return "  ".join([first, second, *(c.rjust(w) for c, w in zip(cells[2:], widths[2:], strict=True))])
+
+    return "\n".join([line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+# -- main ---------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description="Context cost of the native profile next to memdb, knowledge-graph and topodb: the size of "
+        "tools/list, and the size and latency of a typical search.",
+    )
+    parser.add_argument("--memories", type=int, default=2000, help="memories in the corpus (default 2000)")
+    parser.add_argument("--entities", type=int, default=300, help="entities in the corpus (default 300)")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries per call (default 200)")
+    parser.add_argument("--seed", type=int, default=42, help="corpus and query seed (default 42)")
+    parser.add_argument("--vocabulary", type=int, default=3000, help="distinct content words (default 3000)")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
+    parser.add_argument("--workdir", metavar="DIR", help="where the database goes (default: a temporary directory)")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    return parser
+
+
+@contextlib.contextmanager
+def _workdir(args: argparse.Namespace) -> Iterator[Path]:
+    if args.workdir:
+        path = Path(args.workdir).resolve()
+        if path.exists() and any(path.iterdir()):
+            raise BenchError(f"--workdir {path} is not empty")
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        path = Path(tempfile.mkdtemp(prefix="mnemodb-bench-native-"))
+    try:
+        yield path
+    finally:
+        if args.keep:
+            print(f"kept the database in {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _progress(text: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.memories < 1 or args.entities < 2 or args.queries < WARMUP_QUERIES:
+        raise SystemExit(f"need at least 1 memory, 2 entities and {WARMUP_QUERIES} queries")
+    if args.json:
+        args.json = str(Path(args.json).resolve())
+    # Only the database named on the command line is used: no server-memory file and no
+    # topodb settings from the caller's environment.
+    for key in [k for k in os.environ if k.startswith("TOPODB_") or k == "MEMORY_FILE_PATH"]:
+        del os.environ[key]
+    try:
+        return _run(args)
+    except BenchError as exc:
+        print(f"bench_native: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    load_start = os.getloadavg()
+    wall = time.perf_counter()
+    count, tokenizer = token_counter()
+    corpus = build_corpus(args.memories, args.entities, args.queries, args.seed, args.vocabulary)
+    surfaces: list[Surface] = []
+    measured: list[Measured] = []
+    with _workdir(args) as work:
+        home = Path.cwd()
+        os.chdir(work)  # the servers start here: nothing of the caller's directory is picked up
+        try:
+            db = work / "native.db"
+            _progress(
+                f"loading {len(corpus.memories):,} memories, {len(corpus.entities):,} entities and "
+                f"{len(corpus.relations):,} relations through the native profile"
+            )
+            load(db, corpus)
+            for profile in PROFILES:
+                _progress(f"{profile}: tools/list and {len(corpus.queries)} queries per call")
+                server = Server(db, profile)
+                try:
+                    init = server.handshake()
+                    surfaces.append(surface(profile, server, init, count))
+                    for search in SEARCHES:
+                        if search.profile == profile:
+                            measured.append(run_search(server, search, corpus.queries, count))
+                finally:
+                    server.close()
+        finally:
+            os.chdir(home)
+    load_end = os.getloadavg()
+    counted = count is not None
+    print("== tools/list: what a client loads into the model's context before the first call ==")
+    print(surface_table(surfaces, tokenizer, counted))
+    print()
+    print(
+        f"== one search: {len(corpus.memories):,} memories, {len(corpus.entities):,} entities, "
+        f"{len(corpus.relations):,} relations; {len(corpus.queries)} queries of 2-3 words (seed {args.seed}) =="
+    )
+    print(search_table(measured, counted))
+    print()
+    print(
+        f"mnemodb {MNEMODB_VERSION}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+        f"{os.cpu_count()} CPUs; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; "
+        f"{time.perf_counter() - wall:.0f} s in all"
+    )
+    if args.json:
+        payload = {
+            "settings": vars(args) | {"tokenizer": tokenizer},
+            "surface": [vars(s) for s in surfaces],
+            "search": [
+                {
+                    "profile": m.profile,
+                    "call": m.label,
+                    "hits_mean": sum(m.hits) / len(m.hits),
+                    "wire_bytes_mean": sum(m.wire) / len(m.wire),
+                    "text_bytes_mean": sum(m.text) / len(m.text),
+                    "text_bytes_p50": p50(m.text),
+                    "p50_ms": p50(m.ms),
+                    "p95_ms": p95(m.ms),
+                }
+                for m in measured
+            ],
+            "mnemodb_version": MNEMODB_VERSION,
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "loadavg": [load_start, load_end],
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -58,7 +58,7 @@ __all__ = [
 
 Item = Memory | Entity
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
-MAX_HOPS = 4
+MAX_HOPS = 10
 MAX_PATH = 10
 # Nodes an exploration may reach before it stops growing: enough for any page a model reads.
 MAX_REACHED = 500
@@ -464,6 +464,7 @@ class Items:
         vector: tuple[str, Sequence[float]] | None = None,
         about: Sequence[str] = (),
         pattern: str | None = None,
+        within: Sequence[str] | None = None,
         offset: int = 0,
         limit: int = 10,
         expand_hops: int = 0,
@@ -474,7 +475,8 @@ class Items:
         `where`, newest first. `about` names entities whose linked memories are wanted.
         `expand_hops` adds what the page's items lead to over current edges. `pattern` keeps
         only entities with an observation matching it (a regular expression or a preset, see
-        `KnowledgeGraph.with_observations_matching`).
+        `KnowledgeGraph.with_observations_matching`); `within` keeps only the items these
+        references name.
         """
         if limit < 1 or offset < 0:
             raise InvalidArgument("limit must be at least 1 and offset at least 0")
@@ -495,13 +497,17 @@ class Items:
                 if missing:
                     raise NotFound(f"no entity named {missing[0]!r}: `about` takes exact entity names")
                 where = replace(where, linked_to=tuple(e.pk for e in named.values()))
+            if within is not None:
+                named_items = [self.resolve(tx, ref, reads) for ref in within]
+                where = replace(where, pks=tuple(i.pk for i in named_items if isinstance(i, Memory | Entity)))
             use_entities = "entity" in kinds and not where.memories_only
             use_memories = "memory" in kinds and pattern is None
             if pattern is not None:
                 if not use_entities:
                     raise InvalidArgument("pattern matches entities' observations: it cannot apply to memories only")
                 patterned = engine.graph.matching_pattern(tx, pattern, reads)
-                where = replace(where, pks=tuple(patterned))
+                keep = set(where.pks) if where.pks is not None else None
+                where = replace(where, pks=tuple(pk for pk in patterned if keep is None or pk in keep))
             rankings: list[list[tuple[int, float]]] = []
             if query is not None and query.strip():
                 if use_memories:

@@ -154,7 +154,7 @@ class ItemFilter:
     """
 
     types: tuple[str, ...] = ()
-    """A memory's type or an entity's type is one of these (exactly)."""
+    """A memory's type or an entity's type is one of these (ignoring case)."""
     created_from: int | None = None
     """Created at or after this time (ms)."""
     created_to: int | None = None

@@ -349,6 +349,7 @@ class NativeTools:
             vector=vector,
             about=a.get("about", ()),
             pattern=a.get("pattern"),
+            within=a.get("within"),
             offset=offset,
             limit=limit,
             expand_hops=a.get("expand", 0),
@@ -617,6 +618,7 @@ class NativeTools:
             "current_seq": stats.current_seq,
             "size_bytes": stats.size_bytes,
             "scopes": list(engine.scopes(scopes)),
+            "write_scope": engine.write_scope,
         }
         for name, pairs in facets.items():
             out[f"top_{name}"] = [{"name": n, "count": c} for n, c in pairs]
@@ -727,6 +729,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                         "techdebt, deprecated, purpose, quirk",
                     ),
                     "vector": VECTOR,
+                    "within": Arr(items=REF, max_items=1000, description="Only these items"),
                     "expand": Int(minimum=0, maximum=2, description="Relations away to include"),
                     "full": Bool(description="Whole texts, not previews"),
                     "limit": LIMIT,
@@ -834,7 +837,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
         _tool(
             "explore",
             "Explore",
-            "Walk the graph from items: their neighbours (hops 1), a neighbourhood (hops 2 to 4), or with "
+            "Walk the graph from items: their neighbours (hops 1), a neighbourhood (more hops), or with "
             "`to`, the shortest chain of relations between two items; without `from`, every relation (of "
             "`types`, if given), newest first. Follows relations valid now (as_of: valid then; "
             "include_closed: ended ones too) and leaves out superseded memories (include_superseded). "
@@ -844,7 +847,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "from": OneOrMany(items=REF, max_items=20),
                     "to": REF,
                     "hops": Int(
-                        minimum=1, maximum=10, description="1 to 4 (default 1); with `to`, longest path (default 6)"
+                        minimum=1, maximum=10, description="Default 1; with `to`, the longest path (default 6)"
                     ),
                     "direction": Enum(values=("out", "in", "both")),
                     "types": Arr(items=TEXT, description="Relation types"),

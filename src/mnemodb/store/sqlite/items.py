@@ -42,7 +42,7 @@ def filter_sql(where: ItemFilter, kind: str, at: int) -> tuple[str, list[Any]]:
     params: list[Any] = []
     if where.types:
         column = "m.memory_type" if kind == "memory" else "e.entity_type"
-        clauses.append(f"{column} IN ({marks(len(where.types))})")
+        clauses.append(f"{column} COLLATE NOCASE IN ({marks(len(where.types))})")
         params += where.types
     if where.pks is not None:
         # An empty set admits nothing; a large one is passed as JSON rather than as parameters.

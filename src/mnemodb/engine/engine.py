@@ -202,10 +202,11 @@ class Engine:
         if existing_pk is not None:
             # Same content, same memory: merge the tags, keep everything else.
             added = tx.add_tags(existing_pk, item.tags)
+            if added:
+                tx.touch_node(existing_pk, at)
             existing = tx.memory_by_pk(existing_pk)
             assert existing is not None
             if added:
-                tx.touch_node(existing_pk, at)
                 self._log(tx, ops.tags_added(scope, existing.id, added), at)
             return StoredMemory(existing, False)
         node_id = new_ulid()

@@ -442,6 +442,13 @@ class KnowledgeGraph:
                 elif change.op == ops.ADD_OBSERVATIONS:
                     for observation in change.data.get("contents", []):
                         known.update(str(observation).lower().split())
+                elif change.op in (ops.SET_PROPS, ops.UPDATE_NODE):
+                    # A rename or a new type, through any face; other fields' words do no harm.
+                    fields = change.data.get("props") or change.data.get("set") or {}
+                    for field_name in ("name", "entityType", "entity_type"):
+                        value = fields.get(field_name)
+                        if isinstance(value, str):
+                            known.update(value.lower().split())
         self._vocabularies[key] = (seq, known)
         self._vocabulary_lists[key] = list(known)
         return self._vocabulary_lists[key]

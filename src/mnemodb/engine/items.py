@@ -59,9 +59,13 @@ __all__ = [
 Item = Memory | Entity
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
 MAX_HOPS = 10
+MAX_EXPAND = 4
 MAX_PATH = 10
 # Nodes an exploration may reach before it stops growing: enough for any page a model reads.
 MAX_REACHED = 500
+# A query ranks at most this many best matches of each kind, the same number for every
+# page: were it to grow with the page asked for, pages would disagree with each other.
+RANKED_POOL = 300
 # Result rank fusion constant (reciprocal rank fusion's k).
 _RRF_K = 60
 
@@ -480,8 +484,8 @@ class Items:
         """
         if limit < 1 or offset < 0:
             raise InvalidArgument("limit must be at least 1 and offset at least 0")
-        if not 0 <= expand_hops <= MAX_HOPS:
-            raise InvalidArgument(f"expand must be from 0 to {MAX_HOPS} hops")
+        if not 0 <= expand_hops <= MAX_EXPAND:
+            raise InvalidArgument(f"expand must be from 0 to {MAX_EXPAND} hops")
         where = where or ItemFilter()
         for key, _ in where.props:
             if '"' in check_text(key, "property name"):
@@ -511,18 +515,18 @@ class Items:
             rankings: list[list[tuple[int, float]]] = []
             if query is not None and query.strip():
                 if use_memories:
-                    rankings.append(self._memory_ranking(tx, query, reads, where, now, want))
+                    rankings.append(self._memory_ranking(tx, query, reads, where, now))
                 if use_entities:
-                    rankings.append(self._entity_ranking(tx, query, reads, where, now, want, fuzzy))
+                    rankings.append(self._entity_ranking(tx, query, reads, where, now, fuzzy))
             if vector is not None:
-                rankings.append(self._vector_ranking(tx, vector, reads, where, now, want, use_memories, use_entities))
+                rankings.append(self._vector_ranking(tx, vector, reads, where, now, use_memories, use_entities))
             if (query is not None and query.strip()) or vector is not None:
                 ranked = _fuse(rankings)
             else:
                 ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
             page = ranked[offset : offset + limit]
             items = self._items(tx, [pk for pk, _ in page], reads)
-            superseding = self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now)
+            superseding = self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
             found = tuple(
                 Found(items[pk], None if score is None else round(score, 6), superseding.get(pk, ()))
                 for pk, score in page
@@ -548,12 +552,12 @@ class Items:
         return ItemPage(found, len(ranked) > offset + limit, edges, related)
 
     def _memory_ranking(
-        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, want: int
+        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int
     ) -> list[tuple[int, float]]:
         """Memories by words and tags, scored as every profile's memory search scores them."""
         terms = query_terms(check_text(query, "query"))
         tags = tag_candidates(query)
-        pool = want + max(want // 2, 25)
+        pool = RANKED_POOL
         by_text = tx.filtered_text_search(terms, reads, pool, where, now)
         by_tag = tx.filtered_tagged(tags, reads, pool, where, now)
         strength = text_strengths({c[0]: c[1] for c in by_text})
@@ -564,15 +568,15 @@ class Items:
                 scores[pk] = relevance(
                     strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine._weights
                 )[0]
-        return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:want]
+        return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
 
     def _entity_ranking(
-        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, want: int, fuzzy: bool
+        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, fuzzy: bool
     ) -> list[tuple[int, float]]:
         """Entities by the knowledge-graph query language, filtered by `where`."""
         matches = self._engine.graph.ranked(tx, query, reads, fuzzy=fuzzy)
-        admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now)
-        return [(pk, score) for pk, score in matches if pk in admitted][:want]
+        admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now, reads)
+        return [(pk, score) for pk, score in matches if pk in admitted][:RANKED_POOL]
 
     def _vector_ranking(
         self,
@@ -581,13 +585,12 @@ class Items:
         reads: Sequence[str],
         where: ItemFilter,
         now: int,
-        want: int,
         memories: bool,
         entities: bool,
     ) -> list[tuple[int, float]]:
         model, values = vector
         # A wide pool, then the filter: a vector index cannot apply SQL conditions itself.
-        hits = self._engine.nodes.nearest(tx, model, values, k=max(want * 5, 100), scopes=reads)
+        hits = self._engine.nodes.nearest(tx, model, values, k=RANKED_POOL, scopes=reads)
         labels = tx.labels_of([pk for pk, _ in hits])
         by_kind: dict[str, list[int]] = {"memory": [], "entity": []}
         for pk, _ in hits:
@@ -596,10 +599,10 @@ class Items:
                 by_kind["memory"].append(pk)
             elif label == ENTITY and entities:
                 by_kind["entity"].append(pk)
-        admitted = tx.admitted(by_kind["memory"], "memory", where, now) | tx.admitted(
-            by_kind["entity"], "entity", where, now
+        admitted = tx.admitted(by_kind["memory"], "memory", where, now, reads) | tx.admitted(
+            by_kind["entity"], "entity", where, now, reads
         )
-        return [(pk, score) for pk, score in hits if pk in admitted][:want]
+        return [(pk, score) for pk, score in hits if pk in admitted]
 
     @staticmethod
     def _listing(
@@ -618,13 +621,14 @@ class Items:
         return [(pk, None) for pk in pks[:want]]
 
     @staticmethod
-    def _superseding(tx: ReadTx, pks: Sequence[int], now: int) -> dict[int, tuple[str, ...]]:
-        """For each memory in `pks` that is superseded, the ids of the memories replacing it."""
+    def _superseding(tx: ReadTx, pks: Sequence[int], now: int, reads: Sequence[str]) -> dict[int, tuple[str, ...]]:
+        """For each memory in `pks` that a reader of `reads` sees superseded, the ids of the
+        memories replacing it."""
         if not pks:
             return {}
         out: dict[int, list[str]] = {}
-        edges = tx.edges_of(list(pks), "in", valid_at=now, edge_types=[SUPERSEDES])
-        newer = tx.node_views(list({e.src_pk for e in edges}))
+        edges = tx.edges_of(list(pks), "in", valid_at=now, scopes=reads, edge_types=[SUPERSEDES])
+        newer = {pk: n for pk, n in tx.node_views(list({e.src_pk for e in edges})).items() if n.scope in reads}
         for edge in edges:
             if edge.src_pk in newer:
                 out.setdefault(edge.dst_pk, []).append(newer[edge.src_pk].id)
@@ -872,7 +876,7 @@ class Items:
                 found = self._items(tx, list(pks), reads)
                 if include_superseded:
                     return set(found)
-                superseded = self._superseding(tx, [pk for pk, i in found.items() if isinstance(i, Memory)], at)
+                superseded = self._superseding(tx, [pk for pk, i in found.items() if isinstance(i, Memory)], at, reads)
                 return {pk for pk in found if pk not in superseded}
 
             reached = expand(
@@ -884,7 +888,7 @@ class Items:
                 edge_scopes=reads,
                 edge_types=types,
                 admit=admit,
-                limit=limit,
+                limit=limit + 1,
             )
             items = self._items(tx, list(reached.depth), reads)
             if as_of is not None:
@@ -897,15 +901,16 @@ class Items:
             extra = [
                 e for e in among if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted)
             ]
-        kept = [pk for pk in reached.depth if pk in items]
-        edges = [e for e in (*reached.edges, *extra) if e.src_pk in items and e.dst_pk in items]
+        kept = [pk for pk in reached.depth if pk in items][:limit]
+        kept_set = set(kept)
+        edges = [e for e in (*reached.edges, *extra) if e.src_pk in kept_set and e.dst_pk in kept_set]
         if as_of is None:
             engine._record_access(kept)
         return Neighbourhood(
             tuple(items[pk] for pk in kept),
             tuple(edges),
             {items[pk].id: reached.depth[pk] for pk in kept},
-            truncated=len(reached.depth) >= limit,
+            truncated=len(reached.depth) > limit,
         )
 
     def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:

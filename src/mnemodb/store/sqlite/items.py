@@ -34,9 +34,10 @@ def _prop_condition(key: str, value: Scalar) -> tuple[str, list[Any]]:
     return "(json_type(n.props, ?) IN ('integer', 'real') AND json_extract(n.props, ?) = ?)", [path, path, value]
 
 
-def filter_sql(where: ItemFilter, kind: str, at: int) -> tuple[str, list[Any]]:
+def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> tuple[str, list[Any]]:
     """SQL conditions (joined by AND, "1" when none) over `n` (node) and `m` (memory) or `e`
-    (entity), and their parameters. Edges count when they are valid at `at`."""
+    (entity), and their parameters. Edges count when they are valid at `at` and lie in
+    `scopes`: an edge the reader cannot see decides nothing."""
     own = "m" if kind == "memory" else "e"
     clauses: list[str] = []
     params: list[Any] = []
@@ -68,17 +69,17 @@ def filter_sql(where: ItemFilter, kind: str, at: int) -> tuple[str, list[Any]]:
     if where.min_importance is not None:
         clauses.append("m.importance >= ?")
         params.append(where.min_importance)
-    valid = "x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?)"
+    valid = f"x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) AND x.scope IN ({marks(len(scopes))})"
     if where.linked_to:
         linked = marks(len(where.linked_to))
         clauses.append(
             f"(EXISTS (SELECT 1 FROM edge x WHERE x.src = m.node AND x.dst IN ({linked}) AND {valid}) "
             f"OR EXISTS (SELECT 1 FROM edge x WHERE x.dst = m.node AND x.src IN ({linked}) AND {valid}))"
         )
-        params += [*where.linked_to, at, at, *where.linked_to, at, at]
+        params += [*where.linked_to, at, at, *scopes, *where.linked_to, at, at, *scopes]
     if where.current_only:
         clauses.append(f"NOT EXISTS (SELECT 1 FROM edge x WHERE x.dst = m.node AND x.type = ? AND {valid})")
-        params += [SUPERSEDES, at, at]
+        params += [SUPERSEDES, at, at, *scopes]
     return " AND ".join(clauses) or "1", params
 
 
@@ -92,7 +93,7 @@ class ItemReads:
         first: (pk, bm25, importance, created_at)."""
         if not terms:
             return []
-        condition, params = filter_sql(where, "memory", at)
+        condition, params = filter_sql(where, "memory", at, scopes)
         return self.conn.execute(
             "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
@@ -107,7 +108,7 @@ class ItemReads:
         """The newest memories with any of `tags` that meet `where`: (pk, 0.0, importance, created_at)."""
         if not tags:
             return []
-        condition, params = filter_sql(where, "memory", at)
+        condition, params = filter_sql(where, "memory", at, scopes)
         return self.conn.execute(
             "SELECT m.node, 0.0, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
             f"WHERE m.scope IN ({marks(len(scopes))}) AND EXISTS (SELECT 1 FROM memory_tag t WHERE "
@@ -117,7 +118,7 @@ class ItemReads:
 
     def list_memories(self, scopes: Sequence[str], where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
         """Memories that meet `where`, newest first."""
-        condition, params = filter_sql(where, "memory", at)
+        condition, params = filter_sql(where, "memory", at, scopes)
         rows = self.conn.execute(
             "SELECT m.node FROM memory m JOIN node n ON n.pk = m.node "
             f"WHERE m.scope IN ({marks(len(scopes))}) AND {condition} "
@@ -128,7 +129,7 @@ class ItemReads:
 
     def list_entities(self, scopes: Sequence[str], where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
         """Entities (the oldest of each name) that meet `where`, newest first."""
-        condition, params = filter_sql(where, "entity", at)
+        condition, params = filter_sql(where, "entity", at, scopes)
         canonical, names = _canonical("e", scopes)
         rows = self.conn.execute(
             "SELECT e.node FROM entity e JOIN node n ON n.pk = e.node "
@@ -138,11 +139,11 @@ class ItemReads:
         )
         return [r[0] for r in rows]
 
-    def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int) -> set[int]:
-        """Which of these memories (or entities) meet `where`."""
+    def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int, scopes: Sequence[str]) -> set[int]:
+        """Which of these memories (or entities) meet `where`, for a reader of `scopes`."""
         if not pks:
             return set()
-        condition, params = filter_sql(where, kind, at)
+        condition, params = filter_sql(where, kind, at, scopes)
         table = "memory m" if kind == "memory" else "entity e"
         own = "m" if kind == "memory" else "e"
         rows = self.conn.execute(

@@ -730,7 +730,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     ),
                     "vector": VECTOR,
                     "within": Arr(items=REF, max_items=1000, description="Only these items"),
-                    "expand": Int(minimum=0, maximum=2, description="Relations away to include"),
+                    "expand": Int(minimum=0, maximum=3, description="Relations away to include"),
                     "full": Bool(description="Whole texts, not previews"),
                     "limit": LIMIT,
                     "cursor": CURSOR,

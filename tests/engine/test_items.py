@@ -1247,7 +1247,7 @@ def test_facets_count_what_the_reader_sees(eng: Engine, clock: Clock) -> None:
     assert eng.items.facets() == {
         "tags": [("a", 3), ("b", 1)],
         "memory_types": [("fact", 2), ("general", 1)],
-        "entity_types": [("person", 2), ("", 1)],
+        "entity_types": [("person", 2)],  # a typeless entity is not a type
         "relation_types": [("knows", 2)],
     }
     everything = eng.items.facets(scopes=ALL)

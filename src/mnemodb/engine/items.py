@@ -233,16 +233,22 @@ class Items:
         return found
 
     def get(
-        self, refs: Sequence[str], *, scopes: Sequence[str] | None = None, as_of: int | None = None
+        self,
+        refs: Sequence[str],
+        *,
+        scopes: Sequence[str] | None = None,
+        as_of: int | None = None,
+        record_access: bool = True,
     ) -> list[Item | Edge | None]:
         """Each reference's memory, entity or relation (None where nothing matches); with
-        `as_of`, as it was then (None for what did not exist yet)."""
+        `as_of`, as it was then (None for what did not exist yet). A look-up made to label
+        something else passes `record_access=False`: it is not a read of the item."""
         reads = self._engine.scopes(scopes)
         with self._engine.store.read() as tx:
             found = [self.resolve(tx, ref, reads) for ref in refs]
             if as_of is not None:
                 found = [self._then(tx, f, as_of) if f is not None else None for f in found]
-        if as_of is None:
+        if as_of is None and record_access:
             self._engine._record_access(f.pk for f in found if isinstance(f, Memory | Entity))
         return found
 

@@ -162,14 +162,20 @@ def _fit(shapes: list[dict[str, Any]], max_chars: int | None) -> list[dict[str, 
 
 # -- parameters ------------------------------------------------------------------------------------
 
+
+def text_field(description: str | None = None) -> Str:
+    """A string with something in it besides white space."""
+    return Str(min_length=1, pattern=r"\S", pattern_message="must not be blank", description=description)
+
+
 SCOPES = Arr(
-    items=Str(min_length=1),
+    items=text_field(),
     min_items=1,
     description="Scopes to read (default: the server's)",
 )
-SCOPE = Str(min_length=1, description="Scope to write into (default: the server's)")
-REF = Str(min_length=1, description="Memory id or hash, entity name or id, or relation id")
-TEXT = Str(min_length=1)
+SCOPE = text_field("Scope to write into (default: the server's)")
+REF = text_field("Memory id or hash, entity name or id, or relation id")
+TEXT = text_field()
 LIMIT = Int(minimum=1, maximum=MAX_LIMIT, description=f"Default {DEFAULT_LIMIT}")
 CURSOR = Str(description="next_cursor of the previous page")
 MAX_CHARS = Int(
@@ -179,7 +185,7 @@ MAX_CHARS = Int(
 PROPS = Map(values=Scalar(), description="Custom properties (scalar values)")
 VECTOR = Obj(
     fields={
-        "model": Str(min_length=1),
+        "model": text_field(),
         "values": Arr(items=Num(), min_items=1),
     },
     required=("model", "values"),
@@ -192,20 +198,20 @@ def _params(fields: Mapping[str, Field], *required: str) -> Obj:
 
 NEW_MEMORY = Obj(
     fields={
-        "content": Str(min_length=1, description="One self-contained fact, event or note"),
+        "content": text_field("One self-contained fact, event or note"),
         "tags": Arr(items=TEXT, max_items=50),
         "importance": Int(minimum=0, maximum=10, description="Default 0"),
-        "type": Str(min_length=1, description="fact, preference, decision, event... (default general)"),
+        "type": text_field("fact, preference, decision, event... (default general)"),
         "summary": Str(),
         "about": Arr(items=TEXT, max_items=20, description="Names of entities it concerns (created if new)"),
-        "supersedes": Str(min_length=1, description="Id or hash of the older memory it replaces"),
+        "supersedes": text_field("Id or hash of the older memory it replaces"),
         "props": PROPS,
     },
     required=("content",),
 )
 NEW_ENTITY = Obj(
     fields={
-        "name": Str(min_length=1),
+        "name": text_field(),
         "type": Str(description="person, project, service..."),
         "observations": Arr(items=TEXT, max_items=100, description="Facts about it, one each"),
         "props": PROPS,
@@ -216,7 +222,7 @@ NEW_RELATION = Obj(
     fields={
         "from": REF,
         "to": REF,
-        "type": Str(min_length=1, description="Active voice: works_at, depends_on..."),
+        "type": text_field("Active voice: works_at, depends_on..."),
         "valid_from": Time(description="Default now"),
         "props": PROPS,
     },
@@ -224,9 +230,9 @@ NEW_RELATION = Obj(
 )
 CLOSE_RELATION = Obj(
     fields={
-        "id": Str(min_length=1, description="Or give from, type and to"),
+        "id": text_field("Or give from, type and to"),
         "from": REF,
-        "type": Str(min_length=1),
+        "type": text_field(),
         "to": REF,
         "valid_to": Time(description="Default now"),
     },
@@ -435,7 +441,7 @@ class NativeTools:
 
     @staticmethod
     def _edge_ends(engine: Engine, edge: Edge, scopes: Sequence[str] | None) -> dict[int, Item]:
-        ends = engine.items.get([edge.src, edge.dst], scopes=scopes)
+        ends = engine.items.get([edge.src, edge.dst], scopes=scopes, record_access=False)
         return {i.pk: i for i in ends if isinstance(i, Memory | Entity)}
 
     # update ------------------------------------------------------------------------------------------
@@ -501,16 +507,19 @@ class NativeTools:
             scope=a.get("scope"),
         )
         edges = [e for e, _ in opened] + closed
-        ends = self._ends(engine, edges)
+        ends = self._ends(engine, edges, a.get("scope"))
         return {
             "added": [{**relation_shape(e, ends), "new": new} for e, new in opened],
             "closed": [relation_shape(e, ends) for e in closed],
         }
 
     @staticmethod
-    def _ends(engine: Engine, edges: Sequence[Edge]) -> dict[int, Item]:
+    def _ends(engine: Engine, edges: Sequence[Edge], write_scope: str | None) -> dict[int, Item]:
+        """The items at the ends of relations just written: seen from the read scopes and
+        the scope written to, and not counted as reads."""
         ids = list(dict.fromkeys(i for e in edges for i in (e.src, e.dst)))
-        found = engine.items.get(ids, scopes=None) if ids else []
+        scopes = list(dict.fromkeys((*engine.read_scopes, write_scope or engine.write_scope)))
+        found = engine.items.get(ids, scopes=scopes, record_access=False) if ids else []
         return {i.pk: i for i in found if isinstance(i, Memory | Entity)}
 
     # explore --------------------------------------------------------------------------------------------
@@ -644,7 +653,9 @@ def change_shape(change: Change) -> dict[str, Any]:
         # A vector is thousands of characters of numbers a model cannot use: its size instead.
         from mnemodb.engine.ops import embedding_vector
 
-        data = {"id": data.get("id"), "model": data.get("model"), "dim": len(embedding_vector(data))}
+        data = {"id": data.get("id"), "model": data.get("model"), "dim": len(embedding_vector(data))} | (
+            {"redacted": True} if data.get("redacted") else {}
+        )
     out: dict[str, Any] = {"seq": change.seq, "at": iso(change.at), "op": change.op, "target": change.target}
     if change.scope is not None and change.scope != "shared":
         out["scope"] = change.scope
@@ -773,14 +784,14 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             _params(
                 {
                     "ref": REF,
-                    "content": Str(min_length=1),
+                    "content": text_field(),
                     "summary": Str(),
                     "importance": Int(minimum=0, maximum=10),
-                    "type": Str(min_length=1),
+                    "type": text_field(),
                     "tags": Arr(items=TEXT, description="Replace all"),
                     "add_tags": Arr(items=TEXT),
                     "remove_tags": Arr(items=TEXT),
-                    "name": Str(min_length=1, description="Rename an entity"),
+                    "name": text_field("Rename an entity"),
                     "add_observations": Arr(items=TEXT),
                     "remove_observations": Arr(items=TEXT, description="Exact texts"),
                     "props": Map(values=Scalar(nullable=True), description="null removes one"),
@@ -921,10 +932,18 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _read_item(engine: Engine, ref: str) -> str | None:
-    found = engine.items.get([ref])[0]
-    if not isinstance(found, Memory | Entity):
-        return None
+def _read_item(kind: type[Memory] | type[Entity]) -> Callable[[Engine, str], str | None]:
+    """A resource reader for one kind of item: the memory template never answers with an
+    entity, nor the entity template with a memory."""
+
+    def read(engine: Engine, ref: str) -> str | None:
+        found = engine.items.get([ref])[0]
+        return _item_json(engine, found) if isinstance(found, kind) else None
+
+    return read
+
+
+def _item_json(engine: Engine, found: Item) -> str:
     edges, ends = engine.items.edges_of([found])
     return _json(item_shape(found, full=True) | {"relations": [relation_shape(e, ends) for e in edges]})
 
@@ -943,14 +962,14 @@ class NativeProfile(Profile):
                 name="memory",
                 title="A memory",
                 description="One memory in full, by id or content hash, with its relations",
-                read=_read_item,
+                read=_read_item(Memory),
             ),
             TemplateResource(
                 uri_template="mnemodb://entity/{name}",
                 name="entity",
                 title="An entity",
                 description="One entity in full, by exact name or id, with its observations and relations",
-                read=_read_item,
+                read=_read_item(Entity),
             ),
         )
         self.resources = (

@@ -171,7 +171,7 @@ class ItemReads:
                 "GROUP BY memory_type ORDER BY c DESC, memory_type LIMIT ?"
             ),
             "entity_types": top_of(
-                f"SELECT entity_type, COUNT(*) AS c FROM entity WHERE scope IN ({marked}) "
+                f"SELECT entity_type, COUNT(*) AS c FROM entity WHERE scope IN ({marked}) AND entity_type != '' "
                 "GROUP BY entity_type ORDER BY c DESC, entity_type LIMIT ?"
             ),
             "relation_types": top_of(

@@ -357,7 +357,8 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         out["observations"] = int(
             self.conn.execute(f"SELECT COUNT(*) FROM observation o{obs_where}", params).fetchone()[0]
         )
-        out["embeddings"] = int(self.conn.execute("SELECT COUNT(*) FROM embedding").fetchone()[0])
+        emb_where = "" if scopes is None else f" JOIN node n ON n.pk = b.node WHERE n.scope IN ({marks(len(scopes))})"
+        out["embeddings"] = int(self.conn.execute(f"SELECT COUNT(*) FROM embedding b{emb_where}", params).fetchone()[0])
         return out
 
     def current_seq(self) -> int:

@@ -46,13 +46,13 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from bench_store import BenchError, _progress, _workdir
 from measure import p50, p95, rss_mb
 from mnemodb import __version__ as MNEMODB_VERSION
 
@@ -326,10 +326,6 @@ class GraphCorpus:
 
 
 # -- measurements -------------------------------------------------------------------------------------
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 def files_mb(*paths: Path) -> float:
@@ -1053,28 +1049,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", metavar="DIR", help="where the stores go (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the stores and server logs afterwards")
     return parser
-
-
-@contextlib.contextmanager
-def _workdir(args: argparse.Namespace) -> Iterator[Path]:
-    if args.workdir:
-        path = Path(args.workdir).resolve()
-        if path.exists() and any(path.iterdir()):
-            raise BenchError(f"--workdir {path} is not empty")
-        path.mkdir(parents=True, exist_ok=True)
-    else:
-        path = Path(tempfile.mkdtemp(prefix="mnemodb-bench-graph-"))
-    try:
-        yield path
-    finally:
-        if args.keep:
-            print(f"kept stores and logs in {path}")
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _progress(text: str) -> None:
-    print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

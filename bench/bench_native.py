@@ -31,21 +31,19 @@ Run `python bench/bench_native.py --help` for the options; see bench/README.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
 import random
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_store import BenchError, _progress, _workdir
 from measure import p50, p95
 from mnemodb import __version__ as MNEMODB_VERSION
 from serve_client import PROTOCOL_VERSION, ServeProcess
@@ -155,10 +153,6 @@ def build_corpus(memories: int, entities: int, queries: int, seed: int, vocabula
 
 
 # -- the client -------------------------------------------------------------------------------------
-
-
-class BenchError(Exception):
-    pass
 
 
 class Server(ServeProcess):
@@ -468,28 +462,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", metavar="DIR", help="where the database goes (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     return parser
-
-
-@contextlib.contextmanager
-def _workdir(args: argparse.Namespace) -> Iterator[Path]:
-    if args.workdir:
-        path = Path(args.workdir).resolve()
-        if path.exists() and any(path.iterdir()):
-            raise BenchError(f"--workdir {path} is not empty")
-        path.mkdir(parents=True, exist_ok=True)
-    else:
-        path = Path(tempfile.mkdtemp(prefix="mnemodb-bench-native-"))
-    try:
-        yield path
-    finally:
-        if args.keep:
-            print(f"kept the database in {path}")
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _progress(text: str) -> None:
-    print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

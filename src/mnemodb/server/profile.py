@@ -44,6 +44,27 @@ class Tool:
     """The code a profile with coded errors reports when this tool fails."""
 
 
+def tool(
+    name: str,
+    title: str,
+    description: str,
+    params: ToolParams,
+    run: ToolRun,
+    annotations: ToolAnnotations,
+    output: Mapping[str, Any] | None,
+) -> Tool:
+    """A tool, its parts in the order a profile's table lists them."""
+    return Tool(
+        name=name,
+        title=title,
+        description=description,
+        params=params,
+        run=run,
+        annotations=annotations,
+        output_schema=output,
+    )
+
+
 @dataclass(frozen=True)
 class Resource:
     uri: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -21,7 +21,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mnemodb.engine import Engine, EngineError, Entity
 from mnemodb.engine.graph import Graph, NewEntity, NewRelation
 from mnemodb.engine.models import Relation
-from mnemodb.server.profile import Profile, Resource, Tool
+from mnemodb.server.profile import Profile, Resource, Tool, tool
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Invalid, Num, Obj, Str
 
 log = logging.getLogger("mnemodb.server")
@@ -255,28 +255,8 @@ def filter_observations(engine: Engine, a: dict[str, Any]) -> Any:
     return {"entities": [entity_shape(e) for e in engine.graph.with_observations_matching(a["pattern"])]}
 
 
-def _tool(
-    name: str,
-    title: str,
-    description: str,
-    params: Obj,
-    run: Callable[[Engine, dict[str, Any]], Any],
-    annotations: ToolAnnotations,
-    output: Mapping[str, Any] | None,
-) -> Tool:
-    return Tool(
-        name=name,
-        title=title,
-        description=description,
-        params=params,
-        run=run,
-        annotations=annotations,
-        output_schema=output,
-    )
-
-
 TOOLS: Sequence[Tool] = (
-    _tool(
+    tool(
         "create_entities",
         "Create Entities",
         "Create entities in the knowledge graph: each has a unique name, a type and observations (facts "
@@ -286,7 +266,7 @@ TOOLS: Sequence[Tool] = (
         WRITE,
         _output({"entities": _entity_list_schema()}, "entities"),
     ),
-    _tool(
+    tool(
         "create_relations",
         "Create Relations",
         "Connect entities with directed, typed relations, phrased in the active voice (Alice works_at "
@@ -296,7 +276,7 @@ TOOLS: Sequence[Tool] = (
         WRITE,
         _output({"relations": _relation_list_schema()}, "relations"),
     ),
-    _tool(
+    tool(
         "add_observations",
         "Add Observations",
         "Add observations (one fact each) to existing entities. Observations an entity already has are "
@@ -335,7 +315,7 @@ TOOLS: Sequence[Tool] = (
             "results",
         ),
     ),
-    _tool(
+    tool(
         "delete_entities",
         "Delete Entities",
         "Delete entities and every relation to or from them. Unknown names are ignored.",
@@ -344,7 +324,7 @@ TOOLS: Sequence[Tool] = (
         DELETE,
         MESSAGE_OUTPUT,
     ),
-    _tool(
+    tool(
         "delete_observations",
         "Delete Observations",
         "Remove specific observations from entities. Unknown entities and observations are ignored.",
@@ -367,7 +347,7 @@ TOOLS: Sequence[Tool] = (
         DELETE,
         MESSAGE_OUTPUT,
     ),
-    _tool(
+    tool(
         "delete_relations",
         "Delete Relations",
         "Delete relations that match from, to and relationType exactly. Others are ignored.",
@@ -376,7 +356,7 @@ TOOLS: Sequence[Tool] = (
         DELETE,
         MESSAGE_OUTPUT,
     ),
-    _tool(
+    tool(
         "read_graph",
         "Read Graph",
         "Read the whole knowledge graph. On a large graph, pass `limit` to get a page of that many "
@@ -392,7 +372,7 @@ TOOLS: Sequence[Tool] = (
         READ,
         GRAPH_OUTPUT,
     ),
-    _tool(
+    tool(
         "search_nodes",
         "Search Nodes",
         "Search entities by name, type and observations. Words are OR'ed; +word is required, -word "
@@ -430,7 +410,7 @@ TOOLS: Sequence[Tool] = (
             "scores",
         ),
     ),
-    _tool(
+    tool(
         "open_nodes",
         "Open Nodes",
         "Fetch entities by exact name, with the relations between them. Unknown names are skipped.",
@@ -439,7 +419,7 @@ TOOLS: Sequence[Tool] = (
         READ,
         GRAPH_OUTPUT,
     ),
-    _tool(
+    tool(
         "search_observations",
         "Search Observations",
         "Search single observations rather than whole entities, when you need specific facts: same query "
@@ -476,7 +456,7 @@ TOOLS: Sequence[Tool] = (
             "matches",
         ),
     ),
-    _tool(
+    tool(
         "get_neighbors",
         "Get Neighbors",
         "List the entities directly connected to one entity, with each relation and its direction "
@@ -509,7 +489,7 @@ TOOLS: Sequence[Tool] = (
             "neighbors",
         ),
     ),
-    _tool(
+    tool(
         "find_path",
         "Find Path",
         "Find the shortest chain of relations (followed in either direction) between two entities, at "
@@ -535,7 +515,7 @@ TOOLS: Sequence[Tool] = (
             "required": ["path", "relations", "length"],
         },
     ),
-    _tool(
+    tool(
         "get_subgraph",
         "Get Subgraph",
         "Extract the neighbourhood of some entities: them, everything within `depth` relations (default "
@@ -551,7 +531,7 @@ TOOLS: Sequence[Tool] = (
         EXPLORE,
         GRAPH_OUTPUT,
     ),
-    _tool(
+    tool(
         "filter_by_type",
         "Filter By Type",
         "All entities of one type (case-insensitive), with the relations among them.",
@@ -560,7 +540,7 @@ TOOLS: Sequence[Tool] = (
         EXPLORE,
         GRAPH_OUTPUT,
     ),
-    _tool(
+    tool(
         "filter_relations",
         "Filter Relations",
         "Relations by type (case-insensitive), source and/or target entity, with the entities at their "
@@ -576,7 +556,7 @@ TOOLS: Sequence[Tool] = (
         EXPLORE,
         _output({"relations": _relation_list_schema(), "entities": _entity_list_schema()}, "relations", "entities"),
     ),
-    _tool(
+    tool(
         "filter_observations",
         "Filter By Observation Pattern",
         "Entities with an observation matching a pattern: a preset (dated = starts with [YYYY-MM-DD], "
@@ -659,7 +639,7 @@ class KnowledgeGraphProfile(Profile):
         text = f"MCP error -32602: Input validation error: Invalid arguments for tool {tool.name}: {issues}"
         return self._text(text, None, is_error=True)
 
-    def unknown_tool(self, name: str) -> CallToolResult:
+    def unknowntool(self, name: str) -> CallToolResult:
         return self._text(f"MCP error -32602: Tool {name} not found", None, is_error=True)
 
 

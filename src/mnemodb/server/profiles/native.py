@@ -28,7 +28,7 @@ from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import EntityNote, Found, Item, ItemPage, Neighbourhood, Note, Patch
 from mnemodb.engine.models import SUPERSEDES, Change, Edge, Entity, ItemFilter, Memory, NewMemory
 from mnemodb.search.analyzer import words
-from mnemodb.server.profile import Profile, Prompt, PromptArgument, Resource, TemplateResource, Tool
+from mnemodb.server.profile import Profile, Prompt, PromptArgument, Resource, TemplateResource, Tool, tool
 from mnemodb.server.profiles import native_text
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Int, Invalid, Map, Num, Obj, OneOrMany, Scalar, Str, Time
 
@@ -666,29 +666,9 @@ def change_shape(change: Change) -> dict[str, Any]:
 # -- the table -------------------------------------------------------------------------------------------
 
 
-def _tool(
-    name: str,
-    title: str,
-    description: str,
-    params: Obj,
-    run: Callable[[Engine, dict[str, Any]], Any],
-    annotations: ToolAnnotations,
-    output: Mapping[str, Any],
-) -> Tool:
-    return Tool(
-        name=name,
-        title=title,
-        description=description,
-        params=params,
-        run=run,
-        annotations=annotations,
-        output_schema=output,
-    )
-
-
 def tools(handlers: NativeTools) -> tuple[Tool, ...]:
     return (
-        _tool(
+        tool(
             "remember",
             "Remember",
             "Store new knowledge so later conversations can recall it: memories (facts, preferences, "
@@ -711,7 +691,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             WRITE,
             _output({"memories": _ARRAY, "entities": _ARRAY}),
         ),
-        _tool(
+        tool(
             "recall",
             "Recall",
             "Search memory: memories and entities matching `query`, most relevant first; without a query, "
@@ -753,7 +733,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             READ,
             PAGE_OUTPUT,
         ),
-        _tool(
+        tool(
             "get",
             "Get",
             "Read items in full by reference: a memory's id or content hash, an entity's exact name or id, a "
@@ -773,7 +753,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             READ,
             _output({"items": _ARRAY}),
         ),
-        _tool(
+        tool(
             "update",
             "Update",
             "Change one memory or entity in place; its id and relations stay. A memory: content, summary, "
@@ -804,7 +784,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             UPDATE,
             _output({"item": _OBJECT, "changed": _ARRAY}),
         ),
-        _tool(
+        tool(
             "forget",
             "Forget",
             "Delete memories, entities (with all their relations) or relations, by reference (relations "
@@ -826,7 +806,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             DELETE,
             _output({"results": _ARRAY}),
         ),
-        _tool(
+        tool(
             "relate",
             "Relate",
             "Add or close typed, directed relations between items (entities by name, memories by id or "
@@ -845,7 +825,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             IDEMPOTENT_WRITE,
             _output({"added": _ARRAY, "closed": _ARRAY}),
         ),
-        _tool(
+        tool(
             "explore",
             "Explore",
             "Walk the graph from items: their neighbours (hops 1), a neighbourhood (more hops), or with "
@@ -886,7 +866,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                 "next_cursor",
             ),
         ),
-        _tool(
+        tool(
             "audit",
             "Audit",
             "Audit what changed, oldest first: the change log from `since` (a sequence number; poll with "
@@ -909,7 +889,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                 "next_since",
             ),
         ),
-        _tool(
+        tool(
             "survey",
             "Survey",
             "Survey the memory you can read: counts of memories, entities, observations, relations and "
@@ -1025,7 +1005,7 @@ class NativeProfile(Profile):
             f"{tool.name}: timed out after {timeout_ms} ms and nothing was changed; narrow the call and retry"
         )
 
-    def unknown_tool(self, name: str) -> CallToolResult:
+    def unknowntool(self, name: str) -> CallToolResult:
         names = ", ".join(t.name for t in self.tools)
         return self._error(f"unknown tool {name!r}; this server's tools are {names}")
 

@@ -8,6 +8,7 @@ transport (`stdio.py`) read these; neither knows any profile by name.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -135,8 +136,9 @@ class ProtocolRules:
     """Refuse JSON-RPC messages with top-level keys the specification does not define."""
 
 
-class Profile:
-    """Base class: default shaping is plain MCP (structured content plus compact text)."""
+class Profile(ABC):
+    """What every profile declares: its tools and resources, and how it shapes each outcome.
+    The shaping methods are abstract, so a profile that misses one cannot be built."""
 
     name: str = ""
     server_name: str = "mnemodb"
@@ -151,20 +153,20 @@ class Profile:
     forbid_tasks: bool = False
     """Say `execution: {taskSupport: "forbidden"}` on every tool, as the upstream's SDK did."""
 
-    def success(self, tool: Tool, value: Any) -> CallToolResult:
-        raise NotImplementedError
+    @abstractmethod
+    def success(self, tool: Tool, value: Any) -> CallToolResult: ...
 
-    def failure(self, tool: Tool, error: Exception) -> CallToolResult:
-        raise NotImplementedError
+    @abstractmethod
+    def failure(self, tool: Tool, error: Exception) -> CallToolResult: ...
 
-    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult:
-        raise NotImplementedError
+    @abstractmethod
+    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult: ...
 
-    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult:
-        raise NotImplementedError
+    @abstractmethod
+    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult: ...
 
-    def unknown_tool(self, name: str) -> CallToolResult:
-        raise NotImplementedError
+    @abstractmethod
+    def unknown_tool(self, name: str) -> CallToolResult: ...
 
 
 @dataclass

@@ -639,7 +639,7 @@ class KnowledgeGraphProfile(Profile):
         text = f"MCP error -32602: Input validation error: Invalid arguments for tool {tool.name}: {issues}"
         return self._text(text, None, is_error=True)
 
-    def unknowntool(self, name: str) -> CallToolResult:
+    def unknown_tool(self, name: str) -> CallToolResult:
         return self._text(f"MCP error -32602: Tool {name} not found", None, is_error=True)
 
 

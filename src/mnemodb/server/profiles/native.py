@@ -1005,7 +1005,7 @@ class NativeProfile(Profile):
             f"{tool.name}: timed out after {timeout_ms} ms and nothing was changed; narrow the call and retry"
         )
 
-    def unknowntool(self, name: str) -> CallToolResult:
+    def unknown_tool(self, name: str) -> CallToolResult:
         names = ", ".join(t.name for t in self.tools)
         return self._error(f"unknown tool {name!r}; this server's tools are {names}")
 

@@ -13,7 +13,8 @@ How it runs, through the public `Engine` API only:
   is created at its session's date and time (`session_N_date_time`, e.g. "1:56 pm on
   8 May, 2023", read as UTC);
 - each conversation in its own scope (a fresh ULID); each session is one
-  `store_memories` call, one memory per turn, its `dia_id` in the memory's `props`;
+  `store_memories(..., turns=True)` call (`--no-turns`: plain memories), one memory per
+  turn, its `dia_id` in the memory's `props`;
 - a memory's content is `Speaker: text`, plus ` [shares a photo: caption]` when the turn
   shared an image with a `blip_caption` (`--no-captions` leaves it out), prefixed with the
   session date, `(8 May 2023) `, under `--date-in-text`. The engine stores identical
@@ -233,14 +234,14 @@ class Clock:
         return self.ms
 
 
-def store(engine: Engine, clock: Clock, conversation: Conversation) -> tuple[str, dict[str, str]]:
+def store(engine: Engine, clock: Clock, conversation: Conversation, *, turns: bool) -> tuple[str, dict[str, str]]:
     """Store one conversation in a scope of its own: (scope, memory id -> dia_id)."""
     scope = new_ulid()
     ids: dict[str, str] = {}
     for session in conversation.sessions:
         clock.ms = session.at_ms
         items = [NewMemory(t.content, props={"dia_id": t.dia_id}) for t in session.turns]
-        results = engine.store_memories(items, scope=scope)
+        results = engine.store_memories(items, scope=scope, turns=turns)
         for turn, result in zip(session.turns, results, strict=True):
             if not result.ok:
                 raise SystemExit(f"{conversation.sample_id} {turn.dia_id}: not stored: {result.error}")
@@ -321,6 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-captions", action="store_true", help="leave shared photos' captions out of the memories")
     parser.add_argument(
+        "--no-turns",
+        action="store_true",
+        help="store each session's turns as separate memories, not as turns of a conversation "
+        "(the items method then finds no turn by the words of the one before it)",
+    )
+    parser.add_argument(
         "--ask-at",
         choices=("end", "later"),
         default="end",
@@ -352,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = Engine.open(str(Path(work) / "locomo.db"), clock=clock)
         try:
             started = time.perf_counter()
-            scoped = [(c, *store(engine, clock, c)) for c in conversations]
+            scoped = [(c, *store(engine, clock, c, turns=not args.no_turns)) for c in conversations]
             load_s = time.perf_counter() - started
             delay = LATER_DAYS * DAY_MS if args.ask_at == "later" else 0
             asked_at = {c.sample_id: max(s.at_ms for s in c.sessions) + delay for c in conversations}
@@ -384,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"== LoCoMo retrieval through mnemodb's engine: method {args.method}, date in text "
         f"{'yes' if args.date_in_text else 'no'}, captions {'no' if args.no_captions else 'yes'}, "
-        f"asked at {args.ask_at} =="
+        f"turns {'no' if args.no_turns else 'yes'}, asked at {args.ask_at} =="
     )
     print(
         f"data: {args.data.name}, {len(conversations)} conversations, "
@@ -431,6 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "method": args.method,
                 "date_in_text": args.date_in_text,
                 "captions": not args.no_captions,
+                "stored_as_turns": not args.no_turns,
                 "ask_at": args.ask_at,
                 "top_k": TOP_K,
                 "mrr_cutoff": TOP_K,

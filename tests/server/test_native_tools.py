@@ -17,6 +17,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 from mcp_types import TextContent, TextResourceContents
 
+from mnemodb.ids import new_ulid
 from native_support import (
     INVALID_PARAMS,
     PREVIEW_CHARS,
@@ -1498,3 +1499,21 @@ def test_prompt_errors_are_invalid_params(srv: Native) -> None:
 def test_errors_are_not_logged_as_crashes(srv: Native) -> None:
     srv.error("recall", {"cursor": "not a cursor"})
     assert "Traceback" not in srv.stderr
+
+
+# -- turns of a conversation ------------------------------------------------------------------------
+
+
+def test_remembered_turns_are_recalled_by_the_words_of_the_turn_before(srv: Native) -> None:
+    scope = new_ulid()
+    question = "Which trail did you take up the volcano?"
+    answer = "The northern one, past the old observatory"
+    srv.call("remember", {"memories": [{"content": question}, {"content": answer}], "turns": True, "scope": scope})
+    srv.call("remember", {"memories": [{"content": "A separate volcano fact"}], "scope": new_ulid()})
+    items = srv.call("recall", {"query": "trail", "scopes": [scope]})["items"]
+    assert [i["text"] for i in items] == [question, answer]
+    assert items[0]["score"] > items[1]["score"]
+    # Without turns, a memory is found by its own words only.
+    plain = new_ulid()
+    srv.call("remember", {"memories": [{"content": question}, {"content": answer}], "scope": plain})
+    assert [i["text"] for i in srv.call("recall", {"query": "trail", "scopes": [plain]})["items"]] == [question]

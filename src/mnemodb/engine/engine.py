@@ -195,8 +195,9 @@ class Engine:
             check_text(item.summary, "summary")
         return replace(item, tags=normalize_tags(item.tags), props=check_props(item.props))
 
-    def _store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int) -> StoredMemory:
-        """Write one checked item (see `_check_new_memory`)."""
+    def _store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int, *, turn: bool = False) -> StoredMemory:
+        """Write one checked item (see `_check_new_memory`); a `turn` is also found by the
+        words of the memory stored just before it (see `store_memories`)."""
         digest = content_hash(item.content)
         existing_pk = tx.memory_pk(scope, digest)
         if existing_pk is not None:
@@ -211,7 +212,7 @@ class Engine:
             return StoredMemory(existing, False)
         node_id = new_ulid()
         pk = tx.insert_node(node_id, scope, MEMORY, item.props, at)
-        tx.insert_memory(pk, scope, digest, item.content, item.summary, item.importance, item.memory_type)
+        tx.insert_memory(pk, scope, digest, item.content, item.summary, item.importance, item.memory_type, turn=turn)
         tx.add_tags(pk, item.tags)
         memory = Memory(
             pk=pk,
@@ -250,8 +251,14 @@ class Engine:
             at = self._clock()
             return self._store_one(tx, item, target, at)
 
-    def store_memories(self, items: Sequence[NewMemory], *, scope: str | None = None) -> list[ItemResult]:
+    def store_memories(
+        self, items: Sequence[NewMemory], *, scope: str | None = None, turns: bool = False
+    ) -> list[ItemResult]:
         """Store many memories in one transaction; each item succeeds or fails on its own.
+
+        With `turns`, the items are consecutive turns of a conversation, oldest first: the
+        native search also finds each by the words of the memory stored just before it in
+        the scope (within half an hour), at half the weight of its own words.
 
         Every item is checked before anything is written, so a rejected item touches
         nothing and the others are stored together, all or none.
@@ -266,7 +273,7 @@ class Engine:
                 results.append(ItemResult(index, error=str(exc)))
         with self.store.write() as tx:
             at = self._clock()
-            results += [ItemResult(index, self._store_one(tx, item, target, at)) for index, item in checked]
+            results += [ItemResult(index, self._store_one(tx, item, target, at, turn=turns)) for index, item in checked]
         return sorted(results, key=lambda r: r.index)
 
     def get_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> Memory | None:

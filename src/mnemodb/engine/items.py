@@ -342,6 +342,7 @@ class Items:
         scope: str | None = None,
         scopes: Sequence[str] | None = None,
         atomic: bool = True,
+        turns: bool = False,
     ) -> tuple[list[Remembered], list[Remembered]]:
         """Store memories and entities in one transaction: (memories' outcomes, entities').
 
@@ -349,7 +350,9 @@ class Items:
         new observations (and its type, when it had none). Entities are written first, so a
         memory's `about` finds them. Atomic (the default): every item is checked first, and
         an error names each refused item and writes nothing. Not atomic: each item is
-        written or refused on its own, and a refused one's outcome carries the error.
+        written or refused on its own, and a refused one's outcome carries the error. With
+        `turns`, the memories are consecutive turns of a conversation (see
+        `Engine.store_memories`).
         """
         engine = self._engine
         problems: dict[tuple[str, int], str] = {}
@@ -399,7 +402,7 @@ class Items:
                     continue
                 try:
                     with tx.savepoint():
-                        memory_results.append(self._remember_note(tx, checked[i], target, visible, at))
+                        memory_results.append(self._remember_note(tx, checked[i], target, visible, at, turns))
                 except (InvalidArgument, NotFound, Conflict) as exc:
                     if atomic:
                         raise type(exc)(f"memories[{i}]: {exc} (nothing was written)") from None
@@ -429,10 +432,12 @@ class Items:
         after = tx.entities_by_pk([existing.pk])[existing.pk]
         return Remembered(after, "updated", added=tuple(added))
 
-    def _remember_note(self, tx: WriteTx, note: Note, target: str, visible: Sequence[str], at: int) -> Remembered:
+    def _remember_note(
+        self, tx: WriteTx, note: Note, target: str, visible: Sequence[str], at: int, turn: bool
+    ) -> Remembered:
         engine = self._engine
         before = tx.memory_by_hash([target], content_hash(note.memory.content))
-        memory = engine._store_one(tx, note.memory, target, at).memory
+        memory = engine._store_one(tx, note.memory, target, at, turn=turn).memory
         added = tuple(t for t in memory.tags if t not in before.tags) if before is not None else ()
         linked: list[str] = []
         created: list[str] = []

@@ -303,7 +303,11 @@ class NativeTools:
             for e in entities
         ]
         stored, named = engine.items.remember(
-            notes, new_entities, scope=a.get("scope"), atomic=a.get("all_or_nothing", True)
+            notes,
+            new_entities,
+            scope=a.get("scope"),
+            atomic=a.get("all_or_nothing", True),
+            turns=a.get("turns", False),
         )
         out_memories = []
         for r in stored:
@@ -684,6 +688,10 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "memories": Arr(items=NEW_MEMORY, max_items=MAX_BATCH),
                     "entities": Arr(items=NEW_ENTITY, max_items=MAX_BATCH),
                     "all_or_nothing": Bool(description="Default true; false: each item succeeds or fails alone"),
+                    "turns": Bool(
+                        description="The memories are consecutive turns of a conversation, oldest first: "
+                        "recall also finds each by the words of the one before it"
+                    ),
                     "scope": SCOPE,
                 }
             ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mnemodb.engine import ops
 from mnemodb.engine.engine import normalize_tag
 from mnemodb.ids import SHARED, ulid_at
+from mnemodb.store.sqlite.schema import MIGRATIONS
 
 if TYPE_CHECKING:
     from mnemodb.store.sqlite.store import _WriteTx
@@ -159,12 +161,13 @@ def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
 
     # Drop the old tables last. Dropping memdb's FTS5 table takes its shadow tables with
     # it, and dropping a table takes its triggers.
+    ours = set(re.findall(r"CREATE VIRTUAL TABLE (\w+)", "".join(MIGRATIONS)))
     virtual = [
         name
         for (name,) in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%' "
-            "AND name NOT IN ('memory_fts', 'entity_text')"
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'"
         )
+        if name not in ours
     ]
     for name in virtual:
         conn.execute(f'DROP TABLE IF EXISTS "{name}"')

@@ -14,6 +14,9 @@ APPLICATION_ID = 0x4D4E454D  # "MNEM": marks a file as a mnemodb database
 # best BM25 recall on the conversational-memory development split (see docs/design.md).
 TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
+# How close in time the memory before must be to count as a memory's context (30 minutes).
+CONTEXT_WINDOW_MS = 30 * 60 * 1000
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: nodes, memories, tags, edges, the change log.
     f"""
@@ -219,6 +222,45 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE embedding;
     ALTER TABLE embedding_rows RENAME TO embedding;
     CREATE INDEX embedding_model ON embedding (model, node);
+    """,
+    # 7: a memory's context, for memories stored as turns of a conversation: the memory
+    # stored just before it in its scope, when that was within CONTEXT_WINDOW_MS. An answer
+    # often names little of what it answers; the question before it names the rest. The native face searches memories
+    # with their context in an index of its own (memory_search); memory_fts stays as it
+    # was, because FTS5 normalises bm25 by a row's whole length and context text would
+    # change how the other profiles rank a memory's own words.
+    f"""
+    ALTER TABLE memory ADD COLUMN context TEXT;
+    ALTER TABLE memory ADD COLUMN context_from INTEGER;
+    CREATE INDEX memory_context_from ON memory (context_from) WHERE context_from IS NOT NULL;
+    -- The context follows the memory it was taken from: edited with it, gone with it (a
+    -- forgotten memory's words must not live on in its neighbour's index entry).
+    CREATE TRIGGER memory_context_follows AFTER UPDATE OF content ON memory BEGIN
+        UPDATE memory SET context = new.content WHERE context_from = new.node;
+    END;
+    CREATE TRIGGER memory_context_forgets AFTER DELETE ON memory BEGIN
+        UPDATE memory SET context = NULL, context_from = NULL WHERE context_from = old.node;
+    END;
+    CREATE VIRTUAL TABLE memory_search USING fts5 (
+        content, summary, context,
+        content = 'memory', content_rowid = 'node',
+        tokenize = '{TEXT_TOKENIZER}'
+    );
+    INSERT INTO memory_search (memory_search) VALUES ('rebuild');
+    CREATE TRIGGER memory_search_insert AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_search (rowid, content, summary, context)
+        VALUES (new.node, new.content, new.summary, new.context);
+    END;
+    CREATE TRIGGER memory_search_delete AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_search (memory_search, rowid, content, summary, context)
+        VALUES ('delete', old.node, old.content, old.summary, old.context);
+    END;
+    CREATE TRIGGER memory_search_update AFTER UPDATE OF content, summary, context ON memory BEGIN
+        INSERT INTO memory_search (memory_search, rowid, content, summary, context)
+        VALUES ('delete', old.node, old.content, old.summary, old.context);
+        INSERT INTO memory_search (rowid, content, summary, context)
+        VALUES (new.node, new.content, new.summary, new.context);
+    END;
     """,
 )
 

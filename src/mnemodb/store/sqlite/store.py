@@ -26,7 +26,7 @@ from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
-from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from mnemodb.store.sqlite.schema import APPLICATION_ID, CONTEXT_WINDOW_MS, MIGRATIONS, SCHEMA_VERSION
 from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["SqliteStore"]
@@ -139,7 +139,8 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
     ) -> list[Candidate]:
         """Memories matching any of `terms`, best first: (pk, bm25, importance, created_at).
-        With `content_only`, a match in the summary does not count.
+        With `content_only`, a match in the summary does not count. A memory's context is
+        not searched here (see `filtered_text_search`).
 
         bm25 is FTS5's: more negative is better.
         """
@@ -505,11 +506,23 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites):
         summary: str | None,
         importance: int,
         memory_type: str,
+        *,
+        turn: bool = False,
     ) -> None:
+        # A turn's context is the memory stored just before in the scope, if recent enough
+        # (schema migration 7 says why); the node row, with its time, is already written.
+        before = None
+        if turn:
+            before = self.conn.execute(
+                "SELECT p.node, p.content FROM memory p JOIN node pn ON pn.pk = p.node "
+                "WHERE p.scope = ? AND p.node < ? AND pn.created_at >= (SELECT created_at FROM node WHERE pk = ?) - ? "
+                "ORDER BY p.node DESC LIMIT 1",
+                [scope, pk, pk, CONTEXT_WINDOW_MS],
+            ).fetchone()
         self.conn.execute(
-            "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [pk, scope, digest, content, summary, importance, memory_type],
+            "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type, context_from, context) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [pk, scope, digest, content, summary, importance, memory_type, *(before or (None, None))],
         )
 
     _MEMORY_FIELDS = frozenset({"hash", "content", "summary", "importance", "memory_type"})

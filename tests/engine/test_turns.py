@@ -1,0 +1,88 @@
+"""Memories stored as turns of a conversation: each is also found, at half weight, by the
+words of the memory stored just before it in its scope (its context)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mnemodb.engine import Engine
+from mnemodb.engine.items import Note, Patch
+from mnemodb.engine.models import Memory, NewMemory
+from support import SCOPE_A, START_MS, Clock
+
+QUESTION = "Where did you go hiking last weekend?"
+ANSWER = "We went up to the glacier lake, it was beautiful"
+OTHER = "Unrelated note about invoices"
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(START_MS)
+
+
+@pytest.fixture
+def eng(tmp_path: Path, clock: Clock) -> Iterator[Engine]:
+    engine = Engine.open(str(tmp_path / "turns.db"), clock=clock)
+    yield engine
+    engine.close()
+
+
+def found(eng: Engine, query: str) -> list[str]:
+    return [f.item.content for f in eng.items.search(query, kinds=["memory"]).found if isinstance(f.item, Memory)]
+
+
+def context_of(path: Path, content: str) -> str | None:
+    conn = sqlite3.connect(path)
+    try:
+        row = conn.execute("SELECT context FROM memory WHERE content = ?", [content]).fetchone()
+        return None if row is None else row[0]
+    finally:
+        conn.close()
+
+
+def test_a_turn_is_found_by_the_words_of_the_turn_before_it_below_direct_matches(eng: Engine) -> None:
+    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    # "hiking" is only in the question: the answer comes after it, found by its context.
+    assert found(eng, "hiking weekend") == [QUESTION, ANSWER]
+    scores = [f.score for f in eng.items.search("hiking weekend", kinds=["memory"]).found]
+    assert scores[0] is not None and scores[1] is not None and scores[0] > scores[1]
+
+
+def test_plain_memories_have_no_context(eng: Engine) -> None:
+    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)])
+    assert found(eng, "hiking weekend") == [QUESTION]
+
+
+def test_the_other_faces_search_a_memorys_own_words_only(eng: Engine) -> None:
+    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    assert [h.memory.content for h in eng.search_memories("hiking weekend")] == [QUESTION]
+
+
+def test_only_a_recent_memory_of_the_same_scope_is_context(eng: Engine, clock: Clock, tmp_path: Path) -> None:
+    eng.store_memories([NewMemory(QUESTION)], turns=True)
+    eng.store_memories([NewMemory(OTHER)], turns=True, scope=SCOPE_A)  # another scope
+    clock.now += 31 * 60 * 1000  # past the half-hour window
+    eng.store_memories([NewMemory(ANSWER)], turns=True)
+    assert context_of(tmp_path / "turns.db", ANSWER) is None
+    assert context_of(tmp_path / "turns.db", OTHER) is None
+
+
+def test_remember_with_turns(eng: Engine) -> None:
+    eng.items.remember([Note(NewMemory(QUESTION)), Note(NewMemory(ANSWER))], turns=True)
+    assert found(eng, "hiking") == [QUESTION, ANSWER]
+
+
+def test_the_context_follows_edits_and_goes_with_a_forgotten_memory(eng: Engine, tmp_path: Path) -> None:
+    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    question = eng.items.search("hiking", kinds=["memory"]).found[0].item
+    eng.items.revise(question.id, Patch(content="Where did you go climbing last weekend?"))
+    assert found(eng, "climbing") == ["Where did you go climbing last weekend?", ANSWER]
+    assert found(eng, "hiking") == []
+    eng.items.forget([question.id])
+    # Forgotten means forgotten: its words no longer find its neighbour either.
+    assert found(eng, "climbing") == []
+    assert context_of(tmp_path / "turns.db", ANSWER) is None

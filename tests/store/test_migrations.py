@@ -179,7 +179,7 @@ def test_embeddings_and_their_logged_vectors_survive_the_move_to_a_rowid_table(d
             engine.nodes.submit([SetEmbedding(NODE_3, "m", [1.0, 0.0])])
 
 
-def test_memories_from_before_the_native_search_index_are_found_by_it(db_path: Path) -> None:
+def test_memories_from_before_turns_are_still_found_by_the_native_search(db_path: Path) -> None:
     make_old_database(db_path, 6)
     with Engine.open(str(db_path)) as engine:
         found = engine.items.search("deploys", kinds=["memory"], scopes=["shared", SCOPE_A]).found
@@ -413,7 +413,7 @@ def test_memdb_tables_are_gone_after_migration(memdb_file: Path) -> None:
     assert not objects & MEMDB_OBJECTS
     assert {"node", "memory", "memory_tag", "edge", "change_log"} <= objects
     # memdb's own full-text tables go; every one of mnemodb's stays.
-    assert {"memory_fts", "memory_search", "entity_text", "node_text"} <= objects
+    assert {"memory_fts", "entity_text", "node_text"} <= objects
     assert pragma(memdb_file, "user_version") == SCHEMA_VERSION
     assert pragma(memdb_file, "application_id") == APPLICATION_ID
     with connect(memdb_file) as conn:

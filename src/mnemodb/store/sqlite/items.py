@@ -100,9 +100,9 @@ class ItemReads:
             return []
         condition, params = filter_sql(where, "memory", at, scopes)
         return self.conn.execute(
-            f"SELECT f.rowid, bm25(memory_search, 1.0, 1.0, {CONTEXT_WEIGHT}) AS rank, m.importance, n.created_at "
-            "FROM memory_search f JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
-            f"WHERE memory_search MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
+            f"SELECT f.rowid, bm25(memory_fts, 1.0, 1.0, {CONTEXT_WEIGHT}) AS rank, m.importance, n.created_at "
+            "FROM memory_fts f JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
             "ORDER BY rank LIMIT ?",
             [fts_any(terms), *scopes, *params, limit],
         ).fetchall()

@@ -225,10 +225,11 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 7: a memory's context, for memories stored as turns of a conversation: the memory
     # stored just before it in its scope, when that was within CONTEXT_WINDOW_MS. An answer
-    # often names little of what it answers; the question before it names the rest. The native face searches memories
-    # with their context in an index of its own (memory_search); memory_fts stays as it
-    # was, because FTS5 normalises bm25 by a row's whole length and context text would
-    # change how the other profiles rank a memory's own words.
+    # often names little of what it answers; the question before it names the rest. The
+    # context is a third column of memory_fts: the native search matches it at reduced
+    # weight, the other faces search content and summary only (a column filter). Indexed
+    # in the same row as the memory's words, not in a table of its own: on the LoCoMo
+    # development split that is worth R@10 70 against 64.
     f"""
     ALTER TABLE memory ADD COLUMN context TEXT;
     ALTER TABLE memory ADD COLUMN context_from INTEGER;
@@ -241,24 +242,28 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER memory_context_forgets AFTER DELETE ON memory BEGIN
         UPDATE memory SET context = NULL, context_from = NULL WHERE context_from = old.node;
     END;
-    CREATE VIRTUAL TABLE memory_search USING fts5 (
+    DROP TRIGGER memory_fts_insert;
+    DROP TRIGGER memory_fts_delete;
+    DROP TRIGGER memory_fts_update;
+    DROP TABLE memory_fts;
+    CREATE VIRTUAL TABLE memory_fts USING fts5 (
         content, summary, context,
         content = 'memory', content_rowid = 'node',
         tokenize = '{TEXT_TOKENIZER}'
     );
-    INSERT INTO memory_search (memory_search) VALUES ('rebuild');
-    CREATE TRIGGER memory_search_insert AFTER INSERT ON memory BEGIN
-        INSERT INTO memory_search (rowid, content, summary, context)
+    INSERT INTO memory_fts (memory_fts) VALUES ('rebuild');
+    CREATE TRIGGER memory_fts_insert AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_fts (rowid, content, summary, context)
         VALUES (new.node, new.content, new.summary, new.context);
     END;
-    CREATE TRIGGER memory_search_delete AFTER DELETE ON memory BEGIN
-        INSERT INTO memory_search (memory_search, rowid, content, summary, context)
+    CREATE TRIGGER memory_fts_delete AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, summary, context)
         VALUES ('delete', old.node, old.content, old.summary, old.context);
     END;
-    CREATE TRIGGER memory_search_update AFTER UPDATE OF content, summary, context ON memory BEGIN
-        INSERT INTO memory_search (memory_search, rowid, content, summary, context)
+    CREATE TRIGGER memory_fts_update AFTER UPDATE OF content, summary, context ON memory BEGIN
+        INSERT INTO memory_fts (memory_fts, rowid, content, summary, context)
         VALUES ('delete', old.node, old.content, old.summary, old.context);
-        INSERT INTO memory_search (rowid, content, summary, context)
+        INSERT INTO memory_fts (rowid, content, summary, context)
         VALUES (new.node, new.content, new.summary, new.context);
     END;
     """,

@@ -147,8 +147,8 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         if not terms or limit <= 0:
             return []
         match = fts_any(terms)
-        if content_only:
-            match = f"{{content}} : ({match})"
+        # A memory's context (see schema migration 7) is the native search's alone.
+        match = f"{{content}} : ({match})" if content_only else f"{{content summary}} : ({match})"
         if self._holds_only(scopes):
             # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
             # instead of scoring and joining every match before sorting.

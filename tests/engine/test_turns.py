@@ -1,5 +1,5 @@
 """Memories stored as turns of a conversation: each is also found, at half weight, by the
-words of the memory stored just before it in its scope (its context)."""
+words of the two turns before it in its scope (its context)."""
 
 from __future__ import annotations
 
@@ -86,3 +86,30 @@ def test_the_context_follows_edits_and_goes_with_a_forgotten_memory(eng: Engine,
     # Forgotten means forgotten: its words no longer find its neighbour either.
     assert found(eng, "climbing") == []
     assert context_of(tmp_path / "turns.db", ANSWER) is None
+
+
+GREETING = "Good morning! Any plans for the holidays?"
+
+
+def test_the_context_reaches_two_turns_back_and_no_further(eng: Engine, tmp_path: Path) -> None:
+    eng.store_memories([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
+    assert context_of(tmp_path / "turns.db", ANSWER) == f"{GREETING} {QUESTION}"
+    assert context_of(tmp_path / "turns.db", OTHER) == f"{QUESTION} {ANSWER}"
+    assert found(eng, "holidays") == [GREETING, QUESTION, ANSWER]
+
+
+def test_forgetting_a_middle_turn_takes_its_words_out_of_both_contexts(eng: Engine, tmp_path: Path) -> None:
+    eng.store_memories([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
+    question = next(f.item for f in eng.items.search("hiking", kinds=["memory"]).found if isinstance(f.item, Memory))
+    eng.items.forget([question.id])
+    assert context_of(tmp_path / "turns.db", ANSWER) is None
+    assert context_of(tmp_path / "turns.db", OTHER) == ANSWER
+    assert found(eng, "hiking") == []
+
+
+def test_editing_a_turn_two_back_updates_the_context(eng: Engine, tmp_path: Path) -> None:
+    eng.store_memories([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    greeting = next(f.item for f in eng.items.search("holidays", kinds=["memory"]).found if isinstance(f.item, Memory))
+    eng.items.revise(greeting.id, Patch(content="Good morning! Any plans for the summer?"))
+    assert context_of(tmp_path / "turns.db", ANSWER) == f"Good morning! Any plans for the summer? {QUESTION}"
+    assert found(eng, "holidays") == []

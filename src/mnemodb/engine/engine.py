@@ -197,7 +197,7 @@ class Engine:
 
     def _store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int, *, turn: bool = False) -> StoredMemory:
         """Write one checked item (see `_check_new_memory`); a `turn` is also found by the
-        words of the memory stored just before it (see `store_memories`)."""
+        words of the two turns before it (see `store_memories`)."""
         digest = content_hash(item.content)
         existing_pk = tx.memory_pk(scope, digest)
         if existing_pk is not None:
@@ -257,8 +257,8 @@ class Engine:
         """Store many memories in one transaction; each item succeeds or fails on its own.
 
         With `turns`, the items are consecutive turns of a conversation, oldest first: the
-        native search also finds each by the words of the memory stored just before it in
-        the scope (within half an hour), at half the weight of its own words.
+        native search also finds each by the words of the two turns before it in the scope
+        (the nearer stored within half an hour), at half the weight of its own words.
 
         Every item is checked before anything is written, so a rejected item touches
         nothing and the others are stored together, all or none.

@@ -690,7 +690,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "all_or_nothing": Bool(description="Default true; false: each item succeeds or fails alone"),
                     "turns": Bool(
                         description="The memories are consecutive turns of a conversation, oldest first: "
-                        "recall also finds each by the words of the one before it"
+                        "recall also finds each by the words of the two turns before it"
                     ),
                     "scope": SCOPE,
                 }

@@ -509,12 +509,14 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites):
         *,
         turn: bool = False,
     ) -> None:
-        # A turn's context is the memory stored just before in the scope, if recent enough
-        # (schema migration 7 says why); the node row, with its time, is already written.
+        # A turn's context is the two turns before it in the scope, the nearer one stored
+        # recently enough (schema migration 7 says why); the node row, with its time, is
+        # already written.
         before = None
         if turn:
             before = self.conn.execute(
-                "SELECT p.node, p.content FROM memory p JOIN node pn ON pn.pk = p.node "
+                "SELECT p.node, trim(coalesce(pp.content, '') || ' ' || p.content) "
+                "FROM memory p JOIN node pn ON pn.pk = p.node LEFT JOIN memory pp ON pp.node = p.context_from "
                 "WHERE p.scope = ? AND p.node < ? AND pn.created_at >= (SELECT created_at FROM node WHERE pk = ?) - ? "
                 "ORDER BY p.node DESC LIMIT 1",
                 [scope, pk, pk, CONTEXT_WINDOW_MS],

@@ -564,6 +564,9 @@ _SCOPE_WRITE = Param(
     optional=True,
 )
 _PROPS_IN = {"additionalProperties": True, "type": ["object", "null"]}
+_NEW_PROPS = Param(
+    "props", "json", "More properties: string, number or boolean values.", optional=True, schema=_PROPS_IN
+)
 _VECTOR = {"items": {"type": "number"}, "minItems": 1, "type": "array"}
 
 
@@ -679,13 +682,7 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
             "up with find_by_prop first; the same name in the same scope returns the existing entity.",
             [
                 Param("name", "string", "The entity's name (exact lookups go through find_by_prop).", required=True),
-                Param(
-                    "props",
-                    "json",
-                    "More properties: string, number or boolean values.",
-                    optional=True,
-                    schema=_PROPS_IN,
-                ),
+                _NEW_PROPS,
                 _SCOPE_WRITE,
             ],
             bodies.create_entity,
@@ -698,13 +695,7 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
             "existing memory.",
             [
                 Param("content", "string", "The memory's text.", required=True),
-                Param(
-                    "props",
-                    "json",
-                    "More properties: string, number or boolean values.",
-                    optional=True,
-                    schema=_PROPS_IN,
-                ),
+                _NEW_PROPS,
                 _SCOPE_WRITE,
             ],
             bodies.create_memory,

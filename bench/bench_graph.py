@@ -40,7 +40,6 @@ import os
 import platform
 import random
 import re
-import select
 import shutil
 import sqlite3
 import statistics
@@ -50,13 +49,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
-from bench_store import BenchError, _progress, _workdir
+import bench_store
+from bench_store import BenchError, _commit, _progress, _workdir
 from measure import p50, p95, rss_mb
 from mnemodb import __version__ as MNEMODB_VERSION
 
-PROTOCOL_VERSION = "2025-06-18"
 REPLY_TIMEOUT_S = 600.0
 WARMUP_QUERIES = 10
 MIN_SAMPLES = 20
@@ -339,109 +338,22 @@ def files_mb(*paths: Path) -> float:
 # -- a minimal JSON-RPC client over stdio -------------------------------------------------------------
 
 
-class StdioClient:
-    """One server process spoken to line by line: one request in flight at a time.
+class StdioClient(bench_store.StdioClient):
+    """bench_store's client, waiting longer (replies can be tens of megabytes: read_graph)
+    and answering with a tool's structured result, or its text when it has none."""
 
-    Replies can be tens of megabytes (read_graph): lines are found by scanning only the
-    bytes that arrived since the last look.
-    """
+    close_timeout_s = 60.0
 
     def __init__(self, argv: Sequence[str], env: dict[str, str], stderr: IO[bytes]) -> None:
-        self.argv = list(argv)
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in = self.proc.stdin.fileno()
-        self._out = self.proc.stdout.fileno()
-        self._buffer = bytearray()
-        self._scanned = 0
-        self._ids = itertools.count(1)
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._in, view) :]
-        except BrokenPipeError:
-            self._died("closed its stdin")
-
-    def _died(self, what: str) -> NoReturn:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        raise BenchError(f"{Path(self.argv[0]).name} {what} (exit status {self.proc.returncode})")
-
-    def _line(self, deadline: float) -> bytes:
-        while True:
-            end = self._buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                self._scanned = 0
-                return line
-            self._scanned = len(self._buffer)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise BenchError(f"{Path(self.argv[0]).name}: no reply within {REPLY_TIMEOUT_S:.0f}s")
-            ready, _, _ = select.select([self._out], [], [], remaining)
-            if ready:
-                chunk = os.read(self._out, 1 << 20)
-                if not chunk:
-                    self._died("closed its stdout")
-                self._buffer += chunk
-
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self._write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """The reply and the round-trip time; notifications are skipped. Decoding is not timed."""
-        request_id = next(self._ids)
-        data = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        sent = time.perf_counter()
-        self._write(data.encode() + b"\n")
-        deadline = time.monotonic() + REPLY_TIMEOUT_S
-        while True:
-            line = self._line(deadline)
-            received = time.perf_counter()
-            message: dict[str, Any] = json.loads(line)
-            if message.get("id") == request_id:
-                return message, received - sent
-
-    def initialize(self) -> None:
-        reply, _ = self.request(
-            "initialize",
-            {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-        )
-        if "result" not in reply:
-            raise BenchError(f"initialize failed: {json.dumps(reply)[:500]}")
-        self.notify("notifications/initialized")
+        super().__init__(argv, env, stderr, reply_timeout=REPLY_TIMEOUT_S)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
         """The tool's structured result (or its text) and the round-trip time in seconds."""
-        message, seconds = self.request("tools/call", {"name": tool, "arguments": arguments})
-        if "error" in message:
-            raise BenchError(f"{tool} failed: {json.dumps(message['error'])[:500]}")
-        result: dict[str, Any] = message["result"]
-        if result.get("isError"):
-            raise BenchError(f"{tool} returned an error: {json.dumps(result)[:500]}")
+        result, seconds = super().call(tool, arguments)
         structured = result.get("structuredContent")
         if structured is None:
             structured = {"text": "".join(c.get("text", "") for c in result.get("content", []))}
         return structured, seconds
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
 
 
 # -- figures ------------------------------------------------------------------------------------------
@@ -1154,21 +1066,6 @@ def _run(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
-
-
-def _commit() -> str:
-    """' at commit X' (plus a note when src/ has uncommitted changes), or '' outside a checkout."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return f" at commit {head}" + (" with uncommitted changes in src/" if dirty else "")
 
 
 def _summary(meta: dict[str, Any], verdicts: list[dict[str, Any]], upstream: bool) -> str:

@@ -292,12 +292,15 @@ class StdioClient:
             raise BenchError(f"{tool} returned an error: {json.dumps(result)[:500]}")
         return result, received - sent
 
+    close_timeout_s = 30.0
+    """How long a server may take to exit once its stdin closes, before it is killed."""
+
     def close(self) -> None:
         assert self.proc.stdin is not None
         with contextlib.suppress(OSError):
             self.proc.stdin.close()
         try:
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=self.close_timeout_s)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -51,8 +51,10 @@ def tool(
     description: str,
     params: ToolParams,
     run: ToolRun,
-    annotations: ToolAnnotations,
+    annotations: ToolAnnotations | None,
     output: Mapping[str, Any] | None,
+    *,
+    error_code: str = Tool.error_code,
 ) -> Tool:
     """A tool, its parts in the order a profile's table lists them."""
     return Tool(
@@ -63,6 +65,7 @@ def tool(
         run=run,
         annotations=annotations,
         output_schema=output,
+        error_code=error_code,
     )
 
 

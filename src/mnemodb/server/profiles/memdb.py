@@ -19,7 +19,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from mnemodb.engine import Engine, EngineError, Memory, NewMemory, NotFound
 from mnemodb.engine.models import MEMORY_TYPES, MemoryLink, RelatedMemory
-from mnemodb.server.profile import Profile, ProtocolRules, Resource, Tool
+from mnemodb.server.profile import Profile, ProtocolRules, Resource, Tool, tool
 from mnemodb.server.schema import Arr, Enum, Int, Invalid, Obj, Str
 
 log = logging.getLogger("mnemodb.server")
@@ -255,17 +255,7 @@ def _tool(
     run: Callable[[Engine, dict[str, Any]], Any],
     annotations: ToolAnnotations | None = None,
 ) -> Tool:
-    code = "E_" + name.upper()
-    return Tool(
-        name=name,
-        title=title,
-        description=description,
-        params=params,
-        run=run,
-        annotations=annotations,
-        output_schema=OUTPUT_SCHEMA,
-        error_code=code,
-    )
+    return tool(name, title, description, params, run, annotations, OUTPUT_SCHEMA, error_code="E_" + name.upper())
 
 
 TOOLS: Sequence[Tool] = (

@@ -193,7 +193,7 @@ class Items:
         if is_ulid(ref.upper()):
             node = tx.node_by_id(ref.upper())
             if node is not None:
-                return self._item(tx, node.pk, reads)
+                return self._items(tx, [node.pk], reads).get(node.pk)
             edge = tx.edge_by_id(ref.upper())
             if edge is not None and edge.scope in reads:
                 return edge
@@ -202,10 +202,6 @@ class Items:
             if memory is not None:
                 return memory
         return tx.entity_by_name(reads, ref)
-
-    def _item(self, tx: ReadTx, pk: int, reads: Sequence[str]) -> Item | None:
-        items = self._items(tx, [pk], reads)
-        return items.get(pk)
 
     @staticmethod
     def _items(tx: ReadTx, pks: Sequence[int], reads: Sequence[str]) -> dict[int, Item]:

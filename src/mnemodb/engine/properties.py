@@ -581,10 +581,6 @@ class PropertyGraph:
         """Set (and, for None, remove) properties of a node inside the caller's transaction."""
         self.apply(tx, SetProps(node_id, props), at)
 
-    def node_at(self, tx: ReadTx, node_id: str, at: int) -> Node | None:
-        """The node as it was at `at` (None if it did not exist then), inside a read."""
-        return self._node_at(tx, node_id, at, tx.node_view_by_id(node_id))
-
     def _run(
         self, tx: WriteTx, command: Command, produced: Sequence[str | None], at: int, seq: int
     ) -> tuple[str | None, int]:

@@ -204,11 +204,18 @@ class Items:
         return tx.entity_by_name(reads, ref)
 
     @staticmethod
+    def _visible(tx: ReadTx, pks: Iterable[int], reads: Sequence[str]) -> dict[int, str]:
+        """The memories and entities among `pks` that `reads` may see, with their labels:
+        what a walk needs to know of a node, without reading it in full."""
+        labels = tx.labels_of(list(pks))
+        return {pk: label for pk, (label, scope) in labels.items() if label in (MEMORY, ENTITY) and scope in reads}
+
+    @staticmethod
     def _items(tx: ReadTx, pks: Sequence[int], reads: Sequence[str]) -> dict[int, Item]:
         """The memories and entities among `pks` that `reads` may see, by pk."""
-        labels = tx.labels_of(list(pks))
-        memories = [pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in reads]
-        entities = [pk for pk, (label, scope) in labels.items() if label == ENTITY and scope in reads]
+        labels = Items._visible(tx, pks, reads)
+        memories = [pk for pk, label in labels.items() if label == MEMORY]
+        entities = [pk for pk, label in labels.items() if label == ENTITY]
         out: dict[int, Item] = {}
         out.update(tx.memories_by_pk(memories))
         out.update(tx.entities_by_pk(entities))
@@ -548,7 +555,7 @@ class Items:
                     expand_hops,
                     valid_at=now,
                     edge_scopes=reads,
-                    admit=lambda pks: set(self._items(tx, list(pks), reads)),
+                    admit=lambda pks: set(self._visible(tx, pks, reads)),
                     limit=len(found) + MAX_REACHED,
                 )
                 on_page = {f.item.pk for f in found}
@@ -880,11 +887,11 @@ class Items:
             seeds = [self._need_item(tx, ref, reads) for ref in start]
 
             def admit(pks: Iterable[int]) -> set[int]:
-                found = self._items(tx, list(pks), reads)
+                labels = self._visible(tx, pks, reads)
                 if include_superseded:
-                    return set(found)
-                superseded = self._superseding(tx, [pk for pk, i in found.items() if isinstance(i, Memory)], at, reads)
-                return {pk for pk in found if pk not in superseded}
+                    return set(labels)
+                superseded = self._superseding(tx, [pk for pk, label in labels.items() if label == MEMORY], at, reads)
+                return {pk for pk in labels if pk not in superseded}
 
             reached = expand(
                 tx,

@@ -17,6 +17,7 @@ from typing import Any
 from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.checks import check_props, check_text
+from mnemodb.engine.embedding import Embeddings
 from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
 from mnemodb.engine.items import Items
@@ -44,7 +45,15 @@ from mnemodb.engine.properties import PropertyGraph
 from mnemodb.graph.traversal import expand
 from mnemodb.ids import SHARED, InvalidId, content_hash, new_ulid, normalize_scope
 from mnemodb.search.analyzer import query_terms, tag_candidates
-from mnemodb.search.ranking import DEFAULT_WEIGHTS, RankWeights, relevance, text_strengths
+from mnemodb.search.embedders import Embedder
+from mnemodb.search.ranking import (
+    DEFAULT_FUSION,
+    DEFAULT_WEIGHTS,
+    FusionWeights,
+    RankWeights,
+    relevance,
+    text_strengths,
+)
 from mnemodb.store.base import ReadTx, Store, WriteTx
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Engine", "content_hash", "normalize_tags", "now_ms"]
@@ -104,6 +113,8 @@ class Engine:
         read_scopes: Sequence[str] | None = None,
         clock: Callable[[], int] = now_ms,
         weights: RankWeights = DEFAULT_WEIGHTS,
+        fusion: FusionWeights = DEFAULT_FUSION,
+        embedder: Embedder | None = None,
         access_interval: float = 0.1,
     ) -> None:
         self.store = store
@@ -111,6 +122,10 @@ class Engine:
         self.read_scopes = self.scopes(read_scopes) if read_scopes is not None else (self.write_scope,)
         self._clock = clock
         self._weights = weights
+        self.fusion = fusion
+        """How a search's rankings (words, vectors) are fused, and how much reads count."""
+        self.embeddings = Embeddings(self, embedder)
+        """The embedder that gives queries and items vectors, and the work of keeping them current."""
         self._access = AccessRecorder(store.bump_access, interval=access_interval)
         self.graph = KnowledgeGraph(self)
         """Entities, observations and relations by name (the knowledge-graph API)."""

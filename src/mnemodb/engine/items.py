@@ -10,6 +10,7 @@ that an open `supersedes` edge points at, and closed relations.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from mnemodb.engine.properties import SetEmbedding
 from mnemodb.graph.traversal import expand
 from mnemodb.ids import content_hash, is_ulid
 from mnemodb.search.analyzer import query_terms, tag_candidates
-from mnemodb.search.ranking import relevance, text_strengths
+from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, relevance, text_strengths
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -66,8 +67,10 @@ MAX_REACHED = 500
 # A query ranks at most this many best matches of each kind, the same number for every
 # page: were it to grow with the page asked for, pages would disagree with each other.
 RANKED_POOL = 300
-# Result rank fusion constant (reciprocal rank fusion's k).
-_RRF_K = 60
+
+# A ranking: (pk, score) best first, and with `explain`, what each score is made of.
+Ranking = list[tuple[int, float]]
+Details = dict[int, dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,8 @@ class Found:
     item: Item
     score: float | None = None
     superseded_by: tuple[str, ...] = ()
+    why: Mapping[str, Any] | None = None
+    """With `explain`: each ranking's part in the score (its rank, weight and signals)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,11 +491,15 @@ class Items:
         offset: int = 0,
         limit: int = 10,
         expand_hops: int = 0,
+        semantic: bool = True,
+        explain: bool = False,
         scopes: Sequence[str] | None = None,
     ) -> ItemPage:
         """Memories and entities matching `query` (words, best first) and/or near `vector`
         ((model, values), by cosine), fused by rank; without either, every item that meets
-        `where`, newest first. `about` names entities whose linked memories are wanted.
+        `where`, newest first. With an embedder, `query` is also searched by meaning (unless
+        `semantic` is false), over the items that have vectors. `explain` tells, per item,
+        what its score is made of. `about` names entities whose linked memories are wanted.
         `expand_hops` adds what the page's items lead to over current edges. `pattern` keeps
         only entities with an observation matching it (a regular expression or a preset, see
         `KnowledgeGraph.with_observations_matching`); `within` keeps only the items these
@@ -526,23 +535,39 @@ class Items:
                 patterned = engine.graph.matching_pattern(tx, pattern, reads)
                 keep = set(where.pks) if where.pks is not None else None
                 where = replace(where, pks=tuple(pk for pk in patterned if keep is None or pk in keep))
-            rankings: list[list[tuple[int, float]]] = []
-            if query is not None and query.strip():
+            rankings: list[tuple[str, Ranking]] = []
+            details: dict[str, Details] = {"words": {}, "vector": {}}
+            notes = details if explain else None
+            worded = query is not None and bool(query.strip())
+            if worded:
+                assert query is not None
                 if use_memories:
-                    rankings.append(self._memory_ranking(tx, query, reads, where, now))
+                    rankings.append(("words", self._memory_ranking(tx, query, reads, where, now, notes)))
                 if use_entities:
-                    rankings.append(self._entity_ranking(tx, query, reads, where, now, fuzzy))
+                    rankings.append(("words", self._entity_ranking(tx, query, reads, where, now, fuzzy)))
+                if vector is None and semantic:
+                    vector = self._query_vector(tx, query)
             if vector is not None:
-                rankings.append(self._vector_ranking(tx, vector, reads, where, now, use_memories, use_entities))
-            if (query is not None and query.strip()) or vector is not None:
-                ranked = _fuse(rankings)
+                rankings.append(
+                    ("vector", self._vector_ranking(tx, vector, reads, where, now, use_memories, use_entities, notes))
+                )
+            why: dict[int, dict[str, Any]] | None = None
+            if worded or vector is not None:
+                ranked, why = _fuse(rankings, engine.fusion, details if explain else None)
+                if engine.fusion.access > 0:
+                    ranked = self._familiar(tx, ranked, engine.fusion.access, why)
             else:
                 ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
             page = ranked[offset : offset + limit]
             items = self._items(tx, [pk for pk, _ in page], reads)
             superseding = self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
             found = tuple(
-                Found(items[pk], None if score is None else round(score, 6), superseding.get(pk, ()))
+                Found(
+                    items[pk],
+                    None if score is None else round(score, 6),
+                    superseding.get(pk, ()),
+                    None if why is None else why.get(pk, {}),
+                )
                 for pk, score in page
                 if pk in items
             )
@@ -565,9 +590,39 @@ class Items:
         engine._record_access(f.item.pk for f in found)
         return ItemPage(found, len(ranked) > offset + limit, edges, related)
 
+    def _query_vector(self, tx: ReadTx, query: str) -> tuple[str, Sequence[float]] | None:
+        """The query by meaning, when the engine's embedder is ready and has stored vectors."""
+        embeddings = self._engine.embeddings
+        model = embeddings.model
+        if model is None or not tx.embedding_generation(model):
+            return None
+        values = embeddings.query_vector(query)
+        return None if values is None else (model, values.tolist())
+
+    def _familiar(
+        self, tx: ReadTx, ranked: Sequence[tuple[int, float | None]], weight: float, why: Details | None
+    ) -> list[tuple[int, float | None]]:
+        """The fused ranking with often-read items raised (FusionWeights.access)."""
+        reads = tx.access_counts([pk for pk, _ in ranked])
+        out: list[tuple[int, float | None]] = []
+        for pk, score in ranked:
+            count = reads.get(pk, 0)
+            boost = 1.0 + weight * min(1.0, math.log1p(count) / math.log1p(ACCESS_SATURATION))
+            out.append((pk, None if score is None else score * boost))
+            if why is not None:
+                why.setdefault(pk, {})["access"] = {"reads": count, "boost": round(boost, 4)}
+        out.sort(key=lambda kv: (-(kv[1] or 0.0), -kv[0]))
+        return out
+
     def _memory_ranking(
-        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int
-    ) -> list[tuple[int, float]]:
+        self,
+        tx: ReadTx,
+        query: str,
+        reads: Sequence[str],
+        where: ItemFilter,
+        now: int,
+        notes: dict[str, Details] | None,
+    ) -> Ranking:
         """Memories by words and tags, scored as every profile's memory search scores them."""
         terms = query_terms(check_text(query, "query"))
         tags = tag_candidates(query)
@@ -579,9 +634,11 @@ class Items:
         scores: dict[int, float] = {}
         for pk, _, importance, created_at in (*by_text, *by_tag):
             if pk not in scores:
-                scores[pk] = relevance(
+                scores[pk], parts = relevance(
                     strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine._weights
-                )[0]
+                )
+                if notes is not None:
+                    notes["words"][pk] = parts
         return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
 
     def _entity_ranking(
@@ -601,7 +658,9 @@ class Items:
         now: int,
         memories: bool,
         entities: bool,
-    ) -> list[tuple[int, float]]:
+        notes: dict[str, Details] | None = None,
+    ) -> Ranking:
+        """Items by cosine to `vector`, best first."""
         model, values = vector
         # A wide pool, then the filter: a vector index cannot apply SQL conditions itself.
         hits = self._engine.nodes.nearest(tx, model, values, k=RANKED_POOL, scopes=reads)
@@ -616,7 +675,10 @@ class Items:
         admitted = tx.admitted(by_kind["memory"], "memory", where, now, reads) | tx.admitted(
             by_kind["entity"], "entity", where, now, reads
         )
-        return [(pk, score) for pk, score in hits if pk in admitted]
+        ranking = [(pk, cosine) for pk, cosine in hits if pk in admitted]
+        if notes is not None:
+            notes["vector"].update((pk, {"cosine": round(cosine, 6)}) for pk, cosine in ranking)
+        return ranking
 
     @staticmethod
     def _listing(
@@ -1075,14 +1137,33 @@ def _props_replayed(past: Item, props: Mapping[str, Any], at: int) -> Item:
     return replace(past, **fields, props=own, updated_at=at)
 
 
-def _fuse(rankings: Sequence[Sequence[tuple[int, float]]]) -> list[tuple[int, float | None]]:
+def _fuse(
+    rankings: Sequence[tuple[str, Ranking]], weights: FusionWeights, details: dict[str, Details] | None
+) -> tuple[list[tuple[int, float | None]], Details | None]:
     """One ranking from several: a single one (or the only one with results) as it is,
-    several by reciprocal rank fusion."""
-    rankings = [r for r in rankings if r] or [[]]
-    if len(rankings) == 1:
-        return [(pk, score) for pk, score in rankings[0]]
+    several by weighted reciprocal rank fusion (see FusionWeights). With `details`, also
+    each item's explanation: per ranking its rank, weight and signals, and the total."""
+    live = [(name, ranking) for name, ranking in rankings if ranking]
+    why: Details | None = {} if details is not None else None
+    if why is not None:
+        assert details is not None
+        for name, ranking in live:
+            weight = getattr(weights, name)
+            for rank, (pk, score) in enumerate(ranking, 1):
+                why.setdefault(pk, {})[name] = {
+                    "rank": rank,
+                    "score": round(score, 6),
+                    **({"weight": weight} if len(live) > 1 else {}),
+                    **details[name].get(pk, {}),
+                }
+    if len(live) <= 1:
+        return [(pk, score) for pk, score in (live[0][1] if live else [])], why
     fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, (pk, _) in enumerate(ranking):
-            fused[pk] = fused.get(pk, 0.0) + 1.0 / (_RRF_K + rank + 1)
-    return [(pk, score) for pk, score in sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))]
+    for name, ranking in live:
+        weight = getattr(weights, name)
+        for rank, (pk, _) in enumerate(ranking, 1):
+            fused[pk] = fused.get(pk, 0.0) + weight / (weights.k + rank)
+    if why is not None:
+        for pk, total in fused.items():
+            why[pk]["fused"] = round(total, 6)
+    return [(pk, score) for pk, score in sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))], why

@@ -498,7 +498,7 @@ class PropertyGraph:
         return [(int(index.pks[i]), float(scores[i])) for i in order]
 
     def _vector_index(self, tx: ReadTx, model: str) -> _VectorIndex | None:
-        version = tx.last_seq_of([ops.SET_EMBEDDING, ops.REMOVE_NODE])
+        version = tx.embedding_generation(model)
         cached = self._vectors.get(model)
         if cached is not None and cached.version == version:
             return cached

@@ -16,6 +16,7 @@ memdb's relevance field keeps its 0..~1.15 range this way, but ranks the right w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -58,3 +59,43 @@ def relevance(
     recency = max(0.0, (weights.recency_days - age_days) / weights.recency_days) * weights.recency_max
     score = match * factor + recency
     return score, {"text": text, "tag": 1.0 if tag_hit else 0.0, "importance": factor, "recency": recency}
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """How the rankings of one search become one: weighted reciprocal rank fusion.
+
+    An item at rank r (from 1) of a ranking adds weight / (k + r) to its score: `words` for
+    the word rankings (memories by text and tags, entities by name and observations),
+    `vector` for the ranking by embedding. Rank fusion needs no common scale between a
+    bm25 value and a cosine, which is why it is used rather than a weighted sum of scores.
+    `access` then raises items that were read often: the fused score is multiplied by
+    1 + access x min(1, log(1 + reads) / log(1 + ACCESS_SATURATION))."""
+
+    words: float = 1.0
+    vector: float = 1.0
+    k: float = 60.0
+    access: float = 0.0
+
+
+DEFAULT_FUSION = FusionWeights()
+# Reads after which an item counts as fully familiar for the access signal.
+ACCESS_SATURATION = 50
+
+
+def parse_fusion(text: str) -> FusionWeights:
+    """FusionWeights from "words=1,vector=0.7,k=60,access=0" (any subset; the rest default)."""
+    values: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in FusionWeights.__dataclass_fields__:
+            raise ValueError(f"{part!r}: give name=value with a name among words, vector, k, access")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{part!r}: {value.strip()!r} is not a number") from None
+        if not math.isfinite(number) or number < 0 or (name == "k" and number <= 0):
+            raise ValueError(f"{part!r}: weights must be finite and not negative (k above 0)")
+        values[name] = number
+    return FusionWeights(**values)

@@ -155,6 +155,16 @@ class NodeReads:
         row = self.conn.execute("SELECT count, last_at FROM node_access WHERE node = ?", [pk]).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
+    def access_counts(self, pks: Sequence[int]) -> dict[int, int]:
+        """Times each of `pks` was read (absent: never)."""
+        out: dict[int, int] = {}
+        for start in range(0, len(pks), 400):
+            chunk = list(pks[start : start + 400])
+            out.update(
+                self.conn.execute(f"SELECT node, count FROM node_access WHERE node IN ({marks(len(chunk))})", chunk)
+            )
+        return out
+
     def embedding_dim(self, model: str, *, excluding: int | None = None) -> int | None:
         """The length of `model`'s vectors (None when it has none), not counting node `excluding`'s."""
         row = self.conn.execute(
@@ -173,13 +183,33 @@ class NodeReads:
             )
         ]
 
-    def last_seq_of(self, ops: Sequence[str]) -> int:
-        """The newest change-log entry of any of these operations (0 when none)."""
-        best = 0
-        for op in ops:
-            row = self.conn.execute("SELECT MAX(seq) FROM change_log WHERE op = ?", [op]).fetchone()
-            best = max(best, int(row[0] or 0))
-        return best
+    def embedding_generation(self, model: str) -> int:
+        """A number that changes whenever any of `model`'s vectors is set or removed (0: none yet)."""
+        row = self.conn.execute("SELECT generation FROM embedding_generation WHERE model = ?", [model]).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def unembedded(self, model: str, labels: Sequence[str], limit: int, *, after: int = 0) -> list[int]:
+        """Nodes of `labels` past pk `after` with no `model` vector, or with one older than their
+        last change, in pk order."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT n.pk FROM node n LEFT JOIN embedding b ON b.node = n.pk AND b.model = ? "
+                f"WHERE n.pk > ? AND n.label IN ({marks(len(labels))}) "
+                "AND (b.node IS NULL OR b.updated_at < n.updated_at) ORDER BY n.pk LIMIT ?",
+                [model, after, *labels, limit],
+            )
+        ]
+
+    def embedding_coverage(self, model: str, labels: Sequence[str]) -> tuple[int, int]:
+        """(nodes of `labels` whose `model` vector is current, nodes of `labels`)."""
+        row = self.conn.execute(
+            "SELECT COUNT(*), COUNT(b.node) FILTER (WHERE b.updated_at >= n.updated_at) "
+            "FROM node n LEFT JOIN embedding b ON b.node = n.pk AND b.model = ? "
+            f"WHERE n.label IN ({marks(len(labels))})",
+            [model, *labels],
+        ).fetchone()
+        return int(row[1]), int(row[0])
 
     def changes_of(self, target: str) -> list[Change]:
         """Every change-log entry about one node or edge, oldest first."""

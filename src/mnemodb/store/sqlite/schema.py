@@ -274,6 +274,29 @@ MIGRATIONS: tuple[str, ...] = (
         VALUES (new.node, new.content, new.summary, new.context);
     END;
     """,
+    # 8: a generation number per embedding model, raised by every change to its vectors
+    # (deletes by cascade included). A search keeps a model's matrix in memory and reads it
+    # again only when the number moved: vectors written by the background embedder do not
+    # enter the change log (they are derived from text that does), so the log cannot say.
+    """
+    CREATE TABLE embedding_generation (
+        model      TEXT PRIMARY KEY,
+        generation INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TRIGGER embedding_generation_insert AFTER INSERT ON embedding BEGIN
+        INSERT INTO embedding_generation (model, generation) VALUES (new.model, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1;
+    END;
+    CREATE TRIGGER embedding_generation_update AFTER UPDATE ON embedding BEGIN
+        INSERT INTO embedding_generation (model, generation) VALUES (new.model, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1;
+    END;
+    CREATE TRIGGER embedding_generation_delete AFTER DELETE ON embedding BEGIN
+        INSERT INTO embedding_generation (model, generation) VALUES (old.model, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1;
+    END;
+    INSERT INTO embedding_generation (model, generation) SELECT DISTINCT model, 1 FROM embedding;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,208 @@
+"""Vectors derived from what memories and entities say, kept current in the background.
+
+Nothing is queued in memory: what still needs a vector is read from the store (items with
+no vector under the embedder's model, or one older than their last change), so a restart,
+a crash or a second process loses nothing; the work is simply found again. A vector is
+written only if the item has not changed since its text was read, and it carries the
+item's `updated_at`, so an edit made while it was being computed makes it stale at once.
+
+Derived vectors do not enter the change log: they follow from text that does, and any
+replica or export can derive them again (`mnemodb reindex`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mnemodb.engine.models import ENTITY, MEMORY, Entity, Memory
+from mnemodb.search.embedders import Embedder, EmbedderUnavailable, EmbeddingFailed
+
+if TYPE_CHECKING:
+    from mnemodb.engine.engine import Engine
+
+__all__ = ["EMBEDDED_LABELS", "BackgroundEmbedder", "Embeddings", "item_text"]
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_LABELS = (MEMORY, ENTITY)
+# An entity's text is its name, type and first observations; a model reads 256 tokens at most.
+_ENTITY_TEXT_CHARS = 2000
+
+
+def item_text(item: Memory | Entity) -> str:
+    """The text a memory or entity is embedded as."""
+    if isinstance(item, Memory):
+        return item.content if not item.summary else f"{item.content}\n{item.summary}"
+    head = f"{item.name} ({item.entity_type})" if item.entity_type else item.name
+    if not item.observations:
+        return head
+    return f"{head}: {'; '.join(item.observations)}"[:_ENTITY_TEXT_CHARS]
+
+
+class Embeddings:
+    """The engine's embedder, and the work of keeping its vectors current."""
+
+    def __init__(self, engine: Engine, embedder: Embedder | None) -> None:
+        self._engine = engine
+        self.embedder = embedder
+        self.unavailable: str | None = None
+        """Why the embedder cannot run here, once that is known (search then uses words only)."""
+
+    @property
+    def model(self) -> str | None:
+        return None if self.embedder is None or self.unavailable else self.embedder.model
+
+    def ready(self) -> bool:
+        """True when a query can be embedded now, without loading a model first."""
+        if self.embedder is None or self.unavailable:
+            return False
+        loaded = getattr(self.embedder, "loaded", None)
+        return True if loaded is None else bool(loaded)
+
+    def query_vector(self, text: str) -> np.ndarray[Any, Any] | None:
+        """`text` as a vector, or None when the embedder is not ready or failed (words only)."""
+        if not self.ready() or not text.strip():
+            return None
+        assert self.embedder is not None
+        try:
+            vector: np.ndarray[Any, Any] = self.embedder.embed([text])[0]
+            return vector
+        except EmbeddingFailed as exc:
+            log.warning("searching by words only: the query could not be embedded: %s", exc)
+            return None
+
+    def coverage(self) -> tuple[int, int]:
+        """(items with a current vector, items)."""
+        model = self.embedder.model if self.embedder is not None else ""
+        with self._engine.store.read() as tx:
+            return tx.embedding_coverage(model, EMBEDDED_LABELS)
+
+    def embed_pending(self, limit: int = 64, *, after: int = 0) -> tuple[int, int]:
+        """Embed up to `limit` items past pk `after` that need a vector: (the number written,
+        the last pk looked at, 0 when there was none).
+
+        Raises EmbedderUnavailable (it cannot run here) or EmbeddingFailed (try later)."""
+        if self.embedder is None:
+            return 0, 0
+        model = self.embedder.model
+        engine = self._engine
+        with engine.store.read() as tx:
+            pks = tx.unembedded(model, EMBEDDED_LABELS, limit, after=after)
+            items: dict[int, Memory | Entity] = {**tx.memories_by_pk(pks), **tx.entities_by_pk(pks)}
+        work = [(pk, items[pk]) for pk in pks if pk in items]
+        if not work:
+            return 0, (pks[-1] if pks else 0)
+        vectors = self.embedder.embed([item_text(item) for _, item in work])
+        written = 0
+        with engine.store.write() as tx:
+            dim = tx.embedding_dim(model)
+            if dim is not None and dim != vectors.shape[1]:
+                raise EmbedderUnavailable(
+                    f"the embedder gives {vectors.shape[1]}-dimensional vectors but the store holds "
+                    f"{dim}-dimensional ones under {model!r}: give this model another name"
+                )
+            views = tx.node_views([pk for pk, _ in work])
+            for (pk, item), vector in zip(work, vectors, strict=True):
+                view = views.get(pk)
+                # Changed (or gone) since its text was read: the next round embeds the new text.
+                if view is None or view.updated_at != item.updated_at:
+                    continue
+                tx.set_embedding(pk, model, vector.astype("<f4").tobytes(), int(vectors.shape[1]), item.updated_at)
+                written += 1
+        return written, pks[-1]
+
+    def reindex(self, *, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed everything that needs it, in the calling thread; the number of vectors written.
+        `progress(done, total)` is told after every batch."""
+        done, total = self.coverage()
+        if progress is not None:
+            progress(done, total)
+        written = after = 0
+        while True:
+            count, after = self.embed_pending(batch, after=after)
+            if not after:
+                return written
+            written += count
+            if progress is not None:
+                progress(min(total, done + written), total)
+
+
+class BackgroundEmbedder:
+    """A daemon thread that embeds new and changed items while the server answers.
+
+    It looks for work when woken, and otherwise whenever the change log has moved (checked
+    every `poll` seconds, which also catches writes by other processes on the same file).
+    A failing endpoint is retried with a growing pause; an embedder that cannot run here
+    stops the thread, and search goes on with words."""
+
+    def __init__(self, embeddings: Embeddings, *, batch: int = 32, poll: float = 0.5, max_pause: float = 60.0) -> None:
+        self._embeddings = embeddings
+        self._batch = batch
+        self._poll = poll
+        self._max_pause = max_pause
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mnemodb-embedder", daemon=True)
+        self.embedded = 0
+        self.last_error: str | None = None
+
+    def start(self) -> BackgroundEmbedder:
+        self._thread.start()
+        return self
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until the thread has nothing left to embed (for tests and tools)."""
+        self._idle.clear()
+        self._wake.set()
+        return self._idle.wait(timeout)
+
+    def _run(self) -> None:
+        embeddings = self._embeddings
+        engine = embeddings._engine
+        seen = -1
+        pause = self._poll
+        while not self._stop.is_set():
+            try:
+                embedder = embeddings.embedder
+                if embedder is not None and hasattr(embedder, "load"):
+                    embedder.load()
+                with engine.store.read() as tx:
+                    seq = tx.current_seq()
+                if seq != seen or self._wake.is_set():
+                    self._wake.clear()
+                    after = -1
+                    while after and not self._stop.is_set():
+                        count, after = embeddings.embed_pending(self._batch, after=max(after, 0))
+                        self.embedded += count
+                    seen = seq
+                self.last_error = None
+                pause = self._poll
+                self._idle.set()
+            except EmbedderUnavailable as exc:
+                embeddings.unavailable = str(exc)
+                log.warning("embedding is off, search uses words only: %s", exc)
+                self._idle.set()
+                return
+            except EmbeddingFailed as exc:
+                self.last_error = str(exc)
+                pause = min(self._max_pause, max(pause * 2, 1.0))
+                log.warning("embedding paused for %.0f s: %s", pause, exc)
+            except Exception as exc:  # a store error must not kill the thread silently
+                self.last_error = repr(exc)
+                pause = min(self._max_pause, max(pause * 2, 1.0))
+                log.exception("embedding paused for %.0f s", pause)
+            self._wake.wait(pause)

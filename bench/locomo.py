@@ -77,6 +77,8 @@ from measure import p50, p95
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, Memory, NewMemory
 from mnemodb.ids import new_ulid
+from mnemodb.search.embedders import LocalEmbedder
+from mnemodb.search.ranking import parse_fusion
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -251,6 +253,38 @@ def store(engine: Engine, clock: Clock, conversation: Conversation, *, turns: bo
     return scope, ids
 
 
+def ask(
+    engine: Engine,
+    method: str,
+    clock: Clock,
+    scoped: Sequence[tuple[Conversation, str, dict[str, str]]],
+    asked_at: dict[str, int],
+    by_category: dict[int, list[dict[str, float]]],
+    overall: list[dict[str, float]],
+    latencies: list[float],
+) -> int:
+    """Ask every question and score its top ten; the number of hits whose dia_id had to be
+    recovered from the bench's own map."""
+    unmapped = 0
+    for c, scope, ids in scoped:
+        clock.ms = asked_at[c.sample_id]
+        for q in c.questions:
+            t0 = time.perf_counter_ns()
+            found = query(engine, method, q.text, scope)
+            latencies.append((time.perf_counter_ns() - t0) / 1e6)
+            ranked: list[str | None] = []
+            for memory in found:
+                dia_id = memory.props.get("dia_id")
+                if not isinstance(dia_id, str) or ids.get(memory.id) != dia_id:
+                    unmapped += 1
+                    dia_id = ids.get(memory.id)
+                ranked.append(dia_id)
+            row = scores(ranked, q.evidence)
+            by_category[q.category].append(row)
+            overall.append(row)
+    return unmapped
+
+
 def query(engine: Engine, method: str, text: str, scope: str) -> list[Memory]:
     if method == "search":
         return [hit.memory for hit in engine.search_memories(text, scopes=[scope], limit=TOP_K)]
@@ -334,6 +368,22 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the time the queries see: the conversation's last session (end, default) or {LATER_DAYS} days "
         "after it, when no memory gets a recency bonus (later)",
     )
+    parser.add_argument(
+        "--embedder",
+        choices=("none", "local"),
+        default="none",
+        help="local: embed every turn with all-MiniLM-L6-v2 after storing, and search by words and meaning "
+        "(implies --method items; default none)",
+    )
+    parser.add_argument(
+        "--search-weights", default="", metavar="NAME=VALUE,...", help="rank fusion weights, e.g. words=1,vector=0.5"
+    )
+    parser.add_argument(
+        "--sweep",
+        default="",
+        metavar="SETTING;SETTING",
+        help="after the main run, ask again under each of these fusion settings and print one line each",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     return parser
 
@@ -354,35 +404,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     by_category: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
     overall: list[dict[str, float]] = []
     latencies: list[float] = []
-    unmapped = 0
     with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
-        engine = Engine.open(str(Path(work) / "locomo.db"), clock=clock)
+        embedder = LocalEmbedder() if args.embedder == "local" else None
+        if embedder is not None:
+            args.method = "items"
+            embedder.load()
+        engine = Engine.open(
+            str(Path(work) / "locomo.db"), clock=clock, embedder=embedder, fusion=parse_fusion(args.search_weights)
+        )
+        embed_s = 0.0
+        embedded = 0
         try:
             started = time.perf_counter()
             scoped = [(c, *store(engine, clock, c, turns=not args.no_turns)) for c in conversations]
             load_s = time.perf_counter() - started
+            if embedder is not None:
+                started = time.perf_counter()
+                embedded = engine.embeddings.reindex(batch=128)
+                embed_s = time.perf_counter() - started
             delay = LATER_DAYS * DAY_MS if args.ask_at == "later" else 0
             asked_at = {c.sample_id: max(s.at_ms for s in c.sessions) + delay for c in conversations}
             warm = [(c, scope, q) for c, scope, _ in scoped for q in c.questions][:WARMUP_QUERIES]
             for c, scope, q in warm:
                 clock.ms = asked_at[c.sample_id]
                 query(engine, args.method, q.text, scope)
-            for c, scope, ids in scoped:
-                clock.ms = asked_at[c.sample_id]
-                for q in c.questions:
-                    t0 = time.perf_counter_ns()
-                    found = query(engine, args.method, q.text, scope)
-                    latencies.append((time.perf_counter_ns() - t0) / 1e6)
-                    ranked: list[str | None] = []
-                    for memory in found:
-                        dia_id = memory.props.get("dia_id")
-                        if not isinstance(dia_id, str) or ids.get(memory.id) != dia_id:
-                            unmapped += 1
-                            dia_id = ids.get(memory.id)
-                        ranked.append(dia_id)
-                    row = scores(ranked, q.evidence)
-                    by_category[q.category].append(row)
-                    overall.append(row)
+            unmapped = ask(engine, args.method, clock, scoped, asked_at, by_category, overall, latencies)
+            for setting in filter(None, (s.strip() for s in args.sweep.split(";"))):
+                engine.fusion = parse_fusion(setting)
+                swept: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
+                rows: list[dict[str, float]] = []
+                ask(engine, args.method, clock, scoped, asked_at, swept, rows, [])
+                cells = mean_percent(rows)
+                per = " ".join(f"{c}:{mean_percent(swept[c])['R@10']:.1f}" for c in CATEGORIES if swept[c])
+                print(f"sweep {setting:<36} R@10 {cells['R@10']:.1f} NDCG@10 {cells['NDCG@10']:.1f} by category {per}")
         finally:
             engine.close()
     load_end = os.getloadavg()
@@ -391,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"== LoCoMo retrieval through mnemodb's engine: method {args.method}, date in text "
         f"{'yes' if args.date_in_text else 'no'}, captions {'no' if args.no_captions else 'yes'}, "
-        f"turns {'no' if args.no_turns else 'yes'}, asked at {args.ask_at} =="
+        f"turns {'no' if args.no_turns else 'yes'}, asked at {args.ask_at}, embedder {args.embedder} =="
     )
     print(
         f"data: {args.data.name}, {len(conversations)} conversations, "
@@ -423,6 +477,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"query latency: p50 {p50(latencies):.2f} ms, p95 {p95(latencies):.2f} ms over {len(latencies)} queries "
         f"(after {WARMUP_QUERIES} warm-up); loading {stats.turns:,} turns took {load_s:.2f} s"
     )
+    if embedded:
+        print(
+            f"embedding: {embedded:,} memories with {args.embedder} in {embed_s:.1f} s "
+            f"({embedded / embed_s:.0f} per second); fusion {args.search_weights or 'default'}"
+        )
     print(
         f"mnemodb {MNEMODB_VERSION}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{os.cpu_count()} CPUs; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; "
@@ -455,6 +514,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "missing_dropped": stats.evidence_missing,
                 },
                 "load_s": round(load_s, 3),
+                "embedder": args.embedder,
+                "search_weights": args.search_weights,
+                "embedded": embedded,
+                "embed_s": round(embed_s, 3),
                 "mnemodb_version": MNEMODB_VERSION,
                 "python": platform.python_version(),
                 "sqlite": sqlite3.sqlite_version,

@@ -54,6 +54,8 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         if not k.startswith(("MEMDB_", "MNEMODB_", "TOPODB_")) and k != "MEMORY_FILE_PATH"
     }
     env.setdefault("MEMDB_LOG_LEVEL", "error")
+    # A test that wants vectors names its embedder; the rest must not load a model.
+    env.setdefault("MNEMODB_EMBEDDER", "none")
     env.update(extra or {})
     return env
 

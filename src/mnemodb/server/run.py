@@ -8,9 +8,10 @@ import signal
 import anyio
 
 from mnemodb.engine import Engine, EngineError
+from mnemodb.engine.embedding import BackgroundEmbedder
 from mnemodb.interop.server_memory import prepare_knowledge_graph_store
 from mnemodb.server.app import build_server
-from mnemodb.server.config import Settings
+from mnemodb.server.config import Settings, make_embedder
 from mnemodb.server.profiles import build_profile
 from mnemodb.server.stdio import serve_stdio
 
@@ -25,6 +26,7 @@ def serve(settings: Settings) -> int:
         log.error("%s", exc)
         return 1
     topodb = settings.profile == "topodb"
+    embedder = make_embedder(settings.embedding, profile=settings.profile)
     try:
         engine = Engine.open(
             settings.db_path,
@@ -32,6 +34,8 @@ def serve(settings: Settings) -> int:
             read_scopes=settings.read_scopes,
             # topodb-mcp refuses a database whose directory is missing rather than making it.
             create_parent=not topodb,
+            embedder=embedder,
+            fusion=settings.embedding.fusion,
         )
     except EngineError as exc:
         log.error("Failed to open the database: %s", exc)
@@ -47,6 +51,11 @@ def serve(settings: Settings) -> int:
         engine.close()
         return 1
     server = build_server(profile, engine, tool_timeout_ms=settings.tool_timeout_ms)
+    # The model loads and the backlog is embedded on a thread of its own: the server answers
+    # at once, searching by words until vectors exist.
+    background = BackgroundEmbedder(engine.embeddings).start() if embedder is not None else None
+    if embedder is not None:
+        log.info("embedding new and changed memories with %s in the background", embedder.model)
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -68,5 +77,7 @@ def serve(settings: Settings) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        if background is not None:
+            background.stop()
         engine.close()
     return 0

@@ -363,6 +363,7 @@ class NativeTools:
             offset=offset,
             limit=limit,
             expand_hops=a.get("expand", 0),
+            explain=a.get("why", False),
             scopes=a.get("scopes"),
         )
         return self._page(engine, a, page, offset)
@@ -405,6 +406,8 @@ class NativeTools:
             shape["score"] = found.score
         if found.superseded_by:
             shape["superseded_by"] = list(found.superseded_by)
+        if found.why is not None:
+            shape["why"] = found.why
         return shape
 
     # get -------------------------------------------------------------------------------------------
@@ -706,7 +709,8 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
             "the newest items (a listing). Use at the start of a task and before creating anything. "
             "Narrow with tags, types, min_importance, about (entity names), since/until, props. Words match "
             'by stem; for entities the query also takes "phrases", +required, -excluded and name:/type:/obs: '
-            "fields; fuzzy tolerates typos; vector searches by embedding. Superseded memories are left out "
+            "fields; fuzzy tolerates typos; vector searches by embedding (with an embedder configured, the query "
+            "also matches by meaning); why explains each score. Superseded memories are left out "
             "unless include_superseded. Returns previews: read one in full with get; walk its relations with "
             "explore; more results with next_cursor.",
             _params(
@@ -731,6 +735,7 @@ def tools(handlers: NativeTools) -> tuple[Tool, ...]:
                     "within": Arr(items=REF, max_items=1000, description="Only these items"),
                     "expand": Int(minimum=0, maximum=3, description="Relations away to include"),
                     "full": Bool(description="Whole texts, not previews"),
+                    "why": Bool(description="Explain each score: every ranking's rank, weight and signals"),
                     "limit": LIMIT,
                     "cursor": CURSOR,
                     "max_chars": MAX_CHARS,

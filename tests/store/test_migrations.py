@@ -179,6 +179,25 @@ def test_embeddings_and_their_logged_vectors_survive_the_move_to_a_rowid_table(d
             engine.nodes.submit([SetEmbedding(NODE_3, "m", [1.0, 0.0])])
 
 
+def test_vectors_from_before_node_versions_keep_whether_they_were_current(db_path: Path) -> None:
+    """Schema 9 tells a stale vector by counting changes, not by comparing times. A vector
+    written before the upgrade for its node's latest text stays current; one older than its
+    node's last change stays stale; the search matrix starts from all of them."""
+    make_old_database(db_path, 8)
+    with connect(db_path) as conn:
+        for pk, made in ((1, T1 + 1), (3, T1)):  # node 3 changed at T1 + 3, after its vector
+            conn.execute(
+                "INSERT INTO embedding (node, model, dim, vector, updated_at) VALUES (?, 'm', 3, ?, ?)",
+                [pk, struct.pack("<3f", float(pk), 0.0, 1.0), made],
+            )
+    with Engine.open(str(db_path)) as engine, engine.store.read() as tx:
+        assert tx.unembedded("m", ["Memory"], 10) == [2, 3]
+        assert tx.embedding_coverage("m", ["Memory"]) == (1, 3)
+        assert tx.embedding_changes("m")[1] == 0
+        hits = engine.nodes.nearest(tx, "m", [1.0, 0.0, 1.0], k=5, scopes=["shared"])
+        assert [pk for pk, _ in hits] == [1, 3]
+
+
 def test_memories_from_before_turns_are_still_found_by_the_native_search(db_path: Path) -> None:
     make_old_database(db_path, 6)
     with Engine.open(str(db_path)) as engine:

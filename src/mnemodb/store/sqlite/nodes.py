@@ -172,31 +172,51 @@ class NodeReads:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def embeddings_of_model(self, model: str) -> list[tuple[int, str, str, bytes]]:
-        """(node pk, node id, scope, float32 vector) of every embedding under `model`."""
+    def embeddings_of_model(self, model: str, *, since: int | None = None) -> list[tuple[int, str, str, bytes]]:
+        """(node pk, node id, scope, float32 vector) of every embedding under `model`, or with
+        `since` of those written after that generation."""
+        later = "" if since is None else "AND b.generation > ? "
         return [
             (r[0], r[1], r[2], bytes(r[3]))
             for r in self.conn.execute(
                 "SELECT b.node, n.id, n.scope, b.vector FROM embedding b JOIN node n ON n.pk = b.node "
-                "WHERE b.model = ? ORDER BY b.node",
-                [model],
+                f"WHERE b.model = ? {later}ORDER BY b.node",
+                [model] if since is None else [model, since],
             )
         ]
 
+    def embedded_nodes(self, model: str) -> list[int]:
+        """The pks of the nodes with a `model` vector."""
+        return [r[0] for r in self.conn.execute("SELECT node FROM embedding WHERE model = ?", [model])]
+
+    def node_versions(self, pks: Sequence[int]) -> dict[int, int]:
+        """How many times each of `pks` has changed (see schema migration 9)."""
+        out: dict[int, int] = {}
+        for start in range(0, len(pks), 400):
+            chunk = list(pks[start : start + 400])
+            out.update(self.conn.execute(f"SELECT pk, version FROM node WHERE pk IN ({marks(len(chunk))})", chunk))
+        return out
+
     def embedding_generation(self, model: str) -> int:
         """A number that changes whenever any of `model`'s vectors is set or removed (0: none yet)."""
-        row = self.conn.execute("SELECT generation FROM embedding_generation WHERE model = ?", [model]).fetchone()
-        return 0 if row is None else int(row[0])
+        return self.embedding_changes(model)[0]
+
+    def embedding_changes(self, model: str) -> tuple[int, int]:
+        """(`model`'s generation, how many of its vectors were ever removed)."""
+        row = self.conn.execute(
+            "SELECT generation, removals FROM embedding_generation WHERE model = ?", [model]
+        ).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
     def unembedded(self, model: str, labels: Sequence[str], limit: int, *, after: int = 0) -> list[int]:
-        """Nodes of `labels` past pk `after` with no `model` vector, or with one older than their
-        last change, in pk order."""
+        """Nodes of `labels` past pk `after` with no `model` vector, or with one made before
+        their last change, in pk order."""
         return [
             r[0]
             for r in self.conn.execute(
                 "SELECT n.pk FROM node n LEFT JOIN embedding b ON b.node = n.pk AND b.model = ? "
                 f"WHERE n.pk > ? AND n.label IN ({marks(len(labels))}) "
-                "AND (b.node IS NULL OR b.updated_at < n.updated_at) ORDER BY n.pk LIMIT ?",
+                "AND (b.node IS NULL OR b.node_version < n.version) ORDER BY n.pk LIMIT ?",
                 [model, after, *labels, limit],
             )
         ]
@@ -204,7 +224,7 @@ class NodeReads:
     def embedding_coverage(self, model: str, labels: Sequence[str]) -> tuple[int, int]:
         """(nodes of `labels` whose `model` vector is current, nodes of `labels`)."""
         row = self.conn.execute(
-            "SELECT COUNT(*), COUNT(b.node) FILTER (WHERE b.updated_at >= n.updated_at) "
+            "SELECT COUNT(*), COUNT(b.node) FILTER (WHERE b.node_version >= n.version) "
             "FROM node n LEFT JOIN embedding b ON b.node = n.pk AND b.model = ? "
             f"WHERE n.label IN ({marks(len(labels))})",
             [model, *labels],

@@ -297,6 +297,46 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     INSERT INTO embedding_generation (model, generation) SELECT DISTINCT model, 1 FROM embedding;
     """,
+    # 9: each vector remembers the generation that wrote it, and each model counts its
+    # removals, so a search brings its matrix up to date by reading only the vectors written
+    # since (and, after removals, the list of nodes that still have one) instead of all of
+    # them: 0.55 s at 100k vectors after every write otherwise.
+    # And each node counts its changes (`version`), each vector the count it was made at
+    # (`node_version`): a vector is stale when they differ. Times cannot tell, as an edit in
+    # the millisecond the vector's text was read has the same time.
+    """
+    ALTER TABLE node ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    CREATE TRIGGER node_version AFTER UPDATE OF props, updated_at ON node BEGIN
+        UPDATE node SET version = version + 1 WHERE pk = new.pk;
+    END;
+    ALTER TABLE embedding ADD COLUMN node_version INTEGER NOT NULL DEFAULT 0;
+    UPDATE embedding SET node_version = -1
+        WHERE updated_at < (SELECT n.updated_at FROM node n WHERE n.pk = embedding.node);
+    ALTER TABLE embedding ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE embedding_generation ADD COLUMN removals INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX embedding_model_generation ON embedding (model, generation);
+    DROP TRIGGER embedding_generation_insert;
+    DROP TRIGGER embedding_generation_update;
+    DROP TRIGGER embedding_generation_delete;
+    CREATE TRIGGER embedding_generation_insert AFTER INSERT ON embedding BEGIN
+        INSERT INTO embedding_generation (model, generation) VALUES (new.model, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1;
+        UPDATE embedding SET generation = (SELECT generation FROM embedding_generation WHERE model = new.model)
+            WHERE rowid = new.rowid;
+    END;
+    -- Not fired by its own update of `generation`, which is not among the columns watched.
+    CREATE TRIGGER embedding_generation_update AFTER UPDATE OF node, model, dim, vector, node_version ON embedding
+    BEGIN
+        INSERT INTO embedding_generation (model, generation) VALUES (new.model, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1;
+        UPDATE embedding SET generation = (SELECT generation FROM embedding_generation WHERE model = new.model)
+            WHERE rowid = new.rowid;
+    END;
+    CREATE TRIGGER embedding_generation_delete AFTER DELETE ON embedding BEGIN
+        INSERT INTO embedding_generation (model, generation, removals) VALUES (old.model, 1, 1)
+            ON CONFLICT (model) DO UPDATE SET generation = generation + 1, removals = removals + 1;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -582,12 +582,17 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites):
     def delete_edge(self, pk: int) -> None:
         self.conn.execute("DELETE FROM edge WHERE pk = ?", [pk])
 
-    def set_embedding(self, pk: int, model: str, vector: bytes, dim: int, at: int) -> None:
+    def set_embedding(
+        self, pk: int, model: str, vector: bytes, dim: int, at: int, *, node_version: int | None = None
+    ) -> None:
+        # Without `node_version`, the vector is of the node as it is now (a client's own).
+        made_at = "(SELECT version FROM node WHERE pk = ?)" if node_version is None else "?"
         self.conn.execute(
-            "INSERT INTO embedding (node, model, dim, vector, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO embedding (node, model, dim, vector, updated_at, node_version) "
+            f"VALUES (?, ?, ?, ?, ?, {made_at}) "
             "ON CONFLICT (node, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
-            "updated_at = excluded.updated_at",
-            [pk, model, dim, vector, at],
+            "updated_at = excluded.updated_at, node_version = excluded.node_version",
+            [pk, model, dim, vector, at, pk if node_version is None else node_version],
         )
 
     def append_change(self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]) -> int:
@@ -663,12 +668,16 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites):
             ).fetchone()
             if exists:
                 return False
+            made = int(record["updated_at"])
+            changed = self.conn.execute("SELECT updated_at FROM node WHERE pk = ?", [node]).fetchone()[0]
             self.set_embedding(
                 node,
                 record["model"],
                 bytes.fromhex(record["vector"]),
                 int(record["dim"]),
-                int(record["updated_at"]),
+                made,
+                # Made before the node's last change: stale here too, to be embedded again.
+                node_version=-1 if made < changed else None,
             )
             return True
         raise ValueError(f"unknown record type {kind!r}")

@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine
+from mnemodb.search.embedders import LocalEmbedder, local_available
 from support import RawServer, serve_command
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> LocalEmbedder:
+    """The local all-MiniLM-L6-v2 embedder, shared by the session: loading it takes seconds."""
+    if not local_available():
+        pytest.skip("the local embedding model is not installed")
+    return LocalEmbedder()
 
 
 @pytest.fixture

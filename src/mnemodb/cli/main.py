@@ -134,8 +134,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
     assert embedder is not None
-    db = args.db or os.environ.get("MNEMODB_DB") or config.DEFAULT_DB
-    engine = Engine.open(config.resolve_db_path(db), embedder=embedder)
+    db = config.resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or config.DEFAULT_DB)
+    if not Path(db).exists():
+        # Embedding an empty new file would only hide a mistyped path.
+        raise CliError(f"no database at {db}: nothing to reindex")
+    engine = Engine.open(db, embedder=embedder)
     progress = Progress(f"embedding ({embedder.model})")
     started = time.monotonic()
 
@@ -520,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--search-weights",
         metavar="NAME=VALUE,...",
         help="native search: rank fusion weights words, vector, k and access (default: "
-        "words=1,vector=1,k=60,access=0; or $MNEMODB_SEARCH_WEIGHTS)",
+        "words=1,vector=0.25,k=20,access=0; or $MNEMODB_SEARCH_WEIGHTS)",
     )
     serve.set_defaults(run=cmd_serve)
 

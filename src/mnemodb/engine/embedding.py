@@ -4,7 +4,8 @@ Nothing is queued in memory: what still needs a vector is read from the store (i
 no vector under the embedder's model, or one older than their last change), so a restart,
 a crash or a second process loses nothing; the work is simply found again. A vector is
 written only if the item has not changed since its text was read, and it carries the
-item's `updated_at`, so an edit made while it was being computed makes it stale at once.
+count of changes the item had then, so an edit made while it was computed makes it stale
+at once.
 
 Derived vectors do not enter the change log: they follow from text that does, and any
 replica or export can derive them again (`mnemodb reindex`).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +32,16 @@ __all__ = ["EMBEDDED_LABELS", "BackgroundEmbedder", "Embeddings", "item_text"]
 log = logging.getLogger(__name__)
 
 EMBEDDED_LABELS = (MEMORY, ENTITY)
+# After a query fails to embed, queries go by words alone for this long.
+QUERY_PAUSE_S = 15.0
 # An entity's text is its name, type and first observations; a model reads 256 tokens at most.
 _ENTITY_TEXT_CHARS = 2000
 
 
 def item_text(item: Memory | Entity) -> str:
-    """The text a memory or entity is embedded as."""
+    """The text a memory or entity is embedded as. A memory's context (the turns before it)
+    is left out: the word index has it, and in the vector it blurs what the turn itself says
+    (LoCoMo dev, fused: NDCG@10 58.7 without, 56.6 with)."""
     if isinstance(item, Memory):
         return item.content if not item.summary else f"{item.content}\n{item.summary}"
     head = f"{item.name} ({item.entity_type})" if item.entity_type else item.name
@@ -52,6 +58,7 @@ class Embeddings:
         self.embedder = embedder
         self.unavailable: str | None = None
         """Why the embedder cannot run here, once that is known (search then uses words only)."""
+        self._queries_paused_until = 0.0
 
     @property
     def model(self) -> str | None:
@@ -65,16 +72,23 @@ class Embeddings:
         return True if loaded is None else bool(loaded)
 
     def query_vector(self, text: str) -> np.ndarray[Any, Any] | None:
-        """`text` as a vector, or None when the embedder is not ready or failed (words only)."""
-        if not self.ready() or not text.strip():
+        """`text` as a vector, or None when the embedder is not ready or failed (words only).
+
+        A failure makes queries skip the embedder for `QUERY_PAUSE_S`: an endpoint that is
+        down or hanging then costs one query a timeout, not every query."""
+        if not self.ready() or not text.strip() or time.monotonic() < self._queries_paused_until:
             return None
         assert self.embedder is not None
         try:
-            vector: np.ndarray[Any, Any] = self.embedder.embed([text])[0]
-            return vector
-        except EmbeddingFailed as exc:
-            log.warning("searching by words only: the query could not be embedded: %s", exc)
+            embed_query = getattr(self.embedder, "embed_query", None)
+            vector = np.asarray(embed_query(text) if embed_query else self.embedder.embed([text])[0], np.float32)
+            if vector.ndim != 1 or not vector.size or not np.isfinite(vector).all():
+                raise EmbeddingFailed(f"the query's vector has shape {vector.shape} or values that are not finite")
+        except Exception as exc:  # whatever an optional embedder does, search goes on by words
+            self._queries_paused_until = time.monotonic() + QUERY_PAUSE_S
+            log.warning("searching by words only for %.0f s: the query could not be embedded: %s", QUERY_PAUSE_S, exc)
             return None
+        return vector
 
     def coverage(self) -> tuple[int, int]:
         """(items with a current vector, items)."""
@@ -94,6 +108,7 @@ class Embeddings:
         with engine.store.read() as tx:
             pks = tx.unembedded(model, EMBEDDED_LABELS, limit, after=after)
             items: dict[int, Memory | Entity] = {**tx.memories_by_pk(pks), **tx.entities_by_pk(pks)}
+            versions = tx.node_versions(pks)
         work = [(pk, items[pk]) for pk in pks if pk in items]
         if not work:
             return 0, (pks[-1] if pks else 0)
@@ -106,13 +121,19 @@ class Embeddings:
                     f"the embedder gives {vectors.shape[1]}-dimensional vectors but the store holds "
                     f"{dim}-dimensional ones under {model!r}: give this model another name"
                 )
-            views = tx.node_views([pk for pk, _ in work])
+            now = tx.node_versions([pk for pk, _ in work])
             for (pk, item), vector in zip(work, vectors, strict=True):
-                view = views.get(pk)
                 # Changed (or gone) since its text was read: the next round embeds the new text.
-                if view is None or view.updated_at != item.updated_at:
+                if pk not in now or now[pk] != versions[pk]:
                     continue
-                tx.set_embedding(pk, model, vector.astype("<f4").tobytes(), int(vectors.shape[1]), item.updated_at)
+                tx.set_embedding(
+                    pk,
+                    model,
+                    vector.astype("<f4").tobytes(),
+                    int(vectors.shape[1]),
+                    item.updated_at,
+                    node_version=versions[pk],
+                )
                 written += 1
         return written, pks[-1]
 
@@ -165,10 +186,19 @@ class BackgroundEmbedder:
         self._thread.join(timeout)
 
     def wait_idle(self, timeout: float) -> bool:
-        """Block until the thread has nothing left to embed (for tests and tools)."""
+        """Block until the thread has looked for work and found none left (for tests and
+        tools). False at once when the thread is not running, else False on timeout."""
+        if not self._thread.is_alive():
+            return False
         self._idle.clear()
         self._wake.set()
-        return self._idle.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive():
+            if self._idle.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return False
 
     def _run(self) -> None:
         embeddings = self._embeddings
@@ -189,6 +219,11 @@ class BackgroundEmbedder:
                         count, after = embeddings.embed_pending(self._batch, after=max(after, 0))
                         self.embedded += count
                     seen = seq
+                    with engine.store.read() as tx:
+                        if tx.current_seq() != seq:
+                            # Written to during the round (perhaps behind the cursor): look again
+                            # now, and do not report idle with work left.
+                            continue
                 self.last_error = None
                 pause = self._poll
                 self._idle.set()

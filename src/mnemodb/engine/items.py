@@ -10,6 +10,7 @@ that an open `supersedes` edge points at, and closed relations.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -67,6 +68,8 @@ MAX_REACHED = 500
 # A query ranks at most this many best matches of each kind, the same number for every
 # page: were it to grow with the page asked for, pages would disagree with each other.
 RANKED_POOL = 300
+
+log = logging.getLogger(__name__)
 
 # A ranking: (pk, score) best first, and with `explain`, what each score is made of.
 Ranking = list[tuple[int, float]]
@@ -596,13 +599,26 @@ class Items:
         """The query by meaning, when the engine's embedder is ready and has stored vectors."""
         embeddings = self._engine.embeddings
         model = embeddings.model
-        if model is None or not embeddings.ready():
+        if model is None or not embeddings.ready() or self._engine.fusion.vector <= 0:
             return None
         with self._engine.store.read() as tx:
             if not tx.embedding_generation(model):
                 return None
+            stored_dim = tx.embedding_dim(model)
         values = embeddings.query_vector(query)
-        return None if values is None else (model, values.tolist())
+        if values is None:
+            return None
+        if stored_dim is not None and stored_dim != len(values):
+            # Vectors a client stored under the embedder's model name, with another length:
+            # they cannot be compared with the query, so this search goes by words.
+            log.warning(
+                "searching by words only: %r vectors in the store have %d dimensions, the embedder gives %d",
+                model,
+                stored_dim,
+                len(values),
+            )
+            return None
+        return model, values.tolist()
 
     def _familiar(
         self, tx: ReadTx, ranked: Sequence[tuple[int, float | None]], weight: float, why: Details | None
@@ -1142,19 +1158,30 @@ def _props_replayed(past: Item, props: Mapping[str, Any], at: int) -> Item:
     return replace(past, **fields, props=own, updated_at=at)
 
 
+def _tied_ranks(ranking: Ranking) -> list[int]:
+    """1-based ranks in which equal scores share the better rank ("competition" ranking), so
+    an order that one ranking cannot tell apart is decided by the others."""
+    ranks: list[int] = []
+    for position, (_, score) in enumerate(ranking, 1):
+        tied = position > 1 and math.isclose(score, ranking[position - 2][1], rel_tol=1e-9)
+        ranks.append(ranks[-1] if tied else position)
+    return ranks
+
+
 def _fuse(
     rankings: Sequence[tuple[str, Ranking]], weights: FusionWeights, details: dict[str, Details] | None
 ) -> tuple[list[tuple[int, float | None]], Details | None]:
     """One ranking from several: a single one (or the only one with results) as it is,
     several by weighted reciprocal rank fusion (see FusionWeights). With `details`, also
     each item's explanation: per ranking its rank, weight and signals, and the total."""
-    live = [(name, ranking) for name, ranking in rankings if ranking]
+    # A ranking weighted 0 is switched off: it neither orders nor adds items.
+    live = [(name, ranking) for name, ranking in rankings if ranking and getattr(weights, name) > 0]
     why: Details | None = {} if details is not None else None
     if why is not None:
         assert details is not None
         for name, ranking in live:
             weight = getattr(weights, name)
-            for rank, (pk, score) in enumerate(ranking, 1):
+            for rank, (pk, score) in zip(_tied_ranks(ranking), ranking, strict=True):
                 why.setdefault(pk, {})[name] = {
                     "rank": rank,
                     "score": round(score, 6),
@@ -1170,7 +1197,7 @@ def _fuse(
     fused: dict[int, float] = {}
     for name, ranking in live:
         weight = getattr(weights, name)
-        for rank, (pk, _) in enumerate(ranking, 1):
+        for rank, (pk, _) in zip(_tied_ranks(ranking), ranking, strict=True):
             fused[pk] = fused.get(pk, 0.0) + weight / (weights.k + rank)
     if why is not None:
         for pk, total in fused.items():

@@ -141,7 +141,14 @@ class HttpEmbedder:
     `{"model": .., "input": [..]}`, answered with `{"data": [{"index": i, "embedding": [..]}]}`."""
 
     def __init__(
-        self, url: str, model: str, *, key: str | None = None, timeout: float = 30.0, batch_size: int = 64
+        self,
+        url: str,
+        model: str,
+        *,
+        key: str | None = None,
+        timeout: float = 30.0,
+        query_timeout: float = 2.0,
+        batch_size: int = 64,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"the embeddings URL must start with http:// or https://, not {url!r}")
@@ -151,6 +158,8 @@ class HttpEmbedder:
         self.model = model
         self.key = key
         self.timeout = timeout
+        # A search waits for its query's vector: better words alone than a slow answer.
+        self.query_timeout = query_timeout
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
@@ -161,14 +170,19 @@ class HttpEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         return np.vstack(rows)
 
-    def _request(self, batch: list[str]) -> np.ndarray[Any, Any]:
+    def embed_query(self, text: str) -> np.ndarray[Any, Any]:
+        """One search query's vector, given up on after `query_timeout` seconds."""
+        row: np.ndarray[Any, Any] = self._request([text], timeout=self.query_timeout)[0]
+        return row
+
+    def _request(self, batch: list[str], *, timeout: float | None = None) -> np.ndarray[Any, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
         body = json.dumps({"model": self.model, "input": batch}).encode()
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
                 answer = json.loads(response.read())
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace")
@@ -177,11 +191,16 @@ class HttpEmbedder:
             raise EmbeddingFailed(f"{self.url} could not be reached: {exc}") from exc
         except ValueError as exc:
             raise EmbeddingFailed(f"{self.url} did not answer JSON: {exc}") from exc
+        rows = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise EmbeddingFailed(f"{self.url} answered without a list of embeddings: {str(answer)[:200]}")
         try:
-            data = sorted(answer["data"], key=lambda row: int(row.get("index", 0)))
-            matrix = np.array([row["embedding"] for row in data], dtype=np.float32)
+            rows = sorted(rows, key=lambda row: int(row.get("index", 0)))
+            matrix = np.array([row["embedding"] for row in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
             raise EmbeddingFailed(f"{self.url} answered without a list of embeddings: {exc!r}") from exc
-        if matrix.ndim != 2 or matrix.shape[0] != len(batch):
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbeddingFailed(f"{self.url} answered embeddings that are not lists of numbers")
+        if matrix.shape[0] != len(batch):
             raise EmbeddingFailed(f"{self.url} answered {matrix.shape[0]} embeddings for {len(batch)} texts")
         return _unit_rows(matrix)

@@ -1,0 +1,191 @@
+"""The embedders: an OpenAI-compatible HTTP endpoint (against a stub server the tests run)
+and the local all-MiniLM-L6-v2 model (loaded once for the module; no network is used)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from embed_support import STUB_DIM, STUB_MODEL, StubEndpoint, free_port, stub_endpoint, stub_unit
+from mnemodb.search.embedders import (
+    LOCAL_MODEL,
+    EmbeddingFailed,
+    HttpEmbedder,
+    LocalEmbedder,
+    local_available,
+)
+
+
+@pytest.fixture
+def stub() -> Iterator[StubEndpoint]:
+    with stub_endpoint() as endpoint:
+        yield endpoint
+
+
+def unit_rows(matrix: np.ndarray) -> bool:
+    return bool(np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5))
+
+
+# -- HttpEmbedder ---------------------------------------------------------------------------------
+
+TEXTS = ["the cat sat on the mat", "a hound chased a pooch", "taxes are due in April", "hello"]
+
+
+def test_http_vectors_are_unit_rows_one_per_text_in_order(stub: StubEndpoint) -> None:
+    embedder = HttpEmbedder(stub.url, STUB_MODEL)
+    vectors = embedder.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), STUB_DIM)
+    assert vectors.dtype == np.float32
+    assert unit_rows(vectors)
+    np.testing.assert_allclose(vectors, np.array([stub_unit(t) for t in TEXTS]), atol=1e-6)
+    [request] = stub.requests
+    assert request.path == "/v1/embeddings"
+    assert request.body == {"model": STUB_MODEL, "input": TEXTS}
+    assert request.headers["Content-Type"] == "application/json"
+
+
+def test_http_rows_answered_out_of_order_are_put_back_in_input_order(stub: StubEndpoint) -> None:
+    stub.mode = "shuffled"
+    vectors = HttpEmbedder(stub.url, STUB_MODEL).embed(TEXTS)
+    np.testing.assert_allclose(vectors, np.array([stub_unit(t) for t in TEXTS]), atol=1e-6)
+
+
+def test_http_sends_a_bearer_key_only_when_given(stub: StubEndpoint) -> None:
+    HttpEmbedder(stub.url, STUB_MODEL, key="sk-test-123").embed(["one"])
+    HttpEmbedder(stub.url, STUB_MODEL).embed(["two"])
+    HttpEmbedder(stub.url, STUB_MODEL, key="").embed(["three"])
+    with_key, without, empty = stub.requests
+    assert with_key.headers["Authorization"] == "Bearer sk-test-123"
+    assert "Authorization" not in without.headers
+    assert "Authorization" not in empty.headers
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/embeddings", "/embeddings/"])
+def test_http_url_with_or_without_the_embeddings_path(stub: StubEndpoint, suffix: str) -> None:
+    embedder = HttpEmbedder(stub.url + suffix, STUB_MODEL)
+    assert embedder.url == stub.url + "/embeddings"
+    assert embedder.embed(["x y"]).shape == (1, STUB_DIM)
+    assert [r.path for r in stub.requests] == ["/v1/embeddings"]
+
+
+def test_http_batches_split_at_batch_size(stub: StubEndpoint) -> None:
+    texts = [f"text number {i}" for i in range(7)]
+    vectors = HttpEmbedder(stub.url, STUB_MODEL, batch_size=3).embed(texts)
+    assert [r.body["input"] for r in stub.requests] == [texts[0:3], texts[3:6], texts[6:7]]
+    np.testing.assert_allclose(vectors, np.array([stub_unit(t) for t in texts]), atol=1e-6)
+
+
+def test_http_500_fails_with_the_status(stub: StubEndpoint) -> None:
+    stub.fail_next = 1
+    with pytest.raises(EmbeddingFailed, match=r"HTTP 500") as failure:
+        HttpEmbedder(stub.url, STUB_MODEL).embed(["x"])
+    assert "told to fail" in str(failure.value)
+    # The next request works: the failure was one request's.
+    assert HttpEmbedder(stub.url, STUB_MODEL).embed(["x"]).shape == (1, STUB_DIM)
+
+
+def test_http_a_body_that_is_not_json_fails(stub: StubEndpoint) -> None:
+    stub.mode = "not-json"
+    with pytest.raises(EmbeddingFailed, match="JSON"):
+        HttpEmbedder(stub.url, STUB_MODEL).embed(["x"])
+
+
+def test_http_the_wrong_number_of_embeddings_fails(stub: StubEndpoint) -> None:
+    stub.mode = "short"
+    with pytest.raises(EmbeddingFailed, match=r"answered 2 embeddings for 3 texts"):
+        HttpEmbedder(stub.url, STUB_MODEL).embed(["a", "b", "c"])
+
+
+def test_http_a_later_batch_failing_fails_the_whole_call(stub: StubEndpoint) -> None:
+    embedder = HttpEmbedder(stub.url, STUB_MODEL, batch_size=2)
+    embedder.embed(["warm"])
+    stub.requests.clear()
+    stub.mode = "short"
+    with pytest.raises(EmbeddingFailed):
+        embedder.embed(["a", "b", "c", "d"])
+
+
+def test_http_a_refused_connection_fails() -> None:
+    embedder = HttpEmbedder(f"http://127.0.0.1:{free_port()}/v1", STUB_MODEL, timeout=5)
+    with pytest.raises(EmbeddingFailed, match="could not be reached"):
+        embedder.embed(["x"])
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/v1", "localhost:11434/v1", "", "file:///etc/passwd"])
+def test_http_a_url_that_is_not_http_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="http:// or https://"):
+        HttpEmbedder(url, STUB_MODEL)
+
+
+def test_http_needs_a_model_name() -> None:
+    with pytest.raises(ValueError, match="model name"):
+        HttpEmbedder("http://127.0.0.1:1/v1", "  ")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"data": [1.0, 2.0]},
+        {"data": ["not a row"]},
+        {"data": None},
+        {"result": []},
+        [1, 2, 3],
+        "just a string",
+    ],
+)
+def test_http_an_answer_of_the_wrong_shape_fails_as_embedding_failed(
+    stub: StubEndpoint, answer: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any JSON that is not a list of embeddings is one failed request, never another error."""
+    import json
+
+    original = stub._answer
+
+    def wrong(path: str, headers: dict[str, str], raw: bytes) -> tuple[int, bytes]:
+        original(path, headers, raw)
+        return 200, json.dumps(answer).encode()
+
+    monkeypatch.setattr(stub, "_answer", wrong)
+    with pytest.raises(EmbeddingFailed):
+        HttpEmbedder(stub.url, STUB_MODEL).embed(["a", "b"])
+
+
+# -- LocalEmbedder ----------------------------------------------------------------------------------
+
+needs_local = pytest.mark.skipif(not local_available(), reason="the local embedding model is not installed")
+
+
+@needs_local
+def test_local_loads_quietly_on_first_use(capfd: pytest.CaptureFixture[str]) -> None:
+    """Loading prints nothing to stdout (stdout is the MCP channel) and happens on first use."""
+    local = LocalEmbedder()
+    assert local.model == LOCAL_MODEL
+    assert local.loaded is False
+    capfd.readouterr()
+    vectors = local.embed(["warming up"])
+    out, _ = capfd.readouterr()
+    assert local.loaded is True
+    assert out == ""
+    assert vectors.shape == (1, 384)
+    # load() again is a no-op.
+    local.load()
+    assert local.loaded is True
+
+
+def test_local_gives_unit_384_dimensional_rows(
+    local_embedder: LocalEmbedder, capfd: pytest.CaptureFixture[str]
+) -> None:
+    texts = ["the dog barked at the mailman", "a puppy was barking at the postman", "quarterly tax filing deadline"]
+    vectors = local_embedder.embed(texts)
+    assert capfd.readouterr().out == ""
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    assert unit_rows(vectors)
+    dog, puppy, tax = vectors
+    assert float(dog @ puppy) > 0.5
+    assert float(dog @ puppy) > float(dog @ tax) + 0.3
+    assert float(dog @ puppy) > float(puppy @ tax) + 0.3
+    # The same text always gives the same vector.
+    np.testing.assert_allclose(local_embedder.embed([texts[0]])[0], dog, atol=1e-5)

@@ -67,7 +67,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,6 +79,7 @@ from mnemodb.engine import Engine, Memory, NewMemory
 from mnemodb.ids import new_ulid
 from mnemodb.search.embedders import LocalEmbedder
 from mnemodb.search.ranking import parse_fusion
+from serve_client import ServeProcess
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -253,9 +254,65 @@ def store(engine: Engine, clock: Clock, conversation: Conversation, *, turns: bo
     return scope, ids
 
 
+# A search: (memory id, the dia_id its props hold, if they came back) of the top ten, best first.
+Search = Callable[[str, str], list[tuple[str, object]]]
+
+
+def engine_search(engine: Engine, method: str) -> Search:
+    def search(text: str, scope: str) -> list[tuple[str, object]]:
+        return [(m.id, m.props.get("dia_id")) for m in query(engine, method, text, scope)]
+
+    return search
+
+
+class NativeServer:
+    """`mnemodb serve` (native profile) over stdio: the same task through the MCP tools a
+    client calls, `remember` with `turns: true` and `recall`. The server's clock is the real
+    one, so every memory is as new as the run (native `remember` takes no time); the date is
+    in the text only under `--date-in-text`."""
+
+    def __init__(self, db: Path, embedder: str, weights: str) -> None:
+        flags = ["--embedder", embedder, *(["--search-weights", weights] if weights else [])]
+        self.server = ServeProcess(db, "native", flags=flags)
+        self.server.initialize()
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        reply = self.server.call(tool, arguments)
+        result = reply.get("result")
+        if not isinstance(result, dict) or result.get("isError") or "structuredContent" not in result:
+            raise SystemExit(f"{tool} failed: {reply}")
+        content: dict[str, Any] = result["structuredContent"]
+        return content
+
+    def store(self, conversation: Conversation, *, turns: bool) -> tuple[str, dict[str, str]]:
+        scope = new_ulid()
+        ids: dict[str, str] = {}
+        for session in conversation.sessions:
+            memories = [{"content": t.content, "props": {"dia_id": t.dia_id}} for t in session.turns]
+            out = self.call("remember", {"memories": memories, "turns": turns, "scope": scope})
+            for turn, stored in zip(session.turns, out["memories"], strict=True):
+                if stored.get("status") != "created":
+                    raise SystemExit(f"{conversation.sample_id} {turn.dia_id}: {stored}")
+                ids[stored["id"]] = turn.dia_id
+        return scope, ids
+
+    def wait_embedded(self, count: int, scopes: list[str], timeout_s: float = 1800.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.call("survey", {"scopes": scopes})["embeddings"] < count:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the server embedded fewer than {count} memories in {timeout_s:.0f} s")
+            time.sleep(0.5)
+
+    def search(self, text: str, scope: str) -> list[tuple[str, object]]:
+        out = self.call("recall", {"query": text, "scopes": [scope], "kinds": ["memory"], "limit": TOP_K})
+        return [(item["id"], (item.get("props") or {}).get("dia_id")) for item in out["items"]]
+
+    def close(self) -> None:
+        self.server.close()
+
+
 def ask(
-    engine: Engine,
-    method: str,
+    search: Search,
     clock: Clock,
     scoped: Sequence[tuple[Conversation, str, dict[str, str]]],
     asked_at: dict[str, int],
@@ -270,15 +327,14 @@ def ask(
         clock.ms = asked_at[c.sample_id]
         for q in c.questions:
             t0 = time.perf_counter_ns()
-            found = query(engine, method, q.text, scope)
+            found = search(q.text, scope)
             latencies.append((time.perf_counter_ns() - t0) / 1e6)
             ranked: list[str | None] = []
-            for memory in found:
-                dia_id = memory.props.get("dia_id")
-                if not isinstance(dia_id, str) or ids.get(memory.id) != dia_id:
+            for memory_id, dia_id in found:
+                # The engine gives every hit's props; recall's previews leave them out (None).
+                if dia_id is not None and ids.get(memory_id) != dia_id:
                     unmapped += 1
-                    dia_id = ids.get(memory.id)
-                ranked.append(dia_id)
+                ranked.append(ids.get(memory_id))
             row = scores(ranked, q.evidence)
             by_category[q.category].append(row)
             overall.append(row)
@@ -347,9 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--method",
-        choices=("search", "items"),
+        choices=("search", "items", "mcp"),
         default="search",
-        help="search: Engine.search_memories; items: Engine.items.search(kinds=['memory']) (default search)",
+        help="search: Engine.search_memories; items: Engine.items.search(kinds=['memory']); mcp: the native "
+        "profile's remember and recall tools, over stdio from `mnemodb serve` (default search)",
     )
     parser.add_argument(
         "--date-in-text", action="store_true", help="prefix every memory with its session date: '(8 May 2023) '"
@@ -404,6 +461,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     by_category: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
     overall: list[dict[str, float]] = []
     latencies: list[float] = []
+    if args.method == "mcp":
+        with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
+            server = NativeServer(Path(work) / "locomo.db", args.embedder, args.search_weights)
+            try:
+                started = time.perf_counter()
+                scoped = [(c, *server.store(c, turns=not args.no_turns)) for c in conversations]
+                load_s = time.perf_counter() - started
+                embed_s = 0.0
+                embedded = 0
+                if args.embedder == "local":
+                    embedded = sum(len(ids) for _, _, ids in scoped)
+                    started = time.perf_counter()
+                    server.wait_embedded(embedded, [scope for _, scope, _ in scoped])
+                    embed_s = time.perf_counter() - started
+                asked_at = {c.sample_id: 0 for c in conversations}
+                for _, scope, q in [(c, scope, q) for c, scope, _ in scoped for q in c.questions][:WARMUP_QUERIES]:
+                    server.search(q.text, scope)
+                unmapped = ask(server.search, clock, scoped, asked_at, by_category, overall, latencies)
+            finally:
+                server.close()
+        return report(args, conversations, questions, stats, by_category, overall, latencies, unmapped,
+                      load_s, embedded, embed_s, load_start, wall)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
         embedder = LocalEmbedder() if args.embedder == "local" else None
         if embedder is not None:
@@ -428,22 +507,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             for c, scope, q in warm:
                 clock.ms = asked_at[c.sample_id]
                 query(engine, args.method, q.text, scope)
-            unmapped = ask(engine, args.method, clock, scoped, asked_at, by_category, overall, latencies)
+            search = engine_search(engine, args.method)
+            unmapped = ask(search, clock, scoped, asked_at, by_category, overall, latencies)
             for setting in filter(None, (s.strip() for s in args.sweep.split(";"))):
                 engine.fusion = parse_fusion(setting)
                 swept: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
                 rows: list[dict[str, float]] = []
-                ask(engine, args.method, clock, scoped, asked_at, swept, rows, [])
+                ask(search, clock, scoped, asked_at, swept, rows, [])
                 cells = mean_percent(rows)
                 per = " ".join(f"{c}:{mean_percent(swept[c])['R@10']:.1f}" for c in CATEGORIES if swept[c])
                 print(f"sweep {setting:<36} R@10 {cells['R@10']:.1f} NDCG@10 {cells['NDCG@10']:.1f} by category {per}")
         finally:
             engine.close()
+    return report(args, conversations, questions, stats, by_category, overall, latencies, unmapped,
+                  load_s, embedded, embed_s, load_start, wall)  # fmt: skip
+
+
+def report(
+    args: argparse.Namespace,
+    conversations: Sequence[Conversation],
+    questions: Sequence[Question],
+    stats: DataStats,
+    by_category: dict[int, list[dict[str, float]]],
+    overall: list[dict[str, float]],
+    latencies: list[float],
+    unmapped: int,
+    load_s: float,
+    embedded: int,
+    embed_s: float,
+    load_start: tuple[float, float, float],
+    wall: float,
+) -> int:
+    """Print the figures (and write them with --json)."""
     load_end = os.getloadavg()
 
     counts = Counter(q.category for q in questions)
     print(
-        f"== LoCoMo retrieval through mnemodb's engine: method {args.method}, date in text "
+        f"== LoCoMo retrieval through mnemodb's {'MCP tools' if args.method == 'mcp' else 'engine'}: "
+        f"method {args.method}, date in text "
         f"{'yes' if args.date_in_text else 'no'}, captions {'no' if args.no_captions else 'yes'}, "
         f"turns {'no' if args.no_turns else 'yes'}, asked at {args.ask_at}, embedder {args.embedder} =="
     )

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,17 @@ class ServerGone(Exception):
 class ServeProcess:
     """One `mnemodb serve` process and its stdio pipes."""
 
-    def __init__(self, db: Path | str, profile: str = "memdb") -> None:
-        command = [sys.executable, "-m", "mnemodb", "serve", "--profile", profile, "--db", str(db)]
+    def __init__(
+        self,
+        db: Path | str,
+        profile: str = "memdb",
+        *,
+        flags: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        command = [sys.executable, "-m", "mnemodb", "serve", "--profile", profile, "--db", str(db), *flags]
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=serve_env()
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=serve_env(env)
         )
         self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: list[bytes] = []

@@ -137,7 +137,7 @@ class Embeddings:
                 written += 1
         return written, pks[-1]
 
-    def reindex(self, *, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
+    def reindex(self, *, batch: int = 512, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed everything that needs it, in the calling thread; the number of vectors written.
         `progress(done, total)` is told after every batch."""
         done, total = self.coverage()
@@ -161,7 +161,7 @@ class BackgroundEmbedder:
     A failing endpoint is retried with a growing pause; an embedder that cannot run here
     stops the thread, and search goes on with words."""
 
-    def __init__(self, embeddings: Embeddings, *, batch: int = 32, poll: float = 0.5, max_pause: float = 60.0) -> None:
+    def __init__(self, embeddings: Embeddings, *, batch: int = 256, poll: float = 0.5, max_pause: float = 60.0) -> None:
         self._embeddings = embeddings
         self._batch = batch
         self._poll = poll

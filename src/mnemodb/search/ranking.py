@@ -72,10 +72,11 @@ class FusionWeights:
     `access` then raises items that were read often: the fused score is multiplied by
     1 + access x min(1, log(1 + reads) / log(1 + ACCESS_SATURATION)).
 
-    The defaults are tuned on the LoCoMo development split (bench/locomo.py --sweep): the
-    word ranking is the stronger one there, and vectors at a quarter of its weight with
-    k = 20 give R@10 75.8 / NDCG@10 58.7 against 68.4 / 50.2 for equal weights and k = 60
-    (words alone: 74.7 / 57.4). A weight of 0 switches a ranking off."""
+    The defaults are tuned on the LoCoMo development split (bench/locomo.py --sweep, the
+    session date in the text): the word ranking is the stronger one there, and vectors at
+    a quarter of its weight with k = 20 give R@10 75.8 / NDCG@10 58.7, against 69.3 / 50.8
+    for equal weights and k = 60 and 74.7 / 57.4 for words alone. A weight of 0 switches a
+    ranking off."""
 
     words: float = 1.0
     vector: float = 0.25

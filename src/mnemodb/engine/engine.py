@@ -633,6 +633,12 @@ class Engine:
 
     # -- statistics, change log, export and import -------------------------------------------------
 
+    def memories_per_scope(self) -> dict[str, int]:
+        """Every scope's number of memories, whatever the read scopes (for an operator's
+        metrics, not for tools)."""
+        with self.store.read() as tx:
+            return tx.memories_per_scope()
+
     def stats(self, *, scopes: Sequence[str] | None = None) -> Stats:
         read = self.scopes(scopes)
         with self.store.read() as tx:

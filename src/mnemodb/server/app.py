@@ -92,8 +92,15 @@ async def run_in_worker(engine: Engine, work: Callable[[], T], timeout_ms: int) 
         raise OperationTimeout(f"timed out after {timeout_ms}ms") from None
 
 
-def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_000) -> Server[Any]:
-    """The SDK server for one profile over one engine."""
+def build_server(
+    profile: Profile,
+    engine: Engine,
+    *,
+    tool_timeout_ms: int = 15_000,
+    on_tool_call: Callable[[str, str, float], None] | None = None,
+) -> Server[Any]:
+    """The SDK server for one profile over one engine. `on_tool_call(tool, outcome, seconds)`
+    hears of every call of a known tool (outcome: ok, invalid, error, timeout, cancelled)."""
     tools = {tool.name: tool for tool in profile.tools}
     listed = [_listed(tool, profile) for tool in profile.tools]
     resources = {r.uri: r for r in profile.resources}
@@ -117,6 +124,7 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
             value = await run_in_worker(engine, lambda: tool.run(engine, arguments), tool_timeout_ms)
             outcome = "ok"
         except Invalid as exc:
+            outcome = "invalid"
             return profile.invalid(tool, exc)
         except OperationTimeout:
             outcome = "timeout"
@@ -129,8 +137,10 @@ def build_server(profile: Profile, engine: Engine, *, tool_timeout_ms: int = 15_
             outcome = "cancelled"
             raise
         finally:
-            elapsed = (time.perf_counter() - started) * 1000
-            log.info("Tool %s %s in %dms", tool.name, outcome, elapsed, extra={"tool": tool.name})
+            elapsed = time.perf_counter() - started
+            log.info("Tool %s %s in %dms", tool.name, outcome, elapsed * 1000, extra={"tool": tool.name})
+            if on_tool_call is not None:
+                on_tool_call(tool.name, outcome, elapsed)
         if subscribed and tool.annotations is not None and tool.annotations.read_only_hint is False:
             for uri in sorted(subscribed):
                 await ctx.session.send_resource_updated(uri)

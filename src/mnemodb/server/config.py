@@ -19,6 +19,7 @@ from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights, parse_fusion
 
 if TYPE_CHECKING:
     from mnemodb.search.embedders import Embedder
+    from mnemodb.server.http import HttpSettings
 
 from mnemodb.engine.errors import EngineError
 from mnemodb.engine.properties import IndexSpec
@@ -71,6 +72,8 @@ class Settings:
     allow_unscoped_changes: bool = False
     """topodb profile: serve get_changes, the one read that crosses scopes."""
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    http: HttpSettings | None = None
+    """Serve Streamable HTTP with these settings; None serves stdio."""
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -143,6 +146,12 @@ def load(
     embed_model: str | None = None,
     embed_key: str | None = None,
     search_weights: str | None = None,
+    http: bool = False,
+    host: str | None = None,
+    port: int | None = None,
+    insecure: bool = False,
+    allowed_hosts: str | None = None,
+    allowed_origins: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
@@ -150,6 +159,54 @@ def load(
     return replace(
         _load(profile, db, scope, read_scopes, tool_timeout_ms, log_level, spec, allow_unscoped_changes, env),
         embedding=embedding,
+        http=load_http(http, host, port, insecure, allowed_hosts, allowed_origins, env),
+    )
+
+
+def load_http(
+    http: bool,
+    host: str | None,
+    port: int | None,
+    insecure: bool,
+    allowed_hosts: str | None,
+    allowed_origins: str | None,
+    env: Mapping[str, str],
+) -> HttpSettings | None:
+    """HTTP settings from flags, else MNEMODB_HOST, MNEMODB_PORT, MNEMODB_ALLOWED_HOSTS and
+    MNEMODB_ALLOWED_ORIGINS; None when serving stdio."""
+    from mnemodb.server.http import DEFAULT_PORT, HttpSettings, is_loopback
+
+    if not http:
+        given = [flag for flag, value in (("--host", host), ("--port", port), ("--insecure", insecure)) if value]
+        if given:
+            raise ConfigError(f"{given[0]} applies to the HTTP transport: add --http")
+        return None
+    host = (host or _env(env, "MNEMODB_HOST") or "127.0.0.1").strip()
+    if not host:
+        raise ConfigError("Invalid --host: empty")
+    if port is None:
+        raw = _env(env, "MNEMODB_PORT")
+        try:
+            port = int(raw) if raw else DEFAULT_PORT
+        except ValueError:
+            raise ConfigError(f"Invalid MNEMODB_PORT {raw!r}: expected a port number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"Invalid --port {port}: expected 0 (any free port) to 65535")
+    if not is_loopback(host) and not insecure:
+        raise ConfigError(
+            f"refusing to serve {host} without authentication: anyone who can reach it could read and change "
+            "every memory; bind 127.0.0.1, or pass --insecure to serve it unauthenticated anyway"
+        )
+
+    def listed(value: str | None, name: str) -> tuple[str, ...]:
+        return tuple(v.strip() for v in (value or _env(env, name) or "").split(",") if v.strip())
+
+    return HttpSettings(
+        host=host,
+        port=port,
+        insecure=insecure,
+        allowed_hosts=listed(allowed_hosts, "MNEMODB_ALLOWED_HOSTS"),
+        allowed_origins=listed(allowed_origins, "MNEMODB_ALLOWED_ORIGINS"),
     )
 
 

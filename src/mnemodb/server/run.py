@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -19,7 +21,8 @@ log = logging.getLogger("mnemodb")
 
 
 def serve(settings: Settings) -> int:
-    """Serve MCP over stdio until stdin closes or a termination signal arrives. Exit status."""
+    """Serve MCP over stdio until stdin closes, or over HTTP, until a termination signal
+    arrives. Exit status."""
     try:
         profile = build_profile(settings.profile, settings)
     except ValueError as exc:
@@ -50,14 +53,24 @@ def serve(settings: Settings) -> int:
     if settings.profile == "knowledge-graph" and not prepare_knowledge_graph_store(settings, engine):
         engine.close()
         return 1
-    server = build_server(profile, engine, tool_timeout_ms=settings.tool_timeout_ms)
+    metrics = None
+    if settings.http is not None:
+        from mnemodb.server.http import Metrics
+
+        metrics = Metrics(engine)
+    server = build_server(
+        profile,
+        engine,
+        tool_timeout_ms=settings.tool_timeout_ms,
+        on_tool_call=metrics.tool_called if metrics is not None else None,
+    )
     # The model loads and the backlog is embedded on a thread of its own: the server answers
     # at once, searching by words until vectors exist.
     background = BackgroundEmbedder(engine.embeddings).start() if embedder is not None else None
     if embedder is not None:
         log.info("embedding new and changed memories with %s in the background", embedder.model)
 
-    async def main() -> None:
+    async def serve_stdio_until_signal() -> int:
         async with anyio.create_task_group() as tg:
 
             async def stop_on_signal() -> None:
@@ -70,14 +83,24 @@ def serve(settings: Settings) -> int:
             tg.start_soon(stop_on_signal)
             await serve_stdio(server, profile.rules)
             tg.cancel_scope.cancel()
+        return 0
 
-    log.info("mnemodb serving the %s profile on stdio, database %s", profile.name, engine.store.location)
+    main: Callable[[], Awaitable[int]] = serve_stdio_until_signal
+    if settings.http is not None:
+        from mnemodb.server.http import serve_http
+
+        assert metrics is not None
+        main = functools.partial(serve_http, server, engine, settings.http, metrics)
+        log.info("mnemodb serving the %s profile over HTTP, database %s", profile.name, engine.store.location)
+    else:
+        log.info("mnemodb serving the %s profile on stdio, database %s", profile.name, engine.store.location)
+    status = 0
     try:
-        anyio.run(main)
+        status = anyio.run(main)
     except KeyboardInterrupt:
         pass
     finally:
         if background is not None:
             background.stop()
         engine.close()
-    return 0
+    return status

@@ -200,6 +200,12 @@ class _Tx(EntityReads, NodeReads, ItemReads):
         ).fetchone()
         return int(row[0])
 
+    def memories_per_scope(self) -> dict[str, int]:
+        """How many memories each scope holds (scopes with none left out)."""
+        return dict(
+            self.conn.execute("SELECT scope, n FROM scope_count WHERE kind = 'memory' AND n > 0 ORDER BY scope")
+        )
+
     def count_tags(self, scopes: Sequence[str]) -> int:
         """Distinct tags over the memories of `scopes` (from counters kept by triggers)."""
         row = self.conn.execute(

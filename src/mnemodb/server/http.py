@@ -1,0 +1,274 @@
+"""MCP over Streamable HTTP (`mnemodb serve --http`): one team's shared memory server.
+
+The SDK's Streamable HTTP transport serves `/mcp`, statelessly and with JSON responses:
+no session lives in the process, so any number of server processes can answer behind a
+load balancer on one database file, and both protocol eras work (2025-11-25 clients with
+`initialize`, 2026-07-28 clients without). Around it:
+
+- Host and Origin are checked against an allowlist (421 and 403), so a web page that a
+  DNS rebinding points at the server cannot reach it through a browser;
+- `/healthz` says whether the database answers (no authentication: load balancers ask);
+- `/metrics` is Prometheus text: requests by path and status, tool calls and their
+  latency per tool and outcome, the database's size and the memories per scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import signal
+import socket
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.transport_security import TransportSecuritySettings
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from mnemodb.engine import Engine
+
+__all__ = ["BindError", "HttpSettings", "Metrics", "build_app", "is_loopback", "serve_http"]
+
+log = logging.getLogger("mnemodb.http")
+
+MCP_PATH = "/mcp"
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# Tool latency buckets (seconds): most calls take a millisecond or a few, a search of a
+# large store tens, a timed-out one the tool limit.
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 30.0)
+_LOOPBACK_NAMES = ("localhost",)
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    """0 picks a free port (the log says which)."""
+    insecure: bool = False
+    """Serve a non-loopback address without authentication anyway."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header values accepted besides the loopback names and the bound address."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origin header values accepted besides the loopback origins (no Origin is accepted too)."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address (or `localhost`) that only this machine can reach."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_patterns(name: str) -> list[str]:
+    """Host header values for a name: bare (port 80/443 left out) and with any port."""
+    bracketed = f"[{name}]" if ":" in name and not name.startswith("[") else name
+    return [bracketed, f"{bracketed}:*"]
+
+
+def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
+    hosts = ["127.0.0.1", "localhost", "::1"]
+    if settings.host not in ("0.0.0.0", "::"):  # a wildcard bind has no one name to allow
+        hosts.append(settings.host)
+    allowed_hosts = [p for name in dict.fromkeys([*hosts, *settings.allowed_hosts]) for p in _host_patterns(name)]
+    origins = [f"http://{h}" for name in ("127.0.0.1", "localhost", "::1") for h in _host_patterns(name)]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=[*origins, *settings.allowed_origins],
+    )
+
+
+class _StoreCollector(Collector):
+    """Figures read from the database at scrape time: its size, and memories per scope."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def collect(self) -> Iterable[Metric]:
+        size = GaugeMetricFamily("mnemodb_database_bytes", "Size of the database file and its WAL")
+        size.add_metric([], float(self._engine.store.size_bytes()))
+        yield size
+        memories = GaugeMetricFamily("mnemodb_memories", "Memories stored, per scope", labels=["scope"])
+        for scope, count in self._engine.memories_per_scope().items():
+            memories.add_metric([scope], float(count))
+        yield memories
+
+
+class Metrics:
+    """The server's Prometheus figures, in a registry of its own (not the process-wide one)."""
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "mnemodb_http_requests",
+            "HTTP requests, by method, path and status",
+            ["method", "path", "status"],
+            registry=self.registry,
+        )
+        self.tool_calls = Counter(
+            "mnemodb_tool_calls",
+            "Tool calls, by tool and outcome (ok, invalid, error, timeout, cancelled)",
+            ["tool", "outcome"],
+            registry=self.registry,
+        )
+        self.tool_seconds = Histogram(
+            "mnemodb_tool_seconds",
+            "Tool call latency, by tool",
+            ["tool"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        if engine is not None:
+            self.registry.register(_StoreCollector(engine))
+
+    def tool_called(self, tool: str, outcome: str, seconds: float) -> None:
+        self.tool_calls.labels(tool, outcome).inc()
+        self.tool_seconds.labels(tool).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _CountRequests:
+    """ASGI middleware counting every HTTP request by method, path and status."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self._app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        path = scope.get("path", "")
+        # Only known paths become label values: a scan of random URLs must not grow the metrics.
+        label = path if path in (MCP_PATH, "/healthz", "/metrics") else "other"
+        try:
+            await self._app(scope, receive, sending)
+        finally:
+            self._metrics.requests.labels(scope.get("method", ""), label, str(status)).inc()
+
+
+def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metrics: Metrics) -> ASGIApp:
+    """The ASGI application: `/mcp`, `/healthz` and `/metrics`."""
+
+    async def healthz(request: Request) -> Response:
+        def probe() -> int:
+            return engine.current_seq()
+
+        try:
+            seq = await anyio.to_thread.run_sync(probe)
+        except Exception as exc:  # any failure to read is "not reachable", said in the body
+            return JSONResponse({"status": "unavailable", "database": f"unreachable: {exc}"}, status_code=503)
+        return JSONResponse({"status": "ok", "database": "reachable", "seq": seq})
+
+    async def metrics_page(request: Request) -> Response:
+        body = await anyio.to_thread.run_sync(metrics.render)
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=True,
+        stateless_http=True,
+        transport_security=transport_security(settings),
+        host=settings.host,
+        max_request_body_size=settings.max_body_bytes,
+        custom_starlette_routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", metrics_page, methods=["GET"]),
+        ],
+    )
+    return _CountRequests(app, metrics)
+
+
+class BindError(RuntimeError):
+    """The address cannot be served (in use, not this machine's, not permitted)."""
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(address[0], socket.SOCK_STREAM)
+    except OSError as exc:
+        raise BindError(f"cannot serve {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address[4])
+        sock.listen(1024)
+    except OSError as exc:
+        sock.close()
+        raise BindError(f"cannot serve {host}:{port}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_http(server: Server[Any], engine: Engine, settings: HttpSettings, metrics: Metrics) -> int:
+    """Serve until SIGTERM or SIGINT, then finish the requests in flight: exit status 0, or
+    1 when the address cannot be served."""
+    import uvicorn
+
+    class Quiet(uvicorn.Server):
+        # uvicorn would install its own handlers and raise the signal again once stopped,
+        # which ends the process before the engine is closed; the signals are taken below.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    try:
+        sock = _listen(settings.host, settings.port)
+    except BindError as exc:
+        log.error("%s", exc)
+        return 1
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    config = uvicorn.Config(
+        build_app(server, engine, settings, metrics),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    http = Quiet(config)
+
+    async def stop_on_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("Received %s, shutting down", signal.Signals(signum).name)
+                http.should_exit = True
+                return
+
+    # The line tests and scripts wait for: where the server listens, with the real port.
+    log.info("listening on http://%s:%d%s", shown, bound_port, MCP_PATH)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_on_signal)
+            await http.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
+    finally:
+        sock.close()
+    return 0

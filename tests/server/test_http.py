@@ -1,0 +1,316 @@
+"""`mnemodb serve --http`: Streamable HTTP at /mcp, /healthz and /metrics, end to end.
+
+Every test runs a real server process on a real SQLite file and talks to it over a real
+socket, with the MCP SDK's client or with raw HTTP where the headers matter.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from http_support import MODERN, HttpServer, Remote
+from mnemodb.engine import Engine
+from mnemodb.server import config
+from mnemodb.server.app import build_server
+from mnemodb.server.http import HttpSettings, Metrics, build_app
+from mnemodb.server.profiles import build_profile
+from native_support import TOOL_NAMES
+from support import server_env
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
+    with HttpServer.start(tmp_path_factory.mktemp("http") / "memory.db") as running:
+        yield running  # type: ignore[misc]
+
+
+# -- the MCP endpoint --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+def test_both_protocol_eras_remember_and_recall(server: HttpServer, mode: str) -> None:
+    with Remote.connect(server.url, mode) as remote:
+        assert remote.tool_names() == TOOL_NAMES
+        content = f"The {mode} client's deploy key rotates monthly"
+        [stored] = remote.call("remember", {"memories": [{"content": content}]})["memories"]
+        assert stored["status"] == "created"
+        found = remote.call("recall", {"query": f"{mode} deploy key"})["items"]
+        assert [item["id"] for item in found][:1] == [stored["id"]]
+
+
+def test_a_bad_argument_is_a_tool_error_over_http(server: HttpServer) -> None:
+    with Remote.connect(server.url) as remote:
+        result = remote.result("remember", {"memories": [{"content": ""}]})
+        assert result.is_error is True
+        assert "content" in str(result.content[0])
+
+
+def test_the_server_keeps_no_session(server: HttpServer) -> None:
+    """Stateless: an initialize gets no Mcp-Session-Id, and a tool call needs none, so any
+    process behind a load balancer can answer any request."""
+    status, headers, _ = server.raw(
+        "POST",
+        "/mcp",
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+        {
+            "Host": f"127.0.0.1:{server.port}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert status == 200
+    assert "mcp-session-id" not in headers
+    status, reply = server.post_mcp(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "survey", "arguments": {}}},
+        {"MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert status == 200, reply
+    assert reply["result"]["isError"] is False
+    assert reply["result"]["structuredContent"]["write_scope"] == "shared"
+
+
+def test_two_processes_on_one_file_serve_the_same_memory(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with HttpServer.start(db) as first, HttpServer.start(db) as second:
+        with Remote.connect(first.url) as a:
+            [stored] = a.call("remember", {"memories": [{"content": "Written through the first server"}]})["memories"]
+        with Remote.connect(second.url, MODERN) as b:
+            assert [i["id"] for i in b.call("recall", {"query": "first server"})["items"]] == [stored["id"]]
+
+
+@pytest.mark.parametrize(
+    ("profile", "tools"),
+    [("memdb", 12), ("topodb", 16), ("knowledge-graph", 16)],
+)
+def test_every_profile_is_served_over_http(tmp_path: Path, profile: str, tools: int) -> None:
+    with HttpServer.start(tmp_path / "memory.db", profile=profile) as running, Remote.connect(running.url) as remote:
+        assert len(remote.tool_names()) == tools
+
+
+def test_a_body_over_the_limit_is_refused_with_413(server: HttpServer) -> None:
+    status, _ = server.post_mcp({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 5_000_000}})
+    assert status == 413
+
+
+# -- DNS rebinding protection --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["evil.example.com", "evil.example.com:8765", "127.0.0.1.evil.example.com"])
+def test_a_foreign_host_header_gets_421(server: HttpServer, host: str) -> None:
+    status, _ = server.post_mcp(INITIALIZE, {"Host": host})
+    assert status == 421
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+def test_loopback_host_headers_are_accepted(server: HttpServer, host: str) -> None:
+    status, reply = server.post_mcp(INITIALIZE, {"Host": f"{host}:{server.port}"})
+    assert status == 200, reply
+
+
+def test_a_foreign_origin_gets_403_and_a_loopback_one_is_accepted(server: HttpServer) -> None:
+    status, _ = server.post_mcp(INITIALIZE, {"Origin": "http://evil.example.com"})
+    assert status == 403
+    status, _ = server.post_mcp(INITIALIZE, {"Origin": f"http://localhost:{server.port}"})
+    assert status == 200
+
+
+def test_allowed_hosts_and_origins_extend_the_lists(tmp_path: Path) -> None:
+    with HttpServer.start(
+        tmp_path / "memory.db",
+        "--allowed-hosts",
+        "memory.example.com",
+        "--allowed-origins",
+        "https://app.example.com",
+    ) as running:
+        assert running.post_mcp(INITIALIZE, {"Host": "memory.example.com"})[0] == 200
+        assert running.post_mcp(INITIALIZE, {"Host": f"memory.example.com:{running.port}"})[0] == 200
+        assert running.post_mcp(INITIALIZE, {"Host": "other.example.com"})[0] == 421
+        assert running.post_mcp(INITIALIZE, {"Origin": "https://app.example.com"})[0] == 200
+        assert running.post_mcp(INITIALIZE, {"Origin": "https://other.example.com"})[0] == 403
+
+
+# -- health and metrics --------------------------------------------------------------------------------
+
+
+def test_healthz_says_the_database_is_reachable(server: HttpServer) -> None:
+    status, body = server.get("/healthz")
+    assert status == 200
+    assert '"status":"ok"' in body and '"database":"reachable"' in body
+
+
+def test_healthz_says_when_the_database_is_not_reachable(tmp_path: Path) -> None:
+    """The app in process, over an engine whose store has been closed: 503, and why."""
+    engine = Engine.open(str(tmp_path / "memory.db"))
+    profile = build_profile("native", config.load(profile="native", db=str(tmp_path / "memory.db"), env={}))
+    metrics = Metrics(engine)
+    app = build_app(build_server(profile, engine), engine, HttpSettings(), metrics)
+    assert asgi_get(app, "/healthz")[0] == 200
+    engine.close()
+    status, body = asgi_get(app, "/healthz")
+    assert status == 503
+    assert '"status":"unavailable"' in body and "unreachable" in body
+
+
+def asgi_get(app: Any, path: str) -> tuple[int, str]:
+    """One GET through an ASGI app, in process: (status, body)."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8765")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8765),
+    }
+    anyio.run(app, scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, body.decode()
+
+
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """The value of one sample of a Prometheus text page, or None."""
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        match = re.fullmatch(r"([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)", line)
+        if not match or match.group(1) != name:
+            continue
+        found = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match.group(2) or ""))
+        if found == labels:
+            return float(match.group(3))
+    return None
+
+
+def test_metrics_count_requests_tool_calls_latency_size_and_memories(tmp_path: Path) -> None:
+    with HttpServer.start(tmp_path / "memory.db") as running:
+        with Remote.connect(running.url) as remote:
+            remote.call("remember", {"memories": [{"content": "one"}, {"content": "two"}]})
+            remote.call("remember", {"memories": [{"content": "three"}], "scope": "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"})
+            remote.call("recall", {"query": "one"})
+            assert remote.result("recall", {"limit": 0}).is_error is True
+        running.post_mcp(INITIALIZE, {"Host": "evil.example.com"})
+        status, page = running.get("/metrics")
+    assert status == 200
+    assert metric(page, "mnemodb_tool_calls_total", tool="remember", outcome="ok") == 2
+    assert metric(page, "mnemodb_tool_calls_total", tool="recall", outcome="ok") == 1
+    assert metric(page, "mnemodb_tool_calls_total", tool="recall", outcome="invalid") == 1
+    assert metric(page, "mnemodb_tool_seconds_count", tool="remember") == 2
+    assert metric(page, "mnemodb_tool_seconds_bucket", tool="recall", le="+Inf") == 2
+    assert metric(page, "mnemodb_http_requests_total", method="POST", path="/mcp", status="421") == 1
+    assert (metric(page, "mnemodb_http_requests_total", method="POST", path="/mcp", status="200") or 0) >= 5
+    assert metric(page, "mnemodb_memories", scope="shared") == 2
+    assert metric(page, "mnemodb_memories", scope="01HV7N8Q3Y2J6W5X4Z9A0B1C2D") == 1
+    size = metric(page, "mnemodb_database_bytes")
+    assert size is not None and size > 0
+
+
+# -- settings and start-up -------------------------------------------------------------------------------
+
+
+def serve_fails(tmp_path: Path, *flags: str) -> str:
+    """`mnemodb serve` refusing its settings: its one stderr line; no database is made."""
+    db = tmp_path / "memory.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "mnemodb", "serve", "--db", str(db), *flags],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env({"MNEMODB_EMBEDDER": "none"}),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
+def test_a_non_loopback_address_is_refused_without_authentication(tmp_path: Path, host: str) -> None:
+    message = serve_fails(tmp_path, "--http", "--host", host)
+    assert f"refusing to serve {host} without authentication" in message
+    assert "--insecure" in message
+    assert not (tmp_path / "memory.db").exists()
+
+
+def test_insecure_serves_every_address_and_still_checks_the_host(tmp_path: Path) -> None:
+    with HttpServer.start(tmp_path / "memory.db", "--host", "0.0.0.0", "--insecure") as running:
+        assert running.base.startswith("http://0.0.0.0:")
+        running.base = f"http://127.0.0.1:{running.port}"
+        assert running.get("/healthz")[0] == 200
+        assert running.post_mcp(INITIALIZE)[0] == 200
+        assert running.post_mcp(INITIALIZE, {"Host": "evil.example.com"})[0] == 421
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--port", "8765"], "--port applies to the HTTP transport: add --http"),
+        (["--host", "127.0.0.1"], "--host applies to the HTTP transport: add --http"),
+        (["--insecure"], "--insecure applies to the HTTP transport: add --http"),
+        (["--http", "--port", "70000"], "Invalid --port 70000"),
+    ],
+)
+def test_http_flags_are_checked(tmp_path: Path, flags: list[str], expected: str) -> None:
+    assert expected in serve_fails(tmp_path, *flags)
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "mnemodb", "serve", "--db", str(tmp_path / "m.db"), "--http", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=server_env({"MNEMODB_EMBEDDER": "none", "MNEMODB_LOG_LEVEL": "error"}),
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert f"cannot serve 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
+    with HttpServer.start(tmp_path / "memory.db") as running:
+        with Remote.connect(running.url) as remote:
+            remote.call("remember", {"memories": [{"content": "kept across the stop"}]})
+        assert running.stop() == 0
+        assert "Traceback" not in running.stderr, running.stderr
+    with HttpServer.start(tmp_path / "memory.db") as again, Remote.connect(again.url) as remote:
+        assert len(remote.call("recall", {"query": "kept"})["items"]) == 1

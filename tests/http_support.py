@@ -3,7 +3,7 @@
 `HttpServer.start` launches it on a free port (`--port 0`), waits for the line saying where
 it listens, and on exit stops it with SIGTERM, checking it exits cleanly. `raw` sends one
 HTTP request with exactly the headers given (the rebinding checks need a chosen Host).
-`Remote` drives it with the MCP SDK's own client over HTTP, in a background event loop.
+`native_support.Native.connect` drives it with the MCP SDK's own client.
 """
 
 from __future__ import annotations
@@ -16,19 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import Client
-from mcp_types import CallToolResult
+from typing import Any
 
 from support import server_env
-
-T = TypeVar("T")
 
 START_TIMEOUT_S = 30.0
 LISTENING = re.compile(r"listening on (http://\S+)/mcp")
@@ -151,35 +145,3 @@ class HttpServer:
     def get(self, path: str) -> tuple[int, str]:
         status, _, body = self.raw("GET", path, headers={"Host": f"127.0.0.1:{self.port}"})
         return status, body.decode()
-
-
-class Remote:
-    """The SDK's client talking to an HTTP server, usable from a synchronous test."""
-
-    def __init__(self, portal: BlockingPortal, client: Client) -> None:
-        self.portal = portal
-        self.client = client
-
-    @classmethod
-    @contextmanager
-    def connect(cls, url: str, mode: str = "legacy") -> Iterator[Remote]:
-        with (
-            start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(Client(url, mode=mode)) as client,
-        ):
-            yield cls(portal, client)
-
-    def run(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
-        return self.portal.call(func, *args)
-
-    def result(self, tool: str, arguments: Mapping[str, Any] | None = None) -> CallToolResult:
-        return self.run(self.client.call_tool, tool, dict(arguments or {}))
-
-    def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        result = self.result(tool, arguments)
-        assert result.is_error is False, (tool, arguments, result.content)
-        assert isinstance(result.structured_content, dict), result
-        return result.structured_content
-
-    def tool_names(self) -> list[str]:
-        return [tool.name for tool in self.run(self.client.list_tools).tools]

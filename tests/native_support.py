@@ -14,6 +14,7 @@ is a plain function and one server can serve a whole module or class:
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -77,10 +78,11 @@ def text_of(result: CallToolResult) -> str:
 class Native:
     """One `mnemodb serve` process with the native profile, driven by the SDK's client."""
 
-    def __init__(self, portal: BlockingPortal, client: Client, errlog: Path) -> None:
+    def __init__(self, portal: BlockingPortal, client: Client, errlog: Path | None) -> None:
         self.portal = portal
         self.client = client
         self.errlog = errlog
+        """Where the server's stderr goes; None for a server this client did not start."""
 
     @classmethod
     @contextmanager
@@ -103,9 +105,24 @@ class Native:
         ):
             yield cls(portal, client, errlog)
 
+    @classmethod
+    @contextmanager
+    def connect(cls, url: str, mode: str = "legacy") -> Iterator[Native]:
+        """A client of a server already running at `url` (Streamable HTTP); `mode` is "legacy"
+        (the initialize handshake) or a modern protocol version."""
+        with (
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(Client(url, mode=mode)) as client,
+        ):
+            yield cls(portal, client, None)
+
     @property
     def stderr(self) -> str:
+        assert self.errlog is not None, "this client did not start its server"
         return self.errlog.read_text()
+
+    def tool_names(self) -> list[str]:
+        return [tool.name for tool in self.run(self.client.list_tools).tools]
 
     def run(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Await one of the client's coroutines from this (synchronous) thread."""
@@ -184,3 +201,24 @@ class Native:
     def ids(self, tool: str, arguments: Mapping[str, Any]) -> list[str]:
         """The ids of the items a recall or explore call returns, in order."""
         return [item["id"] for item in self.call(tool, arguments)["items"]]
+
+
+def serve_fails(tmp_path: Path, *flags: str, env: Mapping[str, str] | None = None) -> str:
+    """Run `mnemodb serve` expecting it to refuse its settings: its one-line stderr message.
+    Nothing is written: not even the database file."""
+    result = subprocess.run(
+        native_command(tmp_path / "memory.db", *flags),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env(env),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert not (tmp_path / "memory.db").exists()
+    return lines[0]

@@ -16,13 +16,13 @@ from typing import Any
 import anyio
 import pytest
 
-from http_support import MODERN, HttpServer, Remote
+from http_support import MODERN, HttpServer
 from mnemodb.engine import Engine
 from mnemodb.server import config
 from mnemodb.server.app import build_server
 from mnemodb.server.http import HttpSettings, Metrics, build_app
 from mnemodb.server.profiles import build_profile
-from native_support import TOOL_NAMES
+from native_support import TOOL_NAMES, Native, serve_fails
 from support import server_env
 
 INITIALIZE = {
@@ -44,7 +44,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
 
 @pytest.mark.parametrize("mode", ["legacy", MODERN])
 def test_both_protocol_eras_remember_and_recall(server: HttpServer, mode: str) -> None:
-    with Remote.connect(server.url, mode) as remote:
+    with Native.connect(server.url, mode) as remote:
         assert remote.tool_names() == TOOL_NAMES
         content = f"The {mode} client's deploy key rotates monthly"
         [stored] = remote.call("remember", {"memories": [{"content": content}]})["memories"]
@@ -54,7 +54,7 @@ def test_both_protocol_eras_remember_and_recall(server: HttpServer, mode: str) -
 
 
 def test_a_bad_argument_is_a_tool_error_over_http(server: HttpServer) -> None:
-    with Remote.connect(server.url) as remote:
+    with Native.connect(server.url) as remote:
         result = remote.result("remember", {"memories": [{"content": ""}]})
         assert result.is_error is True
         assert "content" in str(result.content[0])
@@ -88,9 +88,9 @@ def test_the_server_keeps_no_session(server: HttpServer) -> None:
 def test_two_processes_on_one_file_serve_the_same_memory(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     with HttpServer.start(db) as first, HttpServer.start(db) as second:
-        with Remote.connect(first.url) as a:
+        with Native.connect(first.url) as a:
             [stored] = a.call("remember", {"memories": [{"content": "Written through the first server"}]})["memories"]
-        with Remote.connect(second.url, MODERN) as b:
+        with Native.connect(second.url, MODERN) as b:
             assert [i["id"] for i in b.call("recall", {"query": "first server"})["items"]] == [stored["id"]]
 
 
@@ -99,7 +99,7 @@ def test_two_processes_on_one_file_serve_the_same_memory(tmp_path: Path) -> None
     [("memdb", 12), ("topodb", 16), ("knowledge-graph", 16)],
 )
 def test_every_profile_is_served_over_http(tmp_path: Path, profile: str, tools: int) -> None:
-    with HttpServer.start(tmp_path / "memory.db", profile=profile) as running, Remote.connect(running.url) as remote:
+    with HttpServer.start(tmp_path / "memory.db", profile=profile) as running, Native.connect(running.url) as remote:
         assert len(remote.tool_names()) == tools
 
 
@@ -213,7 +213,7 @@ def metric(text: str, name: str, **labels: str) -> float | None:
 
 def test_metrics_count_requests_tool_calls_latency_size_and_memories(tmp_path: Path) -> None:
     with HttpServer.start(tmp_path / "memory.db") as running:
-        with Remote.connect(running.url) as remote:
+        with Native.connect(running.url) as remote:
             remote.call("remember", {"memories": [{"content": "one"}, {"content": "two"}]})
             remote.call("remember", {"memories": [{"content": "three"}], "scope": "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"})
             remote.call("recall", {"query": "one"})
@@ -235,26 +235,6 @@ def test_metrics_count_requests_tool_calls_latency_size_and_memories(tmp_path: P
 
 
 # -- settings and start-up -------------------------------------------------------------------------------
-
-
-def serve_fails(tmp_path: Path, *flags: str) -> str:
-    """`mnemodb serve` refusing its settings: its one stderr line; no database is made."""
-    db = tmp_path / "memory.db"
-    result = subprocess.run(
-        [sys.executable, "-m", "mnemodb", "serve", "--db", str(db), *flags],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=server_env({"MNEMODB_EMBEDDER": "none"}),
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 1, (result.returncode, result.stderr)
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
@@ -308,9 +288,9 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
     with HttpServer.start(tmp_path / "memory.db") as running:
-        with Remote.connect(running.url) as remote:
+        with Native.connect(running.url) as remote:
             remote.call("remember", {"memories": [{"content": "kept across the stop"}]})
         assert running.stop() == 0
         assert "Traceback" not in running.stderr, running.stderr
-    with HttpServer.start(tmp_path / "memory.db") as again, Remote.connect(again.url) as remote:
+    with HttpServer.start(tmp_path / "memory.db") as again, Native.connect(again.url) as remote:
         assert len(remote.call("recall", {"query": "kept"})["items"]) == 1

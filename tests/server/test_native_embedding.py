@@ -4,7 +4,6 @@ stub endpoint the test runs (and once with the real local model)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,8 +13,7 @@ import pytest
 
 from embed_support import STUB_MODEL, StubEndpoint, free_port, stub_endpoint
 from mnemodb.search.embedders import local_available
-from native_support import Native, native_command
-from support import server_env
+from native_support import Native, serve_fails
 
 WAIT_S = 20.0  # a hang guard: the background thread polls the store twice a second
 LOCAL_WAIT_S = 60.0  # loading torch and the model in a fresh process, under load
@@ -159,26 +157,6 @@ def test_a_hanging_endpoint_does_not_make_recall_fail(tmp_path: Path) -> None:
 
 
 # -- configuration errors -----------------------------------------------------------------------------
-
-
-def serve_fails(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> str:
-    """Run `mnemodb serve` expecting it to refuse its settings: its one-line stderr message."""
-    result = subprocess.run(
-        native_command(tmp_path / "memory.db", *flags),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=server_env(env),
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 1, (result.returncode, result.stderr)
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert not (tmp_path / "memory.db").exists()
-    return lines[0]
 
 
 def test_serve_http_embedder_without_a_url_is_refused(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ is a plain function and one server can serve a whole module or class:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
@@ -107,13 +110,16 @@ class Native:
 
     @classmethod
     @contextmanager
-    def connect(cls, url: str, mode: str = "legacy") -> Iterator[Native]:
+    def connect(cls, url: str, mode: str = "legacy", *, token: str | None = None) -> Iterator[Native]:
         """A client of a server already running at `url` (Streamable HTTP); `mode` is "legacy"
-        (the initialize handshake) or a modern protocol version."""
-        with (
-            start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(Client(url, mode=mode)) as client,
-        ):
+        (the initialize handshake) or a modern protocol version; `token` is sent as a bearer."""
+        with start_blocking_portal() as portal, contextlib.ExitStack() as stack:
+            server: Any = url
+            if token is not None:
+                http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+                stack.enter_context(portal.wrap_async_context_manager(http))
+                server = streamable_http_client(url, http_client=http)
+            client = stack.enter_context(portal.wrap_async_context_manager(Client(server, mode=mode)))
             yield cls(portal, client, None)
 
     @property

@@ -20,7 +20,8 @@ from http_support import MODERN, HttpServer
 from mnemodb.engine import Engine
 from mnemodb.server import config
 from mnemodb.server.app import build_server
-from mnemodb.server.http import HttpSettings, Metrics, build_app
+from mnemodb.server.config import HttpSettings
+from mnemodb.server.http import Metrics, build_app
 from mnemodb.server.profiles import build_profile
 from native_support import TOOL_NAMES, Native, serve_fails
 from support import server_env
@@ -294,3 +295,114 @@ def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
         assert "Traceback" not in running.stderr, running.stderr
     with HttpServer.start(tmp_path / "memory.db") as again, Native.connect(again.url) as remote:
         assert len(remote.call("recall", {"query": "kept"})["items"]) == 1
+
+
+# -- tokens ------------------------------------------------------------------------------------------
+
+TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
+TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> tuple[HttpServer, dict[str, str]]:
+    """A server whose database holds tokens: team A's, team B's, and a read-only one for A."""
+    db = tmp_path_factory.mktemp("tokens") / "memory.db"
+    with Engine.open(str(db)) as engine:
+        secrets = {
+            "a": engine.tokens.create("team-a", read_scopes=[TEAM_A], write_scope=TEAM_A)[1],
+            "b": engine.tokens.create("team-b", read_scopes=[TEAM_B], write_scope=TEAM_B)[1],
+            "a-reader": engine.tokens.create("a-reader", read_scopes=[TEAM_A], write_scope=TEAM_A, read_only=True)[1],
+            "revoked": engine.tokens.create("gone")[1],
+        }
+        engine.tokens.revoke("gone")
+        engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+    with HttpServer.start(db) as running:
+        yield running, secrets  # type: ignore[misc]
+
+
+def test_without_a_token_a_guarded_server_answers_401(guarded: tuple[HttpServer, dict[str, str]]) -> None:
+    server, _ = guarded
+    status, headers, body = server.raw(
+        "POST",
+        "/mcp",
+        b"{}",
+        {"Host": f"127.0.0.1:{server.port}", "Content-Type": "application/json"},
+    )
+    assert status == 401
+    assert headers["www-authenticate"] == 'Bearer realm="mnemodb"'
+    assert b"needs a bearer token" in body
+    assert server.get("/metrics")[0] == 401
+    assert server.get("/healthz")[0] == 200
+
+
+@pytest.mark.parametrize("which", ["wrong", "revoked", "basic"])
+def test_a_bad_token_answers_401_invalid_token(guarded: tuple[HttpServer, dict[str, str]], which: str) -> None:
+    server, secrets = guarded
+    header = {
+        "wrong": "Bearer mnemodb_not-a-real-token",
+        "revoked": f"Bearer {secrets['revoked']}",
+        "basic": f"Basic {secrets['a']}",
+    }[which]
+    status, reply = server.post_mcp(INITIALIZE, {"Authorization": header})
+    assert status == 401
+    assert reply["error"] == "invalid_token"
+
+
+def test_the_token_decides_the_tenant(guarded: tuple[HttpServer, dict[str, str]]) -> None:
+    server, secrets = guarded
+    with Native.connect(server.url, token=secrets["a"]) as a:
+        [stored] = a.call("remember", {"memories": [{"content": "Team A ships on Mondays"}]})["memories"]
+        assert a.get(stored["id"])["scope"] == TEAM_A
+        # Team B's memory is not there for A, by default or when asked for.
+        assert a.call("recall", {"query": "launch date secret"})["items"] == []
+        refused = a.error("recall", {"query": "launch", "scopes": [TEAM_B]})
+        assert f'scope "{TEAM_B}" is not readable with token "team-a"' in refused
+        refused = a.error("remember", {"memories": [{"content": "planted"}], "scope": TEAM_B})
+        assert f'scope "{TEAM_B}" is not writable with token "team-a"' in refused
+        survey = a.call("survey", {})
+        assert (survey["write_scope"], survey["scopes"], survey["memories"]) == (TEAM_A, [TEAM_A], 1)
+    with Native.connect(server.url, MODERN, token=secrets["b"]) as b:
+        found = b.call("recall", {"query": "ships Mondays launch"})["items"]
+        assert [item["scope"] for item in found] == [TEAM_B]
+        assert b.call("survey", {})["memories"] == 1  # the planted memory was never written
+
+
+def test_a_read_only_token_reads_and_cannot_write(guarded: tuple[HttpServer, dict[str, str]]) -> None:
+    server, secrets = guarded
+    with Native.connect(server.url, token=secrets["a-reader"]) as reader:
+        before = reader.call("survey", {})
+        refused = reader.error("remember", {"memories": [{"content": "not allowed"}]})
+        assert 'token "a-reader" is read-only' in refused
+        assert reader.call("survey", {})["current_seq"] == before["current_seq"]
+
+
+def test_with_a_token_the_server_may_bind_beyond_loopback(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        _, secret = engine.tokens.create("team")
+    with HttpServer.start(db, "--host", "0.0.0.0") as running:
+        running.base = f"http://127.0.0.1:{running.port}"
+        assert running.post_mcp(INITIALIZE)[0] == 401
+        assert running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {secret}"})[0] == 200
+        # Revoking the last token does not open a server bound beyond loopback.
+        with Engine.open(str(db)) as engine:
+            engine.tokens.revoke("team")
+        assert running.post_mcp(INITIALIZE)[0] == 401
+
+
+def test_an_existing_database_without_tokens_is_refused_beyond_loopback(tmp_path: Path) -> None:
+    with Engine.open(str(tmp_path / "memory.db")) as engine:
+        engine.store_memory("already here")
+    result = subprocess.run(
+        [sys.executable, "-m", "mnemodb", "serve", "--db", str(tmp_path / "memory.db"), "--http", "--host", "0.0.0.0"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env({"MNEMODB_LOG_LEVEL": "error"}),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "refusing to serve 0.0.0.0 without authentication" in result.stderr
+    assert "mnemodb token create" in result.stderr
+    assert "Traceback" not in result.stderr

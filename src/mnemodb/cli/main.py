@@ -24,6 +24,7 @@ from mnemodb import __version__
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
+    from mnemodb.engine.models import Token
 
 PROFILES = ("memdb", "native", "topodb", "knowledge-graph")
 DEFAULT_PROFILE = "native"
@@ -86,7 +87,7 @@ def _open_engine(args: argparse.Namespace) -> Engine:
     from mnemodb.server.config import DEFAULT_DB, resolve_db_path
 
     db = args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB
-    scope = args.scope or os.environ.get("MNEMODB_SCOPE") or "shared"
+    scope = getattr(args, "scope", None) or os.environ.get("MNEMODB_SCOPE") or "shared"
     return Engine.open(resolve_db_path(db), write_scope=scope)
 
 
@@ -211,6 +212,64 @@ def cmd_search(args: argparse.Namespace) -> int:
             text = text[:97] + "..."
         tags = f"  [{', '.join(h.memory.tags)}]" if h.memory.tags else ""
         print(f"{h.score:5.3f}  {h.memory.hash[:12]}  {text}{tags}")
+    return 0
+
+
+def _token_fields(token: Token) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "name": token.name,
+        "read_scopes": list(token.read_scopes),
+        "write_scope": token.write_scope,
+        "read_only": token.read_only,
+        "created": _when(token.created_at),
+        "revoked": _when(token.revoked_at) if token.revoked_at is not None else None,
+    }
+
+
+def cmd_token_create(args: argparse.Namespace) -> int:
+    with _open_engine(args) as engine:
+        token, secret = engine.tokens.create(
+            args.name,
+            read_scopes=[s for s in (args.read_scopes or "").split(",") if s.strip()],
+            write_scope=args.write_scope,
+            read_only=args.read_only,
+        )
+    if args.json:
+        _print_json({**_token_fields(token), "token": secret})
+    else:
+        mode = "read-only" if token.read_only else f"writes to {token.write_scope} by default"
+        print(secret)
+        print(
+            f"token {token.name!r} ({token.id}): reads {', '.join(token.read_scopes)}; {mode}. "
+            "It is shown this once: only its hash is kept.",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_token_list(args: argparse.Namespace) -> int:
+    with _open_engine(args) as engine:
+        tokens = engine.tokens.list(revoked=args.revoked)
+    if args.json:
+        _print_json([_token_fields(t) for t in tokens])
+        return 0
+    for t in tokens:
+        state = f"revoked {_when(t.revoked_at)}" if t.revoked_at is not None else "live"
+        mode = "read-only" if t.read_only else f"writes {t.write_scope}"
+        print(f"{t.id}  {t.name}  reads {','.join(t.read_scopes)}  {mode}  created {_when(t.created_at)}  {state}")
+    if not tokens:
+        print("no tokens: the HTTP server takes requests without one (on loopback only)", file=sys.stderr)
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    with _open_engine(args) as engine:
+        token = engine.tokens.revoke(args.ref)
+    if args.json:
+        _print_json(_token_fields(token))
+    else:
+        print(f"revoked token {token.name!r} ({token.id})")
     return 0
 
 
@@ -469,9 +528,10 @@ def cmd_backup(args: argparse.Namespace) -> int:
 # -- argument parsing -------------------------------------------------------------------------------
 
 
-def _store_options(parser: argparse.ArgumentParser) -> None:
+def _store_options(parser: argparse.ArgumentParser, *, scope: bool = True) -> None:
     parser.add_argument("--db", help="database file (default: $MNEMODB_DB or .mnemodb/memory.db)")
-    parser.add_argument("--scope", help='scope to write to and read from: "shared" (default) or a ULID')
+    if scope:
+        parser.add_argument("--scope", help='scope to write to and read from: "shared" (default) or a ULID')
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -583,6 +643,29 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", "-n", type=int, default=10, help="how many results (default 10)")
     _store_options(search)
     search.set_defaults(run=cmd_search)
+
+    token = commands.add_parser(
+        "token",
+        help="access tokens for the HTTP server",
+        description="Bearer tokens for `mnemodb serve --http`. Once the database holds one, every HTTP "
+        "request needs one; each token decides which scopes its requests may read and write.",
+    )
+    token_commands = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
+    create = token_commands.add_parser("create", help="make a token and print it (once)")
+    create.add_argument("name", help="who or what holds it, e.g. ci-agent")
+    create.add_argument("--read-scopes", metavar="SCOPE,...", help="scopes it may read (its write scope always)")
+    create.add_argument("--write-scope", help='where its writes go by default: "shared" (default) or a ULID')
+    create.add_argument("--read-only", action="store_true", help="it may read but never write")
+    _store_options(create, scope=False)
+    create.set_defaults(run=cmd_token_create)
+    listing = token_commands.add_parser("list", help="the tokens (never the tokens themselves)")
+    listing.add_argument("--revoked", action="store_true", help="revoked ones too")
+    _store_options(listing, scope=False)
+    listing.set_defaults(run=cmd_token_list)
+    revoke = token_commands.add_parser("revoke", help="stop a token working, at once")
+    revoke.add_argument("ref", help="the token's name or id")
+    _store_options(revoke, scope=False)
+    revoke.set_defaults(run=cmd_token_revoke)
 
     stats = commands.add_parser("stats", help="what the database holds")
     stats.add_argument("--scopes", help="comma-separated scopes to count (default: the --scope)")

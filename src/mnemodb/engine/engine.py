@@ -18,7 +18,7 @@ from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.checks import check_props, check_text
 from mnemodb.engine.embedding import Embeddings
-from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.engine.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
 from mnemodb.engine.items import Items
 from mnemodb.engine.models import (
@@ -42,6 +42,7 @@ from mnemodb.engine.models import (
     StoredMemory,
 )
 from mnemodb.engine.properties import PropertyGraph
+from mnemodb.engine.tokens import Tokens, current_grant
 from mnemodb.graph.traversal import expand
 from mnemodb.ids import SHARED, InvalidId, content_hash, new_ulid, normalize_scope
 from mnemodb.search.analyzer import query_terms, tag_candidates
@@ -118,8 +119,10 @@ class Engine:
         access_interval: float = 0.1,
     ) -> None:
         self.store = store
-        self.write_scope = self.scope(write_scope)
-        self.read_scopes = self.scopes(read_scopes) if read_scopes is not None else (self.write_scope,)
+        self._write_scope_default = self.scope(write_scope)
+        self._read_scopes_default = (
+            self.scopes(read_scopes) if read_scopes is not None else (self._write_scope_default,)
+        )
         self._clock = clock
         self._weights = weights
         self.fusion = fusion
@@ -132,6 +135,8 @@ class Engine:
         self.nodes = PropertyGraph(self)
         self.items = Items(self)
         """Nodes, properties, edges, vectors and batches by ULID (the property-graph API)."""
+        self.tokens = Tokens(self)
+        """Access tokens for the HTTP server."""
 
     @classmethod
     def open(cls, path: str = ":memory:", *, create_parent: bool = True, **options: Any) -> Engine:
@@ -173,15 +178,48 @@ class Engine:
         except InvalidId as exc:
             raise InvalidArgument(f'invalid scope "{text}" (expected "shared" or a ULID): {exc}') from None
 
+    @property
+    def read_scopes(self) -> tuple[str, ...]:
+        """The scopes a read sees when it names none: the grant's, under one."""
+        grant = current_grant()
+        return self._read_scopes_default if grant is None else grant.read_scopes
+
+    @property
+    def write_scope(self) -> str:
+        """Where a write goes when it names no scope: the grant's, under one."""
+        grant = current_grant()
+        return self._write_scope_default if grant is None else grant.write_scope
+
     def scopes(self, texts: Sequence[str] | None) -> tuple[str, ...]:
         if texts is None:
             return self.read_scopes
         if not texts:
             raise InvalidArgument("scopes must not be empty (an empty scope set admits nothing)")
-        return tuple(dict.fromkeys(self.scope(t) for t in texts))
+        chosen = tuple(dict.fromkeys(self.scope(t) for t in texts))
+        grant = current_grant()
+        if grant is not None:
+            denied = [s for s in chosen if s not in grant.read_scopes]
+            if denied:
+                raise Forbidden(f'scope "{denied[0]}" is not readable with token "{grant.name}"')
+        return chosen
 
     def _write_scope(self, scope: str | None) -> str:
-        return self.write_scope if scope is None else self.scope(scope)
+        chosen = self.write_scope if scope is None else self.scope(scope)
+        grant = current_grant()
+        if grant is not None:
+            if grant.read_only:
+                raise Forbidden(f'token "{grant.name}" is read-only')
+            if chosen not in grant.read_scopes:
+                raise Forbidden(f'scope "{chosen}" is not writable with token "{grant.name}"')
+        return chosen
+
+    def _write_tx(self) -> contextlib.AbstractContextManager[WriteTx]:
+        """A write transaction for a caller's change: every one opens here, so a read-only
+        grant stops them all, whatever scope they touch."""
+        grant = current_grant()
+        if grant is not None and grant.read_only:
+            raise Forbidden(f'token "{grant.name}" is read-only')
+        return self.store.write()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -262,7 +300,7 @@ class Engine:
             NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
         )
         target = self._write_scope(scope)
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             return self._store_one(tx, item, target, at)
 
@@ -286,7 +324,7 @@ class Engine:
                 checked.append((index, self._check_new_memory(item)))
             except InvalidArgument as exc:
                 results.append(ItemResult(index, error=str(exc)))
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             results += [ItemResult(index, self._store_one(tx, item, target, at, turn=turns)) for index, item in checked]
         return sorted(results, key=lambda r: r.index)
@@ -319,7 +357,7 @@ class Engine:
             raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
         if memory_type is not None and not check_text(memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             before = self._memory_in(tx, digest, self.scopes(scopes))
             if before is None:
@@ -357,7 +395,7 @@ class Engine:
 
     def delete_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
         """Delete a memory and its relations. False when there is no such memory."""
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             return self._delete_one(tx, digest, self.scopes(scopes), at)
 
@@ -372,7 +410,7 @@ class Engine:
     def delete_memories(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
         """Delete many memories in one transaction; each result says whether it was deleted."""
         read = self.scopes(scopes)
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             return [ItemResult(i, self._delete_one(tx, d, read, at)) for i, d in enumerate(digests)]
 
@@ -476,7 +514,7 @@ class Engine:
             raise InvalidArgument("relation type must not be empty")
         edge_scope = self._write_scope(scope)
         read = self.read_scopes
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             src = self._memory_in(tx, from_hash, read)
             if src is None:
@@ -516,7 +554,7 @@ class Engine:
     ) -> bool:
         """Delete the relation(s) of this type from one memory to the other."""
         read = self.scopes(scopes)
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             src = self._memory_in(tx, from_hash, read)
             dst = self._memory_in(tx, to_hash, read)
@@ -568,7 +606,7 @@ class Engine:
             raise InvalidArgument("edge type must not be empty")
         clean = check_props(props)
         edge_scope = self._write_scope(scope)
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             src, dst = tx.node_by_id(from_id), tx.node_by_id(to_id)
             if src is None:
@@ -580,7 +618,7 @@ class Engine:
 
     def close_edge(self, edge_id: str, valid_to: int | None = None) -> Edge:
         """Mark an open edge as no longer true from `valid_to` (default: now)."""
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             edge = tx.edge_by_id(edge_id)
             if edge is None:
@@ -615,7 +653,7 @@ class Engine:
             check_text(obs, "observation")
         clean = check_props(props)
         target = self._write_scope(scope)
-        with self.store.write() as tx:
+        with self._write_tx() as tx:
             at = self._clock()
             if unique:
                 existing = tx.entity_by_name([target], name)
@@ -670,7 +708,11 @@ class Engine:
             return tx.current_seq()
 
     def changes(self, since_seq: int = 1, limit: int | None = None) -> list[Change]:
-        """The change log from `since_seq` (inclusive), oldest first."""
+        """The change log from `since_seq` (inclusive), oldest first: every scope's changes,
+        so never under a grant (`items.changes` filters by scope)."""
+        grant = current_grant()
+        if grant is not None:
+            raise Forbidden(f'the whole change log spans every scope: it is not readable with token "{grant.name}"')
         if limit is not None and limit < 1:
             raise InvalidArgument("limit must be at least 1")
         with self.store.read() as tx:
@@ -703,7 +745,7 @@ class Engine:
 
         def flush() -> None:
             nonlocal written, unchanged
-            with self.store.write() as tx:
+            with self._write_tx() as tx:
                 at = self._clock()
                 for record in batch:
                     try:

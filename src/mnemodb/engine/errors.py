@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "EngineError", "InvalidArgument", "NotFound", "OperationTimeout", "StoreUnavailable"]
+__all__ = [
+    "Conflict",
+    "EngineError",
+    "Forbidden",
+    "InvalidArgument",
+    "NotFound",
+    "OperationTimeout",
+    "StoreUnavailable",
+]
 
 
 class EngineError(Exception):
@@ -11,6 +19,11 @@ class EngineError(Exception):
 
 class InvalidArgument(EngineError):
     """The call's arguments break a rule of the data model."""
+
+
+class Forbidden(InvalidArgument):
+    """The caller's access token does not allow this: a scope it may not use, or a write
+    with a read-only token. Nothing was read or changed."""
 
 
 class NotFound(EngineError):

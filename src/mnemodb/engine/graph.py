@@ -197,7 +197,7 @@ class KnowledgeGraph:
                 combined = tuple(dict.fromkeys((*first.observations, *item.observations)))
                 merged[item.name] = NewEntity(first.name, first.entity_type, combined, first.extra)
         created: list[Entity] = []
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             existing = tx.entities_named(visible, list(merged))
             for name, item in merged.items():
@@ -230,7 +230,7 @@ class KnowledgeGraph:
         target = self._engine._write_scope(scope)
         visible = self._visible(scopes, target)
         created: list[Relation] = []
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             names = [n for item in items for n in (item.from_name, item.to_name)]
             entities = tx.entities_named(visible, [self._check_text(n, "entity name") for n in names])
@@ -270,7 +270,7 @@ class KnowledgeGraph:
                 self._check_text(content, "observation")
         reads = self._reads(scopes)
         results: list[tuple[str, list[str]]] = []
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             entities = tx.entities_named(reads, [name for name, _ in items])
             for name, contents in items:
@@ -287,7 +287,7 @@ class KnowledgeGraph:
     def delete_entities(self, names: Sequence[str], *, scopes: Sequence[str] | None = None) -> int:
         """Delete entities (and every relation touching them); unknown names are ignored."""
         reads = self._reads(scopes)
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
             for entity in entities.values():
@@ -301,7 +301,7 @@ class KnowledgeGraph:
         """Remove observations; unknown entities and observations are ignored."""
         reads = self._reads(scopes)
         removed_count = 0
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             entities = tx.entities_named(reads, [self._check_text(name, "entity name") for name, _ in items])
             for name, contents in items:
@@ -319,7 +319,7 @@ class KnowledgeGraph:
         """Delete relations matching (from, to, type) exactly; the rest is ignored."""
         reads = self._reads(scopes)
         deleted = 0
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             names = [n for item in items for n in (item.from_name, item.to_name)]
             entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])

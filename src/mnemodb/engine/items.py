@@ -400,7 +400,7 @@ class Items:
         visible = tuple(dict.fromkeys((*reads, target)))
         entity_results: list[Remembered] = []
         memory_results: list[Remembered] = []
-        with engine.store.write() as tx:
+        with engine._write_tx() as tx:
             at = engine._clock()
             for i, entity_note in enumerate(named):
                 if ("entities", i) in problems:
@@ -749,7 +749,7 @@ class Items:
         properties and vectors. Forgetting is then forgetting, not hiding."""
         reads = self._engine.scopes(scopes)
         out: list[Item | Edge | None] = []
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             for ref in refs:
                 found = self.resolve(tx, ref, reads) if isinstance(ref, str) else self._open_edge(tx, ref, reads)
@@ -774,7 +774,7 @@ class Items:
         """Change one memory or entity in place (its id and relations stay): (before, after)."""
         engine = self._engine
         reads = engine.scopes(scopes)
-        with engine.store.write() as tx:
+        with engine._write_tx() as tx:
             at = engine._clock()
             before = self._need_item(tx, ref, reads)
             if patch.type is not None and isinstance(before, Memory):
@@ -877,7 +877,7 @@ class Items:
         visible = tuple(dict.fromkeys((*reads, target)))
         opened: list[tuple[Edge, bool]] = []
         closed: list[Edge] = []
-        with engine.store.write() as tx:
+        with engine._write_tx() as tx:
             at = engine._clock()
             for i, (ref, valid_to) in enumerate(close):
                 edge = self._edge(tx, ref, visible, at)

@@ -262,3 +262,18 @@ class ImportReport:
     written: int
     unchanged: int
     errors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """An access token for the HTTP server, as stored: never the token itself."""
+
+    id: str
+    name: str
+    read_scopes: tuple[str, ...]
+    """The scopes its holder may read (and, unless `read_only`, write)."""
+    write_scope: str
+    """Where its holder's writes go when a call names no scope; one of `read_scopes`."""
+    read_only: bool
+    created_at: int
+    revoked_at: int | None = None

@@ -335,7 +335,7 @@ class PropertyGraph:
     def use_spec(self, spec: IndexSpec | None) -> IndexSpec:
         """Take `spec` (stored, and indexes rebuilt if it differs), or keep the stored one
         (the default for a new store)."""
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             stored = tx.get_meta(SPEC_META_KEY)
             current = IndexSpec.from_json(json.loads(stored)) if stored else None
             chosen = spec or current or DEFAULT_SPEC
@@ -377,7 +377,7 @@ class PropertyGraph:
             self._text_seq = seq
             return
         labels = {label for label, _ in spec.text}
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             indexed = int(tx.get_meta("node_text_seq") or 0)
             changed: dict[str, None] = {}
             for change in tx.changes(indexed + 1, None):
@@ -631,7 +631,7 @@ class PropertyGraph:
             raise InvalidArgument("empty op batch")
         _check_embeddings(commands)
         produced: list[str | None] = []
-        with self._engine.store.write() as tx:
+        with self._engine._write_tx() as tx:
             at = self._engine._clock()
             seq = 0
             for command in commands:

@@ -6,6 +6,7 @@ written for that server keeps working), then mnemodb's own variable, then the de
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -19,7 +20,6 @@ from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights, parse_fusion
 
 if TYPE_CHECKING:
     from mnemodb.search.embedders import Embedder
-    from mnemodb.server.http import HttpSettings
 
 from mnemodb.engine.errors import EngineError
 from mnemodb.engine.properties import IndexSpec
@@ -53,6 +53,35 @@ class EmbeddingSettings:
     model: str | None = None
     key: str | None = None
     fusion: FusionWeights = DEFAULT_FUSION
+
+
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+_LOOPBACK_NAMES = ("localhost",)
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    """0 picks a free port (the log says which)."""
+    insecure: bool = False
+    """Serve a non-loopback address without authentication anyway."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header values accepted besides the loopback names and the bound address."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origin header values accepted besides the loopback origins (no Origin is accepted too)."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address (or `localhost`) that only this machine can reach."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -174,8 +203,6 @@ def load_http(
 ) -> HttpSettings | None:
     """HTTP settings from flags, else MNEMODB_HOST, MNEMODB_PORT, MNEMODB_ALLOWED_HOSTS and
     MNEMODB_ALLOWED_ORIGINS; None when serving stdio."""
-    from mnemodb.server.http import DEFAULT_PORT, HttpSettings, is_loopback
-
     if not http:
         given = [flag for flag, value in (("--host", host), ("--port", port), ("--insecure", insecure)) if value]
         if given:
@@ -192,11 +219,6 @@ def load_http(
             raise ConfigError(f"Invalid MNEMODB_PORT {raw!r}: expected a port number") from None
     if not 0 <= port <= 65535:
         raise ConfigError(f"Invalid --port {port}: expected 0 (any free port) to 65535")
-    if not is_loopback(host) and not insecure:
-        raise ConfigError(
-            f"refusing to serve {host} without authentication: anyone who can reach it could read and change "
-            "every memory; bind 127.0.0.1, or pass --insecure to serve it unauthenticated anyway"
-        )
 
     def listed(value: str | None, name: str) -> tuple[str, ...]:
         return tuple(v.strip() for v in (value or _env(env, name) or "").split(",") if v.strip())

@@ -7,6 +7,8 @@ load balancer on one database file, and both protocol eras work (2025-11-25 clie
 
 - Host and Origin are checked against an allowlist (421 and 403), so a web page that a
   DNS rebinding points at the server cannot reach it through a browser;
+- bearer tokens kept in the database decide who may call, and which scopes each call may
+  read and write (`_Authenticate`);
 - `/healthz` says whether the database answers (no authentication: load balancers ask);
 - `/metrics` is Prometheus text: requests by path and status, tool calls and their
   latency per tool and outcome, the database's size and the memories per scope.
@@ -15,12 +17,10 @@ load balancer on one database file, and both protocol eras work (2025-11-25 clie
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import signal
 import socket
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,9 +29,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from mnemodb.engine.tokens import Grant, granted
+from mnemodb.server.config import HttpSettings, is_loopback
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -39,41 +43,14 @@ if TYPE_CHECKING:
 
     from mnemodb.engine import Engine
 
-__all__ = ["BindError", "HttpSettings", "Metrics", "build_app", "is_loopback", "serve_http"]
+__all__ = ["BindError", "Metrics", "build_app", "serve_http"]
 
 log = logging.getLogger("mnemodb.http")
 
 MCP_PATH = "/mcp"
-DEFAULT_PORT = 8765
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # Tool latency buckets (seconds): most calls take a millisecond or a few, a search of a
 # large store tens, a timed-out one the tool limit.
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 30.0)
-_LOOPBACK_NAMES = ("localhost",)
-
-
-@dataclass(frozen=True)
-class HttpSettings:
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    """0 picks a free port (the log says which)."""
-    insecure: bool = False
-    """Serve a non-loopback address without authentication anyway."""
-    allowed_hosts: tuple[str, ...] = ()
-    """Host header values accepted besides the loopback names and the bound address."""
-    allowed_origins: tuple[str, ...] = ()
-    """Origin header values accepted besides the loopback origins (no Origin is accepted too)."""
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-
-
-def is_loopback(host: str) -> bool:
-    """True for an address (or `localhost`) that only this machine can reach."""
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _host_patterns(name: str) -> list[str]:
@@ -174,6 +151,56 @@ class _CountRequests:
             self._metrics.requests.labels(scope.get("method", ""), label, str(status)).inc()
 
 
+class _Authenticate:
+    """Bearer tokens from the database (`mnemodb token create`).
+
+    Once the database holds a live token, or always when the server is bound to an address
+    other than loopback, every request but `/healthz` needs a valid one: else 401 with
+    `WWW-Authenticate`. The token's grant then decides every scope the request's tool calls
+    may read and write. A request that sends a token is checked even when none is needed:
+    a wrong token is a mistake worth saying."""
+
+    def __init__(self, app: ASGIApp, engine: Engine, *, always: bool) -> None:
+        self._app = app
+        self._engine = engine
+        self._always = always
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") == "/healthz":
+            await self._app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization")
+        tokens = self._engine.tokens
+        if header is None:
+            if self._always or await anyio.to_thread.run_sync(tokens.required):
+                await _unauthorized("this server needs a bearer token", None)(scope, receive, send)
+                return
+            await self._app(scope, receive, send)
+            return
+        kind, _, secret = header.partition(" ")
+        token = None
+        if kind.lower() == "bearer" and secret.strip():
+            token = await anyio.to_thread.run_sync(tokens.verify, secret.strip())
+        if token is None:
+            await _unauthorized("the bearer token is not valid (unknown, revoked or malformed)", "invalid_token")(
+                scope, receive, send
+            )
+            return
+        with granted(Grant.of(token)):
+            await self._app(scope, receive, send)
+
+
+def _unauthorized(description: str, error: str | None) -> Response:
+    challenge = 'Bearer realm="mnemodb"'
+    if error is not None:
+        challenge += f', error="{error}", error_description="{description}"'
+    return JSONResponse(
+        {"error": error or "unauthorized", "error_description": description},
+        status_code=401,
+        headers={"WWW-Authenticate": challenge},
+    )
+
+
 def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metrics: Metrics) -> ASGIApp:
     """The ASGI application: `/mcp`, `/healthz` and `/metrics`."""
 
@@ -203,7 +230,8 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
             Route("/metrics", metrics_page, methods=["GET"]),
         ],
     )
-    return _CountRequests(app, metrics)
+    always = not is_loopback(settings.host) and not settings.insecure
+    return _CountRequests(_Authenticate(app, engine, always=always), metrics)
 
 
 class BindError(RuntimeError):

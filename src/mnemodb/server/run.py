@@ -6,6 +6,7 @@ import functools
 import logging
 import signal
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import anyio
 
@@ -13,7 +14,7 @@ from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.embedding import BackgroundEmbedder
 from mnemodb.interop.server_memory import prepare_knowledge_graph_store
 from mnemodb.server.app import build_server
-from mnemodb.server.config import Settings, make_embedder
+from mnemodb.server.config import Settings, is_loopback, make_embedder
 from mnemodb.server.profiles import build_profile
 from mnemodb.server.stdio import serve_stdio
 
@@ -29,6 +30,12 @@ def serve(settings: Settings) -> int:
         log.error("%s", exc)
         return 1
     topodb = settings.profile == "topodb"
+    # Served beyond this machine, the server needs tokens (or the user's --insecure): a new
+    # database has none, so it is refused before anything is created.
+    exposed = settings.http is not None and not is_loopback(settings.http.host) and not settings.http.insecure
+    if exposed and (settings.db_path == ":memory:" or not Path(settings.db_path).exists()):
+        log.error("%s", _unprotected(settings))
+        return 1
     embedder = make_embedder(settings.embedding, profile=settings.profile)
     try:
         engine = Engine.open(
@@ -42,6 +49,10 @@ def serve(settings: Settings) -> int:
         )
     except EngineError as exc:
         log.error("Failed to open the database: %s", exc)
+        return 1
+    if exposed and not engine.tokens.required():
+        log.error("%s", _unprotected(settings))
+        engine.close()
         return 1
     if topodb:
         try:
@@ -104,3 +115,12 @@ def serve(settings: Settings) -> int:
             background.stop()
         engine.close()
     return status
+
+
+def _unprotected(settings: Settings) -> str:
+    assert settings.http is not None
+    return (
+        f"refusing to serve {settings.http.host} without authentication: anyone who can reach it could read and "
+        "change every memory; create a token (mnemodb token create NAME), bind 127.0.0.1, or pass --insecure "
+        "to serve it unauthenticated anyway"
+    )

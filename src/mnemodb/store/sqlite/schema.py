@@ -337,6 +337,21 @@ MIGRATIONS: tuple[str, ...] = (
             ON CONFLICT (model) DO UPDATE SET generation = generation + 1, removals = removals + 1;
     END;
     """,
+    # 10: access tokens for the HTTP server. Only a hash of each token is kept; the token
+    # itself is shown once, when it is made. A revoked token stays listed, marked.
+    """
+    CREATE TABLE access_token (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        hash        TEXT NOT NULL UNIQUE,
+        read_scopes TEXT NOT NULL,
+        write_scope TEXT NOT NULL,
+        read_only   INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+    );
+    CREATE UNIQUE INDEX access_token_live_name ON access_token (name) WHERE revoked_at IS NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

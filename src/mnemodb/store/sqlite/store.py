@@ -28,6 +28,7 @@ from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, CONTEXT_WINDOW_MS, MIGRATIONS, SCHEMA_VERSION
 from mnemodb.store.sqlite.sql import fts_any, marks
+from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 
 __all__ = ["SqliteStore"]
 
@@ -71,7 +72,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class _Tx(EntityReads, NodeReads, ItemReads):
+class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
     """Read methods over one connection. Every method is a few indexed statements."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -465,7 +466,7 @@ class _Tx(EntityReads, NodeReads, ItemReads):
             }
 
 
-class _WriteTx(_Tx, EntityWrites, NodeWrites):
+class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -21,7 +21,7 @@ from mnemodb.engine import Engine
 from mnemodb.server import config
 from mnemodb.server.app import build_server
 from mnemodb.server.config import HttpSettings
-from mnemodb.server.http import Metrics, build_app
+from mnemodb.server.http import Metrics, RateLimiter, build_app
 from mnemodb.server.profiles import build_profile
 from native_support import TOOL_NAMES, Native, serve_fails
 from support import server_env
@@ -406,3 +406,64 @@ def test_an_existing_database_without_tokens_is_refused_beyond_loopback(tmp_path
     assert "refusing to serve 0.0.0.0 without authentication" in result.stderr
     assert "mnemodb token create" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- limits ------------------------------------------------------------------------------------------
+
+
+def test_the_body_limit_is_configurable(tmp_path: Path) -> None:
+    with HttpServer.start(tmp_path / "memory.db", "--max-body-bytes", "2048") as running:
+        assert running.post_mcp(INITIALIZE)[0] == 200
+        status, _ = running.post_mcp({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 4000}})
+        assert status == 413
+
+
+def test_each_token_has_its_own_rate(tmp_path: Path) -> None:
+    """At 0.01 requests a second the bucket holds one request and refills in 100 s: the
+    second request of a token is refused whatever the machine's speed."""
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        _, first = engine.tokens.create("first")
+        _, second = engine.tokens.create("second")
+    with HttpServer.start(db, "--rate-limit", "0.01") as running:
+        assert running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {first}"})[0] == 200
+        status, headers, body = running.raw(
+            "POST",
+            "/mcp",
+            b"{}",
+            {
+                "Host": f"127.0.0.1:{running.port}",
+                "Authorization": f"Bearer {first}",
+                "Content-Type": "application/json",
+            },
+        )
+        assert status == 429
+        assert 90 <= int(headers["retry-after"]) <= 100
+        assert b"more than 0.01 requests a second" in body
+        # Another token is not held back by the first one's use.
+        assert running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {second}"})[0] == 200
+
+
+def test_the_rate_allows_bursts_and_refills() -> None:
+    now = [0.0]
+    limiter = RateLimiter(3, clock=lambda: now[0])
+    assert [limiter.wait("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.wait("a") == pytest.approx(1 / 3)
+    assert limiter.wait("b") == 0.0
+    now[0] = 0.5  # 1.5 requests' worth back
+    assert limiter.wait("a") == 0.0
+    assert limiter.wait("a") == pytest.approx((1 - 0.5) / 3)
+    now[0] = 100.0  # never more than a burst
+    assert [limiter.wait("a") for _ in range(4)][-1] > 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--http", "--max-body-bytes", "10"], "Invalid --max-body-bytes 10"),
+        (["--http", "--rate-limit", "-1"], "Invalid --rate-limit -1"),
+        (["--rate-limit", "5"], "--rate-limit applies to the HTTP transport: add --http"),
+    ],
+)
+def test_limit_flags_are_checked(tmp_path: Path, flags: list[str], expected: str) -> None:
+    assert expected in serve_fails(tmp_path, *flags)

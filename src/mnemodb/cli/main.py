@@ -118,6 +118,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             insecure=args.insecure,
             allowed_hosts=args.allowed_hosts,
             allowed_origins=args.allowed_origins,
+            max_body_bytes=args.max_body_bytes,
+            rate_limit=args.rate_limit,
         )
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -617,6 +619,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN,...",
         help="browser Origins accepted besides loopback ones, e.g. https://app.example.com "
         "($MNEMODB_ALLOWED_ORIGINS); others get 403",
+    )
+    http.add_argument(
+        "--max-body-bytes",
+        type=int,
+        help="largest request body accepted; larger ones get 413 (default: 4194304; or $MNEMODB_MAX_BODY_BYTES)",
+    )
+    http.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="PER_SECOND",
+        help="requests per second per token (per client address without tokens), in bursts of as many; "
+        "more get 429 with Retry-After (default: 0, no limit; or $MNEMODB_RATE_LIMIT)",
     )
     serve.set_defaults(run=cmd_serve)
 

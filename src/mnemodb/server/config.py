@@ -72,6 +72,9 @@ class HttpSettings:
     allowed_origins: tuple[str, ...] = ()
     """Origin header values accepted besides the loopback origins (no Origin is accepted too)."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    rate_limit: float = 0.0
+    """Requests per second each token (or, without tokens, each client address) may make,
+    with bursts of as many; 0 is no limit."""
 
 
 def is_loopback(host: str) -> bool:
@@ -181,6 +184,8 @@ def load(
     insecure: bool = False,
     allowed_hosts: str | None = None,
     allowed_origins: str | None = None,
+    max_body_bytes: int | None = None,
+    rate_limit: float | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
@@ -188,7 +193,7 @@ def load(
     return replace(
         _load(profile, db, scope, read_scopes, tool_timeout_ms, log_level, spec, allow_unscoped_changes, env),
         embedding=embedding,
-        http=load_http(http, host, port, insecure, allowed_hosts, allowed_origins, env),
+        http=load_http(http, host, port, insecure, allowed_hosts, allowed_origins, max_body_bytes, rate_limit, env),
     )
 
 
@@ -199,12 +204,22 @@ def load_http(
     insecure: bool,
     allowed_hosts: str | None,
     allowed_origins: str | None,
+    max_body_bytes: int | None,
+    rate_limit: float | None,
     env: Mapping[str, str],
 ) -> HttpSettings | None:
-    """HTTP settings from flags, else MNEMODB_HOST, MNEMODB_PORT, MNEMODB_ALLOWED_HOSTS and
-    MNEMODB_ALLOWED_ORIGINS; None when serving stdio."""
+    """HTTP settings from flags, else MNEMODB_HOST, MNEMODB_PORT, MNEMODB_ALLOWED_HOSTS,
+    MNEMODB_ALLOWED_ORIGINS, MNEMODB_MAX_BODY_BYTES and MNEMODB_RATE_LIMIT; None when
+    serving stdio."""
     if not http:
-        given = [flag for flag, value in (("--host", host), ("--port", port), ("--insecure", insecure)) if value]
+        flags = (
+            ("--host", host),
+            ("--port", port),
+            ("--insecure", insecure),
+            ("--max-body-bytes", max_body_bytes),
+            ("--rate-limit", rate_limit),
+        )
+        given = [flag for flag, value in flags if value is not None and value is not False]
         if given:
             raise ConfigError(f"{given[0]} applies to the HTTP transport: add --http")
         return None
@@ -220,6 +235,15 @@ def load_http(
     if not 0 <= port <= 65535:
         raise ConfigError(f"Invalid --port {port}: expected 0 (any free port) to 65535")
 
+    if max_body_bytes is None:
+        max_body_bytes = int(_number(env, "MNEMODB_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES))
+    if max_body_bytes < 1024:
+        raise ConfigError(f"Invalid --max-body-bytes {max_body_bytes}: expected at least 1024")
+    if rate_limit is None:
+        rate_limit = _number(env, "MNEMODB_RATE_LIMIT", 0.0)
+    if not (rate_limit >= 0 and rate_limit != float("inf")):
+        raise ConfigError(f"Invalid --rate-limit {rate_limit}: expected requests per second, 0 for no limit")
+
     def listed(value: str | None, name: str) -> tuple[str, ...]:
         return tuple(v.strip() for v in (value or _env(env, name) or "").split(",") if v.strip())
 
@@ -229,7 +253,19 @@ def load_http(
         insecure=insecure,
         allowed_hosts=listed(allowed_hosts, "MNEMODB_ALLOWED_HOSTS"),
         allowed_origins=listed(allowed_origins, "MNEMODB_ALLOWED_ORIGINS"),
+        max_body_bytes=max_body_bytes,
+        rate_limit=rate_limit,
     )
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = _env(env, name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"Invalid {name} {raw!r}: expected a number") from None
 
 
 def load_embedding(

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import signal
 import socket
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 
     from mnemodb.engine import Engine
 
-__all__ = ["BindError", "Metrics", "build_app", "serve_http"]
+__all__ = ["BindError", "Metrics", "RateLimiter", "build_app", "serve_http"]
 
 log = logging.getLogger("mnemodb.http")
 
@@ -151,6 +153,28 @@ class _CountRequests:
             self._metrics.requests.labels(scope.get("method", ""), label, str(status)).inc()
 
 
+class RateLimiter:
+    """A token bucket per key: `rate` requests a second, in bursts of up to `rate` (at least
+    one). One server process keeps its own buckets."""
+
+    def __init__(self, rate: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = max(1.0, rate)
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def wait(self, key: str) -> float:
+        """0 when a request by `key` may go now (and it is counted), else the seconds until it may."""
+        now = self._clock()
+        tokens, then = self._buckets.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[key] = (tokens - 1.0, now)
+            return 0.0
+        self._buckets[key] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+
 class _Authenticate:
     """Bearer tokens from the database (`mnemodb token create`).
 
@@ -160,10 +184,27 @@ class _Authenticate:
     may read and write. A request that sends a token is checked even when none is needed:
     a wrong token is a mistake worth saying."""
 
-    def __init__(self, app: ASGIApp, engine: Engine, *, always: bool) -> None:
+    def __init__(self, app: ASGIApp, engine: Engine, *, always: bool, limiter: RateLimiter | None) -> None:
         self._app = app
         self._engine = engine
         self._always = always
+        self._limiter = limiter
+
+    async def _admit(self, key: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, unless `key` has used up its rate (429, with Retry-After)."""
+        limiter = self._limiter
+        wait = limiter.wait(key) if limiter is not None else 0.0
+        if limiter is None or wait <= 0:
+            await self._app(scope, receive, send)
+            return
+        retry = max(1, math.ceil(wait))
+        description = f"more than {limiter.rate:g} requests a second: retry in {retry} s"
+        response = JSONResponse(
+            {"error": "rate_limited", "error_description": description},
+            status_code=429,
+            headers={"Retry-After": str(retry)},
+        )
+        await response(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") == "/healthz":
@@ -175,7 +216,8 @@ class _Authenticate:
             if self._always or await anyio.to_thread.run_sync(tokens.required):
                 await _unauthorized("this server needs a bearer token", None)(scope, receive, send)
                 return
-            await self._app(scope, receive, send)
+            client = scope.get("client") or ("unknown", 0)
+            await self._admit(f"address {client[0]}", scope, receive, send)
             return
         kind, _, secret = header.partition(" ")
         token = None
@@ -187,7 +229,7 @@ class _Authenticate:
             )
             return
         with granted(Grant.of(token)):
-            await self._app(scope, receive, send)
+            await self._admit(f"token {token.id}", scope, receive, send)
 
 
 def _unauthorized(description: str, error: str | None) -> Response:
@@ -231,7 +273,8 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
         ],
     )
     always = not is_loopback(settings.host) and not settings.insecure
-    return _CountRequests(_Authenticate(app, engine, always=always), metrics)
+    limiter = RateLimiter(settings.rate_limit) if settings.rate_limit > 0 else None
+    return _CountRequests(_Authenticate(app, engine, always=always, limiter=limiter), metrics)
 
 
 class BindError(RuntimeError):

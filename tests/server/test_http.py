@@ -467,3 +467,19 @@ def test_the_rate_allows_bursts_and_refills() -> None:
 )
 def test_limit_flags_are_checked(tmp_path: Path, flags: list[str], expected: str) -> None:
     assert expected in serve_fails(tmp_path, *flags)
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+def test_completion_logging_level_and_a_missing_resource(server: HttpServer) -> None:
+    """What the conformance suite asks of any server, checked here with the SDK's client."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import ResourceTemplateReference
+
+    with Native.connect(server.url) as remote:
+        reference = ResourceTemplateReference(type="ref/resource", uri="mnemodb://entity/{name}")
+        done = remote.run(remote.client.complete, reference, {"name": "name", "value": "Ad"})
+        assert done.completion.values == []
+        remote.run(remote.client.set_logging_level, "info")
+        with pytest.raises(MCPError) as missing:
+            remote.run(remote.client.read_resource, "mnemodb://nothing/here")
+        assert missing.value.error.data == {"uri": "mnemodb://nothing/here"}

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from mcp.server.lowlevel import Server
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     EmptyResult,
     GetPromptRequestParams,
     GetPromptResult,
@@ -32,6 +36,7 @@ from mcp_types import (
     ReadResourceRequestParams,
     ReadResourceResult,
     ResourceTemplate,
+    SetLevelRequestParams,
     SubscribeRequestParams,
     TextContent,
     TextResourceContents,
@@ -200,7 +205,7 @@ def build_server(
                 text = await run_in_worker(engine, lambda: template.read(engine, value), tool_timeout_ms)
                 mime_type = template.mime_type
         if text is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Resource {uri} not found")
+            raise MCPError(code=INVALID_PARAMS, message=f"Resource {uri} not found", data={"uri": uri})
         return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text, mime_type=mime_type)])
 
     async def list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
@@ -234,21 +239,37 @@ def build_server(
             messages=[PromptMessage(role="user", content=TextContent(type="text", text=prompt.render(given)))],
         )
 
-    server: Server[Any] = Server(
-        profile.server_name,
-        version=__version__,
-        title=f"mnemodb ({profile.name} profile)",
-        instructions=profile.instructions,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources if profile.resources or profile.templates else None,
-        on_list_resource_templates=list_templates if profile.resources or profile.templates else None,
-        on_read_resource=read_resource if profile.resources or profile.templates else None,
-        on_list_prompts=list_prompts if profile.prompts else None,
-        on_get_prompt=get_prompt if profile.prompts else None,
-        on_subscribe_resource=subscribe if any(r.subscribable for r in profile.resources) else None,
-        on_unsubscribe_resource=unsubscribe if any(r.subscribable for r in profile.resources) else None,
-    )
+    async def complete(ctx: Any, params: CompleteRequestParams) -> CompleteResult:
+        # Prompt arguments and template variables here are free text or references the
+        # client already holds; there is no short list worth suggesting.
+        return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
+
+    async def set_logging_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+        # Accepted so clients may ask; the server sends no log notifications, at any level
+        # (its log goes to stderr, or the HTTP server's own output).
+        return EmptyResult()
+
+    # Clients of the 2025-11-25 era may set a log level; the SDK warns that the capability is
+    # gone from 2026-07-28, which does not make it wrong to answer the older clients.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[Any] = Server(
+            profile.server_name,
+            version=__version__,
+            title=f"mnemodb ({profile.name} profile)",
+            instructions=profile.instructions,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_list_resources=list_resources if profile.resources or profile.templates else None,
+            on_list_resource_templates=list_templates if profile.resources or profile.templates else None,
+            on_read_resource=read_resource if profile.resources or profile.templates else None,
+            on_list_prompts=list_prompts if profile.prompts else None,
+            on_get_prompt=get_prompt if profile.prompts else None,
+            on_completion=complete if profile.prompts or profile.templates else None,
+            on_set_logging_level=set_logging_level,
+            on_subscribe_resource=subscribe if any(r.subscribable for r in profile.resources) else None,
+            on_unsubscribe_resource=unsubscribe if any(r.subscribable for r in profile.resources) else None,
+        )
     # The OpenTelemetry middleware is a no-op without an exporter but still costs every
     # call; mnemodb does not export traces.
     server.middleware.clear()

@@ -6,6 +6,7 @@ socket, with the MCP SDK's client or with raw HTTP where the headers matter.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -483,3 +484,135 @@ def test_completion_logging_level_and_a_missing_resource(server: HttpServer) -> 
         with pytest.raises(MCPError) as missing:
             remote.run(remote.client.read_resource, "mnemodb://nothing/here")
         assert missing.value.error.data == {"uri": "mnemodb://nothing/here"}
+
+
+# -- JWTs from an identity provider --------------------------------------------------------------------
+
+ISSUER = "https://id.example.com"
+AUDIENCE = "mnemodb-team"
+SECRET = "a shared secret of at least thirty-two bytes!"
+
+
+def jwt_for(scopes: str, *, key: Any = SECRET, algorithm: str = "HS256", **overrides: Any) -> str:
+    import time
+
+    import jwt
+
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": int(time.time()) + 600, "scope": scopes}
+    claims.update(overrides)
+    return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm=algorithm)
+
+
+@pytest.fixture(scope="module")
+def with_jwt(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
+    db = tmp_path_factory.mktemp("jwt") / "memory.db"
+    with Engine.open(str(db)) as engine:
+        engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+    flags = ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-key", SECRET]
+    with HttpServer.start(db, *flags, "--public-url", "https://memory.example.com") as running:
+        yield running  # type: ignore[misc]
+
+
+def test_a_jwt_grants_the_scopes_its_claim_lists(with_jwt: HttpServer) -> None:
+    token = jwt_for(f"openid read:shared write:{TEAM_A}")
+    with Native.connect(with_jwt.url, token=token) as alice:
+        [stored] = alice.call("remember", {"memories": [{"content": "Alice's note"}]})["memories"]
+        assert alice.get(stored["id"])["scope"] == TEAM_A
+        assert alice.call("recall", {"query": "launch secret"})["items"] == []
+        refused = alice.error("recall", {"query": "launch", "scopes": [TEAM_B]})
+        assert f'scope "{TEAM_B}" is not readable with token "jwt:alice"' in refused
+    with Native.connect(with_jwt.url, token=jwt_for(f"read:{TEAM_A}")) as reader:
+        assert len(reader.call("recall", {"query": "note"})["items"]) == 1
+        assert 'token "jwt:alice" is read-only' in reader.error("remember", {"memories": [{"content": "no"}]})
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        (lambda: jwt_for("read:shared", exp=1), "Signature has expired"),
+        (lambda: jwt_for("read:shared", iss="https://evil.example.com"), "Invalid issuer"),
+        (lambda: jwt_for("read:shared", aud="someone-else"), "Audience doesn't match"),
+        (lambda: jwt_for("read:shared", key="another secret of at least thirty-two bytes"), "Signature verification"),
+        (lambda: jwt_for("read:shared", sub=None), 'Token is missing the "sub" claim'),
+        (lambda: jwt_for("openid profile"), "grants no read:SCOPE or write:SCOPE"),
+        (lambda: jwt_for("read:team-b"), "names a bad scope"),
+        (lambda: "mnemodb_not-a-database-token", "the bearer token is not valid"),
+    ],
+)
+def test_a_bad_jwt_is_refused_with_the_reason(with_jwt: HttpServer, token: Any, reason: str) -> None:
+    status, reply = with_jwt.post_mcp(INITIALIZE, {"Authorization": f"Bearer {token()}"})
+    assert status == 401
+    assert reply["error"] == "invalid_token"
+    assert reason in reply["error_description"]
+
+
+def test_the_protected_resource_metadata_names_the_issuer(with_jwt: HttpServer) -> None:
+    status, headers, _ = with_jwt.raw(
+        "POST", "/mcp", b"{}", {"Host": f"127.0.0.1:{with_jwt.port}", "Content-Type": "application/json"}
+    )
+    assert status == 401
+    metadata_url = "https://memory.example.com/.well-known/oauth-protected-resource/mcp"
+    assert f'resource_metadata="{metadata_url}"' in headers["www-authenticate"]
+    status, body = with_jwt.get("/.well-known/oauth-protected-resource/mcp")
+    assert status == 200
+    assert json.loads(body) == {
+        "resource": "https://memory.example.com/mcp",
+        "authorization_servers": [ISSUER],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "mnemodb",
+    }
+
+
+def test_an_rs256_jwt_checked_against_a_pem_key_file(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+    import hmac
+
+    import jwt
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_pem = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    (tmp_path / "idp.pem").write_bytes(public_pem)
+    flags = ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-key", f"@{tmp_path / 'idp.pem'}"]
+    with HttpServer.start(tmp_path / "memory.db", *flags) as running:
+        good = jwt_for("write:shared", key=private, algorithm="RS256")
+        assert running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {good}"})[0] == 200
+        # An HS256 token signed with the public key as a secret (the classic confusion) is
+        # refused. PyJWT will not make one, so it is made by hand.
+        claims = jwt.decode(good, options={"verify_signature": False})
+        signed = b".".join(
+            base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=")
+            for part in ({"alg": "HS256", "typ": "JWT"}, claims)
+        )
+        mac = hmac.new(public_pem, signed, hashlib.sha256).digest()
+        forged = (signed + b"." + base64.urlsafe_b64encode(mac).rstrip(b"=")).decode()
+        status, reply = running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {forged}"})
+        assert status == 401
+        assert "The specified alg value is not allowed" in reply["error_description"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--http", "--jwt-issuer", ISSUER], "--jwt-audience is missing"),
+        (["--jwt-issuer", ISSUER], "--jwt-issuer applies to the HTTP transport: add --http"),
+        (
+            ["--http", *("--jwt-issuer", ISSUER, "--jwt-audience", "a", "--jwt-key", "k", "--jwt-algorithms", "none")],
+            "Invalid --jwt-algorithms",
+        ),
+        (
+            ["--http", *("--jwt-issuer", ISSUER, "--jwt-audience", "a", "--jwt-key", "k", "--jwt-algorithms", "RS256")],
+            "is a shared secret",
+        ),
+        (
+            ["--http", *("--jwt-issuer", ISSUER, "--jwt-audience", "a", "--jwt-key", "@/nonexistent/key.pem")],
+            "Invalid --jwt-key @/nonexistent/key.pem",
+        ),
+    ],
+)
+def test_jwt_flags_are_checked(tmp_path: Path, flags: list[str], expected: str) -> None:
+    assert expected in serve_fails(tmp_path, *flags)

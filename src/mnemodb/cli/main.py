@@ -120,6 +120,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             allowed_origins=args.allowed_origins,
             max_body_bytes=args.max_body_bytes,
             rate_limit=args.rate_limit,
+            jwt_issuer=args.jwt_issuer,
+            jwt_audience=args.jwt_audience,
+            jwt_key=args.jwt_key,
+            jwt_algorithms=args.jwt_algorithms,
+            jwt_scope_claim=args.jwt_scope_claim,
+            public_url=args.public_url,
         )
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -631,6 +637,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PER_SECOND",
         help="requests per second per token (per client address without tokens), in bursts of as many; "
         "more get 429 with Retry-After (default: 0, no limit; or $MNEMODB_RATE_LIMIT)",
+    )
+    jwt = serve.add_argument_group(
+        "JWT bearer tokens (from an identity provider; database tokens keep working beside them)"
+    )
+    jwt.add_argument("--jwt-issuer", help="the `iss` a JWT must carry ($MNEMODB_JWT_ISSUER)")
+    jwt.add_argument("--jwt-audience", help="the `aud` a JWT must carry ($MNEMODB_JWT_AUDIENCE)")
+    jwt.add_argument(
+        "--jwt-key",
+        help="the shared secret (HS256) or PEM public key that signs them, or @FILE ($MNEMODB_JWT_KEY)",
+    )
+    jwt.add_argument("--jwt-algorithms", help="accepted algorithms (default: HS256, or RS256,ES256 for a PEM key)")
+    jwt.add_argument(
+        "--jwt-scope-claim",
+        help="the claim listing read:SCOPE and write:SCOPE entries (default: scope)",
+    )
+    jwt.add_argument(
+        "--public-url",
+        help="the URL clients use, for the OAuth protected-resource metadata (default: http://HOST:PORT; "
+        "or $MNEMODB_PUBLIC_URL)",
     )
     serve.set_defaults(run=cmd_serve)
 

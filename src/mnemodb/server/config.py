@@ -61,6 +61,21 @@ _LOOPBACK_NAMES = ("localhost",)
 
 
 @dataclass(frozen=True)
+class JwtSettings:
+    """Bearer JWTs from an identity provider, checked by signature, issuer, audience and
+    expiry. Their `scope_claim` (OAuth's space-separated `scope` by default) says what the
+    holder may do: `read:SCOPE` and `write:SCOPE` entries; the first `write:` scope is where
+    writes go by default, and a token with none is read-only."""
+
+    issuer: str
+    audience: str
+    key: str
+    """A shared secret (HS256) or a PEM public key (RS256, ES256...)."""
+    algorithms: tuple[str, ...]
+    scope_claim: str = "scope"
+
+
+@dataclass(frozen=True)
 class HttpSettings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
@@ -75,6 +90,10 @@ class HttpSettings:
     rate_limit: float = 0.0
     """Requests per second each token (or, without tokens, each client address) may make,
     with bursts of as many; 0 is no limit."""
+    jwt: JwtSettings | None = None
+    public_url: str | None = None
+    """The URL clients reach the server by (behind a proxy, say), for the OAuth
+    protected-resource metadata; default http://HOST:PORT."""
 
 
 def is_loopback(host: str) -> bool:
@@ -186,14 +205,73 @@ def load(
     allowed_origins: str | None = None,
     max_body_bytes: int | None = None,
     rate_limit: float | None = None,
+    jwt_issuer: str | None = None,
+    jwt_audience: str | None = None,
+    jwt_key: str | None = None,
+    jwt_algorithms: str | None = None,
+    jwt_scope_claim: str | None = None,
+    public_url: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
+    if not http:
+        jwt_flags = (("--jwt-issuer", jwt_issuer), ("--jwt-audience", jwt_audience), ("--jwt-key", jwt_key))
+        given = [flag for flag, value in jwt_flags if value]
+        if given:
+            raise ConfigError(f"{given[0]} applies to the HTTP transport: add --http")
     embedding = load_embedding(embedder, embed_url, embed_model, embed_key, search_weights, env)
     return replace(
         _load(profile, db, scope, read_scopes, tool_timeout_ms, log_level, spec, allow_unscoped_changes, env),
         embedding=embedding,
-        http=load_http(http, host, port, insecure, allowed_hosts, allowed_origins, max_body_bytes, rate_limit, env),
+        http=load_http(
+            http,
+            host,
+            port,
+            insecure,
+            allowed_hosts,
+            allowed_origins,
+            max_body_bytes,
+            rate_limit,
+            env,
+            jwt=load_jwt(jwt_issuer, jwt_audience, jwt_key, jwt_algorithms, jwt_scope_claim, env) if http else None,
+            public_url=public_url or (_env(env, "MNEMODB_PUBLIC_URL") if http else None) or None,
+        ),
+    )
+
+
+def load_jwt(
+    issuer: str | None,
+    audience: str | None,
+    key: str | None,
+    algorithms: str | None,
+    scope_claim: str | None,
+    env: Mapping[str, str],
+) -> JwtSettings | None:
+    """JWT settings from flags, else MNEMODB_JWT_ISSUER, MNEMODB_JWT_AUDIENCE, MNEMODB_JWT_KEY
+    (the key, or @FILE), MNEMODB_JWT_ALGORITHMS and MNEMODB_JWT_SCOPE_CLAIM; None without
+    any of issuer, audience and key."""
+    issuer = issuer or _env(env, "MNEMODB_JWT_ISSUER") or None
+    audience = audience or _env(env, "MNEMODB_JWT_AUDIENCE") or None
+    key = key or _env(env, "MNEMODB_JWT_KEY") or None
+    if issuer is None and audience is None and key is None:
+        return None
+    if issuer is None or audience is None or key is None:
+        missing = [n for n, v in (("--jwt-issuer", issuer), ("--jwt-audience", audience), ("--jwt-key", key)) if not v]
+        raise ConfigError(f"JWT verification needs --jwt-issuer, --jwt-audience and --jwt-key: {missing[0]} is missing")
+    if key.startswith("@"):
+        try:
+            key = Path(key[1:]).expanduser().read_text()
+        except OSError as exc:
+            raise ConfigError(f"Invalid --jwt-key {key}: {exc.strerror or exc}") from None
+    pem = "-----BEGIN" in key
+    names = algorithms or _env(env, "MNEMODB_JWT_ALGORITHMS") or ("RS256,ES256" if pem else "HS256")
+    chosen = tuple(a.strip() for a in names.split(",") if a.strip())
+    if not chosen or any(a.lower() == "none" for a in chosen):
+        raise ConfigError(f"Invalid --jwt-algorithms {names!r}: name signing algorithms, such as HS256 or RS256")
+    if not pem and any(not a.startswith("HS") for a in chosen):
+        raise ConfigError("a --jwt-key that is not a PEM public key is a shared secret: use HS256, HS384 or HS512")
+    return JwtSettings(
+        issuer, audience, key, chosen, (scope_claim or _env(env, "MNEMODB_JWT_SCOPE_CLAIM") or "scope").strip()
     )
 
 
@@ -207,6 +285,9 @@ def load_http(
     max_body_bytes: int | None,
     rate_limit: float | None,
     env: Mapping[str, str],
+    *,
+    jwt: JwtSettings | None = None,
+    public_url: str | None = None,
 ) -> HttpSettings | None:
     """HTTP settings from flags, else MNEMODB_HOST, MNEMODB_PORT, MNEMODB_ALLOWED_HOSTS,
     MNEMODB_ALLOWED_ORIGINS, MNEMODB_MAX_BODY_BYTES and MNEMODB_RATE_LIMIT; None when
@@ -218,6 +299,7 @@ def load_http(
             ("--insecure", insecure),
             ("--max-body-bytes", max_body_bytes),
             ("--rate-limit", rate_limit),
+            ("--public-url", public_url),
         )
         given = [flag for flag, value in flags if value is not None and value is not False]
         if given:
@@ -255,6 +337,8 @@ def load_http(
         allowed_origins=listed(allowed_origins, "MNEMODB_ALLOWED_ORIGINS"),
         max_body_bytes=max_body_bytes,
         rate_limit=rate_limit,
+        jwt=jwt,
+        public_url=public_url.rstrip("/") if public_url else None,
     )
 
 

@@ -17,6 +17,7 @@ load balancer on one database file, and both protocol eras work (2025-11-25 clie
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import signal
@@ -36,8 +37,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mnemodb.engine.tokens import Grant, granted
-from mnemodb.server.config import HttpSettings, is_loopback
+from mnemodb.engine.errors import EngineError
+from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
+from mnemodb.server.config import HttpSettings, JwtSettings, is_loopback
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -50,6 +52,7 @@ __all__ = ["BindError", "Metrics", "RateLimiter", "build_app", "serve_http"]
 log = logging.getLogger("mnemodb.http")
 
 MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource"
 # Tool latency buckets (seconds): most calls take a millisecond or a few, a search of a
 # large store tens, a timed-out one the tool limit.
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 30.0)
@@ -175,20 +178,76 @@ class RateLimiter:
         return (1.0 - tokens) / self.rate
 
 
+class JwtVerifier:
+    """Grants from JWTs an identity provider signs (see `JwtSettings`)."""
+
+    def __init__(self, settings: JwtSettings, engine: Engine) -> None:
+        self.settings = settings
+        self._engine = engine
+
+    def grant(self, token: str) -> Grant | str:
+        """The grant `token` gives, or why it gives none."""
+        import jwt
+
+        settings = self.settings
+        try:
+            claims = jwt.decode(
+                token,
+                settings.key,
+                algorithms=list(settings.algorithms),
+                audience=settings.audience,
+                issuer=settings.issuer,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+                leeway=30,
+            )
+        except jwt.PyJWTError as exc:
+            return f"the JWT is not valid: {exc}"
+        granted_scopes = claims.get(settings.scope_claim, "")
+        entries = granted_scopes.split() if isinstance(granted_scopes, str) else granted_scopes
+        if not isinstance(entries, list):
+            return f"the JWT's {settings.scope_claim!r} claim is neither a string nor a list"
+        reads: list[str] = []
+        writes: list[str] = []
+        try:
+            for entry in entries:
+                if isinstance(entry, str) and entry.startswith(("read:", "write:")):
+                    kind, _, name = entry.partition(":")
+                    (reads if kind == "read" else writes).append(self._engine.scope(name))
+        except EngineError as exc:
+            return f"the JWT's {settings.scope_claim!r} claim names a bad scope: {exc}"
+        if not reads and not writes:
+            return f"the JWT's {settings.scope_claim!r} claim grants no read:SCOPE or write:SCOPE"
+        chosen = tuple(dict.fromkeys([*writes, *reads]))
+        return Grant(f"jwt:{claims['sub']}", chosen, (writes or reads)[0], read_only=not writes)
+
+
 class _Authenticate:
-    """Bearer tokens from the database (`mnemodb token create`).
+    """Who may call, and with what grant.
 
-    Once the database holds a live token, or always when the server is bound to an address
-    other than loopback, every request but `/healthz` needs a valid one: else 401 with
-    `WWW-Authenticate`. The token's grant then decides every scope the request's tool calls
-    may read and write. A request that sends a token is checked even when none is needed:
-    a wrong token is a mistake worth saying."""
+    A bearer token is either one of the database's (`mnemodb token create`) or, when JWT
+    verification is set up, a JWT from the identity provider. Every request but `/healthz`
+    and the OAuth metadata needs a valid one once the database holds a live token, always
+    when JWTs are configured, and always when the server is bound to an address other than
+    loopback: else 401 with `WWW-Authenticate`. The grant then decides every scope the
+    request's tool calls may read and write. A request that sends a token is checked even
+    when none is needed: a wrong token is a mistake worth saying."""
 
-    def __init__(self, app: ASGIApp, engine: Engine, *, always: bool, limiter: RateLimiter | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        engine: Engine,
+        *,
+        always: bool,
+        limiter: RateLimiter | None,
+        jwt: JwtVerifier | None,
+        resource_metadata: str | None,
+    ) -> None:
         self._app = app
         self._engine = engine
-        self._always = always
+        self._always = always or jwt is not None
         self._limiter = limiter
+        self._jwt = jwt
+        self._resource_metadata = resource_metadata
 
     async def _admit(self, key: str, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, unless `key` has used up its rate (429, with Retry-After)."""
@@ -206,41 +265,51 @@ class _Authenticate:
         )
         await response(scope, receive, send)
 
+    def _refuse(self, description: str, error: str | None) -> Response:
+        challenge = 'Bearer realm="mnemodb"'
+        if self._resource_metadata is not None:
+            challenge += f', resource_metadata="{self._resource_metadata}"'
+        if error is not None:
+            quoted = description.replace("\\", "\\\\").replace('"', "'")
+            challenge += f', error="{error}", error_description="{quoted}"'
+        return JSONResponse(
+            {"error": error or "unauthorized", "error_description": description},
+            status_code=401,
+            headers={"WWW-Authenticate": challenge},
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") == "/healthz":
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path == "/healthz" or path.startswith(METADATA_PATH):
             await self._app(scope, receive, send)
             return
         header = Headers(scope=scope).get("authorization")
         tokens = self._engine.tokens
         if header is None:
             if self._always or await anyio.to_thread.run_sync(tokens.required):
-                await _unauthorized("this server needs a bearer token", None)(scope, receive, send)
+                await self._refuse("this server needs a bearer token", None)(scope, receive, send)
                 return
             client = scope.get("client") or ("unknown", 0)
             await self._admit(f"address {client[0]}", scope, receive, send)
             return
         kind, _, secret = header.partition(" ")
-        token = None
-        if kind.lower() == "bearer" and secret.strip():
-            token = await anyio.to_thread.run_sync(tokens.verify, secret.strip())
-        if token is None:
-            await _unauthorized("the bearer token is not valid (unknown, revoked or malformed)", "invalid_token")(
-                scope, receive, send
-            )
+        secret = secret.strip()
+        grant: Grant | str = "the Authorization header must be 'Bearer TOKEN'"
+        key = ""
+        if kind.lower() == "bearer" and secret:
+            if secret.startswith(TOKEN_PREFIX) or self._jwt is None:
+                token = await anyio.to_thread.run_sync(tokens.verify, secret)
+                grant = "the bearer token is not valid (unknown, revoked or malformed)"
+                if token is not None:
+                    grant, key = Grant.of(token), f"token {token.id}"
+            else:
+                grant = self._jwt.grant(secret)
+                key = grant.name if isinstance(grant, Grant) else ""
+        if isinstance(grant, str):
+            await self._refuse(grant, "invalid_token")(scope, receive, send)
             return
-        with granted(Grant.of(token)):
-            await self._admit(f"token {token.id}", scope, receive, send)
-
-
-def _unauthorized(description: str, error: str | None) -> Response:
-    challenge = 'Bearer realm="mnemodb"'
-    if error is not None:
-        challenge += f', error="{error}", error_description="{description}"'
-    return JSONResponse(
-        {"error": error or "unauthorized", "error_description": description},
-        status_code=401,
-        headers={"WWW-Authenticate": challenge},
-    )
+        with granted(grant):
+            await self._admit(key, scope, receive, send)
 
 
 def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metrics: Metrics) -> ASGIApp:
@@ -260,6 +329,29 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
         body = await anyio.to_thread.run_sync(metrics.render)
         return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    public_url = settings.public_url or f"http://{settings.host}:{settings.port}"
+
+    async def resource_metadata(request: Request) -> Response:
+        # RFC 9728: what this resource is and who issues tokens for it.
+        assert settings.jwt is not None
+        return JSONResponse(
+            {
+                "resource": f"{public_url}{MCP_PATH}",
+                "authorization_servers": [settings.jwt.issuer],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "mnemodb",
+            }
+        )
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
+    ]
+    if settings.jwt is not None:
+        routes += [
+            Route(METADATA_PATH, resource_metadata, methods=["GET"]),
+            Route(f"{METADATA_PATH}{MCP_PATH}", resource_metadata, methods=["GET"]),
+        ]
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
@@ -267,14 +359,14 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
         transport_security=transport_security(settings),
         host=settings.host,
         max_request_body_size=settings.max_body_bytes,
-        custom_starlette_routes=[
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/metrics", metrics_page, methods=["GET"]),
-        ],
+        custom_starlette_routes=routes,
     )
     always = not is_loopback(settings.host) and not settings.insecure
     limiter = RateLimiter(settings.rate_limit) if settings.rate_limit > 0 else None
-    return _CountRequests(_Authenticate(app, engine, always=always, limiter=limiter), metrics)
+    verifier = JwtVerifier(settings.jwt, engine) if settings.jwt is not None else None
+    metadata = f"{public_url}{METADATA_PATH}{MCP_PATH}" if settings.jwt is not None else None
+    guarded = _Authenticate(app, engine, always=always, limiter=limiter, jwt=verifier, resource_metadata=metadata)
+    return _CountRequests(guarded, metrics)
 
 
 class BindError(RuntimeError):
@@ -318,7 +410,7 @@ async def serve_http(server: Server[Any], engine: Engine, settings: HttpSettings
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(
-        build_app(server, engine, settings, metrics),
+        build_app(server, engine, dataclasses.replace(settings, port=bound_port), metrics),
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -32,7 +32,8 @@ def serve(settings: Settings) -> int:
     topodb = settings.profile == "topodb"
     # Served beyond this machine, the server needs tokens (or the user's --insecure): a new
     # database has none, so it is refused before anything is created.
-    exposed = settings.http is not None and not is_loopback(settings.http.host) and not settings.http.insecure
+    http = settings.http
+    exposed = http is not None and not is_loopback(http.host) and not http.insecure and http.jwt is None
     if exposed and (settings.db_path == ":memory:" or not Path(settings.db_path).exists()):
         log.error("%s", _unprotected(settings))
         return 1
@@ -121,6 +122,6 @@ def _unprotected(settings: Settings) -> str:
     assert settings.http is not None
     return (
         f"refusing to serve {settings.http.host} without authentication: anyone who can reach it could read and "
-        "change every memory; create a token (mnemodb token create NAME), bind 127.0.0.1, or pass --insecure "
-        "to serve it unauthenticated anyway"
+        "change every memory; create a token (mnemodb token create NAME), set up JWT verification (--jwt-issuer, "
+        "--jwt-audience, --jwt-key), bind 127.0.0.1, or pass --insecure to serve it unauthenticated anyway"
     )

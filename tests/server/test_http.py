@@ -616,3 +616,17 @@ def test_an_rs256_jwt_checked_against_a_pem_key_file(tmp_path: Path) -> None:
 )
 def test_jwt_flags_are_checked(tmp_path: Path, flags: list[str], expected: str) -> None:
     assert expected in serve_fails(tmp_path, *flags)
+
+
+def test_the_listening_socket_is_tcp_so_replies_are_not_delayed() -> None:
+    """asyncio turns Nagle's algorithm off (TCP_NODELAY) on accepted connections only when
+    the listening socket says it is IPPROTO_TCP. Without that, each reply after the first
+    on a keep-alive connection waited ~40 ms for the client's delayed acknowledgement."""
+    from mnemodb.server.http import _listen
+
+    for host in ("127.0.0.1", "::1"):
+        sock = _listen(host, 0)
+        try:
+            assert sock.proto == socket.IPPROTO_TCP, host
+        finally:
+            sock.close()

@@ -7,8 +7,9 @@ load balancer on one database file, and both protocol eras work (2025-11-25 clie
 
 - Host and Origin are checked against an allowlist (421 and 403), so a web page that a
   DNS rebinding points at the server cannot reach it through a browser;
-- bearer tokens kept in the database decide who may call, and which scopes each call may
-  read and write (`_Authenticate`);
+- bearer tokens (the database's own, or JWTs from an identity provider) decide who may
+  call and which scopes each call may read and write (`_Authenticate`), with an optional
+  rate per token (`RateLimiter`) and a body size limit;
 - `/healthz` says whether the database answers (no authentication: load balancers ask);
 - `/metrics` is Prometheus text: requests by path and status, tool calls and their
   latency per tool and outcome, the database's size and the memories per scope.
@@ -376,7 +377,10 @@ class BindError(RuntimeError):
 def _listen(host: str, port: int) -> socket.socket:
     try:
         address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(address[0], socket.SOCK_STREAM)
+        # With its protocol (IPPROTO_TCP): asyncio sets TCP_NODELAY on accepted connections
+        # only then, and without it every reply after the first on a keep-alive connection
+        # waits ~40 ms for the client's delayed acknowledgement.
+        sock = socket.socket(*address[:3])
     except OSError as exc:
         raise BindError(f"cannot serve {host}:{port}: {exc.strerror or exc}") from None
     try:

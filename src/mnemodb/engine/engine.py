@@ -213,6 +213,40 @@ class Engine:
                 raise Forbidden(f'scope "{chosen}" is not writable with token "{grant.name}"')
         return chosen
 
+    def _hidden(self, scope: str, others: Iterable[str] = ()) -> bool:
+        """True when a grant is in force and `scope` (or any of `others`, such as the ends of
+        an edge) is not among the scopes it may read."""
+        grant = current_grant()
+        return grant is not None and any(s not in grant.read_scopes for s in (scope, *others))
+
+    def _check_edge_scope(self, edge_scope: str, src_scope: str, dst_scope: str) -> None:
+        """Under a grant, an edge may only touch items of its own scope or shared ones: an edge
+        written to another scope (`shared`, say) would show that scope's readers an item they
+        may not read. Without a grant, topodb's rule stands (any scope for the edge)."""
+        if current_grant() is None:
+            return
+        for end in (src_scope, dst_scope):
+            if end not in (edge_scope, SHARED):
+                raise Forbidden(
+                    f'a relation in scope "{edge_scope}" cannot touch an item in scope "{end}": readers of '
+                    f'"{edge_scope}" may not read it; write the relation to "{end}"'
+                )
+
+    def _check_deletable(self, tx: ReadTx, pk: int) -> None:
+        """Under a grant, refuse to delete an item that relations the grant cannot see
+        touch: they would go with it (by cascade), a change to another tenant's data."""
+        grant = current_grant()
+        if grant is None:
+            return
+        edges = tx.edges_of([pk], "both")
+        ends = tx.labels_of([end for e in edges for end in (e.src_pk, e.dst_pk)])
+        for edge in edges:
+            scopes = (edge.scope, ends[edge.src_pk][1], ends[edge.dst_pk][1])
+            if any(scope not in grant.read_scopes for scope in scopes):
+                raise Forbidden(
+                    f'it cannot be deleted with token "{grant.name}": relations in scopes it may not read touch it'
+                )
+
     def _write_tx(self) -> contextlib.AbstractContextManager[WriteTx]:
         """A write transaction for a caller's change: every one opens here, so a read-only
         grant stops them all, whatever scope they touch."""
@@ -403,6 +437,7 @@ class Engine:
         memory = self._memory_in(tx, digest, scopes)
         if memory is None:
             return False
+        self._check_deletable(tx, memory.pk)
         tx.delete_node(memory.pk)
         self._log(tx, ops.node_removed(memory.scope, memory.id), at)
         return True
@@ -583,6 +618,7 @@ class Engine:
     ) -> Edge:
         if src_scope != dst_scope and SHARED not in (src_scope, dst_scope):
             raise InvalidArgument("cross-scope edge requires at least one shared endpoint")
+        self._check_edge_scope(scope, src_scope, dst_scope)
         edge_id = new_ulid()
         pk = tx.insert_edge(edge_id, src, dst, edge_type, scope, props, valid_from, at)
         edge = tx.edge_by_pk(pk)

@@ -291,6 +291,7 @@ class KnowledgeGraph:
             at = self._engine._clock()
             entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
             for entity in entities.values():
+                self._engine._check_deletable(tx, entity.pk)
                 tx.delete_node(entity.pk)
                 self._log(tx, ops.node_removed(entity.scope, entity.id), at)
             return len(entities)

@@ -203,8 +203,12 @@ class Items:
             if node is not None:
                 return self._items(tx, [node.pk], reads).get(node.pk)
             edge = tx.edge_by_id(ref.upper())
+            # Visible when it and both its ends are: an edge may touch an item of a scope
+            # the reader cannot see, and must not give it away.
             if edge is not None and edge.scope in reads:
-                return edge
+                ends = tx.labels_of([edge.src_pk, edge.dst_pk])
+                if all(scope in reads for _, scope in ends.values()):
+                    return edge
         if _HASH.fullmatch(ref):
             memory = tx.memory_by_hash(reads, ref.lower())
             if memory is not None:
@@ -320,6 +324,7 @@ class Items:
         seq to continue from (entries outside the scopes are skipped, not counted)."""
         reads = set(self._engine.scopes(scopes))
         out: list[Change] = []
+        ends: dict[str, str | None] = {}
         position = max(1, since_seq)
         with self._engine.store.read() as tx:
             last = tx.current_seq()
@@ -329,7 +334,7 @@ class Items:
                     break
                 for change in chunk:
                     position = change.seq + 1
-                    if change.scope is None or change.scope in reads:
+                    if change.scope is None or (change.scope in reads and _ends_readable(tx, change, reads, ends)):
                         out.append(change)
                         if len(out) == limit:
                             break
@@ -759,6 +764,7 @@ class Items:
                         tx.delete_edge(found.pk)
                         self._log(tx, ops.edge_removed(found), at)
                 elif found is not None and tx.node_by_id(found.id) is not None:
+                    self._engine._check_deletable(tx, found.pk)
                     tx.delete_node(found.pk)
                     self._log(tx, ops.node_removed(found.scope, found.id), at)
                     if redact:
@@ -1156,6 +1162,27 @@ def _props_replayed(past: Item, props: Mapping[str, Any], at: int) -> Item:
         else:
             own[key] = value
     return replace(past, **fields, props=own, updated_at=at)
+
+
+def _ends_readable(tx: ReadTx, change: Change, reads: set[str], known: dict[str, str | None]) -> bool:
+    """False for an entry about an edge with an end in a scope the reader may not read: an
+    edge of a readable scope may touch such an item, and its entry names it. `known` keeps
+    the scopes looked up (a removed node's, from its first entry)."""
+    for key in ("from", "to"):
+        node_id = change.data.get(key)
+        if not isinstance(node_id, str):
+            continue
+        if node_id not in known:
+            node = tx.node_by_id(node_id)
+            if node is not None:
+                known[node_id] = node.scope
+            else:
+                first = tx.changes_of(node_id)
+                known[node_id] = first[0].scope if first else None
+        scope = known[node_id]
+        if scope is not None and scope not in reads:
+            return False
+    return True
 
 
 def _tied_ranks(ranking: Ranking) -> list[int]:

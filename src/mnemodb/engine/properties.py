@@ -661,7 +661,9 @@ class PropertyGraph:
     ) -> Node:
         node_id = self._resolve(ref, produced)
         node = tx.node_view_by_id(node_id)
-        if node is None:
+        # Under a token's grant, a node of a scope it may not use does not exist for it (the
+        # same answer as for an id nobody has, so the id's existence is not told either).
+        if node is None or self._engine._hidden(node.scope):
             raise CommandFailed(op, "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
         return node
 
@@ -699,7 +701,9 @@ class PropertyGraph:
                         "CreateEdge", "cross-scope edge requires at least one Shared endpoint", edge=edge_id
                     )
                 start = at if valid_from is None else valid_from
-                pk = tx.insert_edge(edge_id, a.pk, b.pk, edge_type, engine._write_scope(scope), dict(props), start, at)
+                edge_scope = engine._write_scope(scope)
+                engine._check_edge_scope(edge_scope, a.scope, b.scope)
+                pk = tx.insert_edge(edge_id, a.pk, b.pk, edge_type, edge_scope, dict(props), start, at)
                 edge = tx.edge_by_pk(pk)
                 assert edge is not None
                 return edge_id, self._log(tx, ops.edge_created(edge), at)
@@ -712,12 +716,14 @@ class PropertyGraph:
                 return None, self._set_props(tx, node, props, at)
             case RemoveNode(node=ref):
                 node = self._node(tx, ref, produced, "RemoveNode")
+                self._engine._check_deletable(tx, node.pk)
                 tx.delete_node(node.pk)
                 return None, self._log(tx, ops.node_removed(node.scope, node.id), at)
             case CloseEdge(edge=ref, valid_to=valid_to):
                 edge_id = self._resolve(ref, produced)
                 edge = tx.edge_by_id(edge_id)
-                if edge is None:
+                ends = tx.labels_of([edge.src_pk, edge.dst_pk]).values() if edge is not None else ()
+                if edge is None or self._engine._hidden(edge.scope, [scope for _, scope in ends]):
                     raise CommandFailed("CloseEdge", "not found", subject=edge_id, subject_kind="edge")
                 if edge.valid_to is not None:
                     raise CommandFailed("CloseEdge", "already closed", subject=edge_id, subject_kind="edge")

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mnemodb.engine.models import Entity, Relation
-from mnemodb.store.sqlite.sql import fts_phrase, marks
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_phrase, marks
 
 __all__ = ["EntityReads", "EntityWrites", "TextClause"]
 
@@ -241,7 +241,7 @@ class EntityReads:
         if not pks:
             return []
         found: dict[int, tuple[int, int, int]] = {}
-        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({marks(len(scopes))})"
+        scope_filter = f"r.valid_to IS NULL AND {edge_visible('r', len(scopes))}"
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
             chunk_marks = marks(len(chunk))
@@ -249,7 +249,7 @@ class EntityReads:
                 for row in self.conn.execute(
                     "SELECT r.pk, r.src, r.dst FROM edge r JOIN entity es ON es.node = r.src "
                     f"JOIN entity ed ON ed.node = r.dst WHERE {column} IN ({chunk_marks}) AND {scope_filter}",
-                    [*chunk, *scopes],
+                    [*chunk, *edge_visible_params(scopes)],
                 ):
                     found[row[0]] = row
         return [found[k] for k in sorted(found)]
@@ -270,12 +270,13 @@ class EntityReads:
             return []
         members = set(pks)
         found: dict[int, Relation] = {}
-        scope_filter = f"r.valid_to IS NULL AND r.scope IN ({marks(len(scopes))})"
+        scope_filter = f"r.valid_to IS NULL AND {edge_visible('r', len(scopes))}"
         for start in range(0, len(pks), 400):
             chunk = pks[start : start + 400]
             chunk_marks = marks(len(chunk))
             for column in ("r.src", "r.dst"):
-                for relation in self._relations(f"{column} IN ({chunk_marks}) AND {scope_filter}", [*chunk, *scopes]):
+                params = [*chunk, *edge_visible_params(scopes)]
+                for relation in self._relations(f"{column} IN ({chunk_marks}) AND {scope_filter}", params):
                     ends = (relation.src_pk, relation.dst_pk)
                     if not both_ends or all(end in members for end in ends):
                         found[relation.pk] = relation
@@ -293,8 +294,8 @@ class EntityReads:
         limit: int | None = None,
     ) -> list[Relation]:
         """Open relations between entities in `scopes`, filtered, oldest first."""
-        where = f"r.pk > ? AND r.valid_to IS NULL AND r.scope IN ({marks(len(scopes))})"
-        params: list[Any] = [after, *scopes]
+        where = f"r.pk > ? AND r.valid_to IS NULL AND {edge_visible('r', len(scopes))}"
+        params: list[Any] = [after, *edge_visible_params(scopes)]
         if relation_type is not None:
             where += " AND r.type = ? COLLATE NOCASE" if ignore_case else " AND r.type = ?"
             params.append(relation_type)

@@ -18,3 +18,18 @@ def fts_phrase(term: str) -> str:
 def fts_any(terms: Sequence[str]) -> str:
     """An FTS5 query matching any of `terms`."""
     return " OR ".join(fts_phrase(t) for t in terms)
+
+
+def edge_visible(alias: str, count: int) -> str:
+    """SQL: the edge `alias` is in one of `count` scopes, and so are both its ends, whose
+    scopes may differ from the edge's (topodb lets an edge of one scope touch an item of
+    another). Its parameters: the scopes, three times (see `edge_visible_params`)."""
+    listed = marks(count)
+    return (
+        f"{alias}.scope IN ({listed}) AND (SELECT scope FROM node WHERE pk = {alias}.src) IN ({listed}) "
+        f"AND (SELECT scope FROM node WHERE pk = {alias}.dst) IN ({listed})"
+    )
+
+
+def edge_visible_params(scopes: Sequence[str]) -> list[str]:
+    return [*scopes, *scopes, *scopes]

@@ -27,7 +27,7 @@ from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, CONTEXT_WINDOW_MS, MIGRATIONS, SCHEMA_VERSION
-from mnemodb.store.sqlite.sql import fts_any, marks
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 
 __all__ = ["SqliteStore"]
@@ -265,8 +265,13 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
         typed = f"e.type IN ({marks(len(types))}) AND " if types is not None else ""
         valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
         return self._edges(
-            f"{typed}e.scope IN ({marks(len(scopes))}){valid} ORDER BY e.pk DESC LIMIT ?",
-            [*(types or ()), *scopes, *([valid_at, valid_at] if valid_at is not None else []), limit],
+            f"{typed}{edge_visible('e', len(scopes))}{valid} ORDER BY e.pk DESC LIMIT ?",
+            [
+                *(types or ()),
+                *edge_visible_params(scopes),
+                *([valid_at, valid_at] if valid_at is not None else []),
+                limit,
+            ],
         )
 
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
@@ -322,8 +327,8 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
             filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
             extra += [valid_at, valid_at]
         if scopes is not None:
-            filters += f" AND e.scope IN ({marks(len(scopes))})"
-            extra += list(scopes)
+            filters += f" AND {edge_visible('e', len(scopes))}"
+            extra += edge_visible_params(scopes)
         if edge_types:
             filters += f" AND e.type IN ({marks(len(edge_types))})"
             extra += list(edge_types)

@@ -13,6 +13,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from mnemodb.engine.errors import EngineError
+
 log = logging.getLogger(__name__)
 
 
@@ -67,6 +69,8 @@ class AccessRecorder:
                 return
             try:
                 self._flush(pending)
+            except EngineError as exc:  # a read-only or full database: said once per flush, briefly
+                log.warning("could not record access statistics for %d nodes: %s", len(pending), exc)
             except Exception:  # access counts must never take the server down
                 log.warning("could not record access statistics for %d nodes", len(pending), exc_info=True)
 

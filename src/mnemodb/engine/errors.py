@@ -9,6 +9,7 @@ __all__ = [
     "InvalidArgument",
     "NotFound",
     "OperationTimeout",
+    "StoreFailed",
     "StoreUnavailable",
 ]
 
@@ -40,3 +41,8 @@ class OperationTimeout(EngineError):
 
 class StoreUnavailable(EngineError):
     """The database could not be opened or stayed locked past every retry."""
+
+
+class StoreFailed(EngineError):
+    """The database refused the operation (the file is read-only, the disk is full or
+    failing, the file is damaged): nothing was changed, and the message says which."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mnemodb.engine.errors import OperationTimeout, StoreUnavailable
+from mnemodb.engine.errors import OperationTimeout, StoreFailed, StoreUnavailable
 from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
@@ -65,6 +65,39 @@ def _props(text: str) -> dict[str, Any]:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _refusal(exc: sqlite3.Error) -> StoreFailed | None:
+    """What a refusal by SQLite means for the caller, when it is the file or the disk."""
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text:
+        return StoreFailed(f"the database file is read-only ({exc}): reads work, writes are refused")
+    if "disk is full" in text:
+        return StoreFailed(f"the disk is full ({exc}): nothing was written; free some space and retry")
+    if "disk i/o error" in text:
+        return StoreFailed(
+            f"the disk refused the write ({exc}: full, over a size limit, or failing): nothing was written"
+        )
+    if "malformed" in text or "not a database" in text or "vtable constructor failed" in text:
+        return StoreFailed(
+            f"the database file is damaged ({exc}): restore it from a backup (`PRAGMA integrity_check` "
+            "shows what is broken)"
+        )
+    return None
+
+
+def _cannot_create(path: str) -> str:
+    """Why SQLite could not open `path`, when it is that the file cannot be created there."""
+    file = Path(path)
+    if path == ":memory:" or file.exists():
+        return ""
+    try:
+        probe = file.with_name(f".{file.name}.probe-{os.getpid()}")
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        return f" (the directory is read-only or not writable: {exc.strerror or exc})"
+    return ""
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -813,7 +846,9 @@ class SqliteStore:
         except sqlite3.Error as exc:
             with contextlib.suppress(NameError, sqlite3.Error):
                 conn.close()
-            raise StoreUnavailable(f"cannot open database {self._path}: {exc}{_foreign_format(self._path)}") from exc
+            raise StoreUnavailable(
+                f"cannot open database {self._path}: {exc}{_cannot_create(self._path)}{_foreign_format(self._path)}"
+            ) from exc
         conn.set_progress_handler(self._check_deadline, 4000)
         return conn
 
@@ -956,9 +991,12 @@ class SqliteStore:
         try:
             with self._write_tx() as tx:
                 yield tx
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             if "interrupted" in str(exc):
                 raise OperationTimeout("the operation ran past its time limit and was rolled back") from exc
+            refusal = _refusal(exc)
+            if refusal is not None:
+                raise refusal from exc
             raise
 
     @contextlib.contextmanager
@@ -975,13 +1013,22 @@ class SqliteStore:
         self._retry_busy(lambda: conn.execute("BEGIN"), "start a read")
         try:
             yield _Tx(conn)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             if "interrupted" in str(exc):
                 raise OperationTimeout("the operation ran past its time limit") from exc
+            refusal = _refusal(exc)
+            if refusal is not None:
+                raise refusal from exc
             raise
         finally:
+            # Ending a read changes nothing; on a damaged file it may fail again, which
+            # must not hide the error that got here.
             if conn.in_transaction:
-                conn.execute("COMMIT")
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -991,7 +1038,7 @@ class SqliteStore:
         """Add read counts: `hits` maps node pk to (count, last access ms). Best effort."""
         if not hits:
             return
-        with self._write_tx() as tx:
+        with self.write() as tx:
             tx.conn.executemany(
                 "INSERT INTO node_access (node, count, last_at) SELECT ?, ?, ? WHERE EXISTS "
                 "(SELECT 1 FROM node WHERE pk = ?) ON CONFLICT (node) DO UPDATE SET "

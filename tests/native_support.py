@@ -32,11 +32,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
-from support import server_env
+from support import PROFILE_TOOLS, server_env
 
 T = TypeVar("T")
 
-TOOL_NAMES = ["remember", "recall", "get", "update", "forget", "relate", "explore", "audit", "survey"]
+TOOL_NAMES = PROFILE_TOOLS["native"]
 INVALID_PARAMS = -32602
 SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"

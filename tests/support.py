@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -17,6 +18,62 @@ from mcp.client.stdio import StdioServerParameters
 
 START_MS = 1_700_000_000_000
 SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
+
+# Every profile's tools in the order its server lists them: the names clients are
+# configured with.
+PROFILE_TOOLS: dict[str, list[str]] = {
+    "native": ["remember", "recall", "get", "update", "forget", "relate", "explore", "audit", "survey"],
+    "memdb": [
+        "store_memory",
+        "store_memories",
+        "get_memory",
+        "delete_memory",
+        "delete_memories",
+        "update_memory",
+        "search_memories",
+        "recall",
+        "create_relationship",
+        "get_relationships",
+        "delete_relationship",
+        "memory_stats",
+    ],
+    "topodb": [
+        "access_stats",
+        "close_edge",
+        "create_entity",
+        "create_memory",
+        "db_info",
+        "find_by_prop",
+        "get_changes",
+        "get_node",
+        "link",
+        "remove_node",
+        "search_memories",
+        "search_vectors",
+        "set_embedding",
+        "set_node_props",
+        "submit_batch",
+        "traverse",
+    ],
+    "knowledge-graph": [
+        "create_entities",
+        "create_relations",
+        "add_observations",
+        "delete_entities",
+        "delete_observations",
+        "delete_relations",
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
+        "search_observations",
+        "get_neighbors",
+        "find_path",
+        "get_subgraph",
+        "filter_by_type",
+        "filter_relations",
+        "filter_observations",
+    ],
+}
 
 
 def sha256(text: str) -> str:
@@ -71,19 +128,33 @@ def serve_params(
 class RawServer:
     """`mnemodb serve` driven line by line, for protocol-level tests a polite client cannot make."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=server_env(env),
-            cwd=cwd,
-        )
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        *,
+        stderr_file: Path | None = None,
+    ) -> None:
+        """With `stderr_file`, stderr goes to that file rather than a pipe: the server writes
+        a traceback before it answers, so once the answer is read the file already holds it
+        (a pipe's reader thread might not have caught up yet)."""
+        self.stderr_file = stderr_file
+        with contextlib.ExitStack() as stack:
+            err = stack.enter_context(stderr_file.open("wb")) if stderr_file is not None else subprocess.PIPE
+            self.proc = subprocess.Popen(
+                list(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=server_env(env),
+                cwd=cwd,
+            )
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: list[bytes] = []
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        if stderr_file is None:
+            threading.Thread(target=self._pump_stderr, daemon=True).start()
         self._next_id = 1000
 
     def _pump(self) -> None:
@@ -99,6 +170,8 @@ class RawServer:
 
     @property
     def stderr(self) -> str:
+        if self.stderr_file is not None:
+            return self.stderr_file.read_bytes().decode(errors="replace")
         return b"".join(self._stderr).decode(errors="replace")
 
     def send_raw(self, data: bytes) -> None:

@@ -21,31 +21,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from support import RawServer, serve_command
+from support import PROFILE_TOOLS, RawServer, serve_command
 
 SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
 # A well-formed ULID no server ever generates (its time part is in 2016).
 MISSING = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
-TOOL_NAMES = [
-    "access_stats",
-    "close_edge",
-    "create_entity",
-    "create_memory",
-    "db_info",
-    "find_by_prop",
-    "get_changes",
-    "get_node",
-    "link",
-    "remove_node",
-    "search_memories",
-    "search_vectors",
-    "set_embedding",
-    "set_node_props",
-    "submit_batch",
-    "traverse",
-]
+TOOL_NAMES = PROFILE_TOOLS["topodb"]
 READ_TOOLS = ["get_node", "find_by_prop", "search_memories", "traverse", "access_stats", "search_vectors"]
 
 DESERIALIZE = "failed to deserialize parameters: "

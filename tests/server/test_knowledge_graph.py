@@ -24,30 +24,13 @@ import pytest
 from mcp import Client
 from mcp_types import TextContent, TextResourceContents
 
-from support import RawServer, serve_command, serve_params
+from support import PROFILE_TOOLS, RawServer, serve_command, serve_params
 
 PROFILE = "knowledge-graph"
 INVALID_PREFIX = "MCP error -32602: Input validation error: Invalid arguments for tool "
 NO_PATH = "No path found between the specified entities"
 
-TOOL_NAMES = [
-    "create_entities",
-    "create_relations",
-    "add_observations",
-    "delete_entities",
-    "delete_observations",
-    "delete_relations",
-    "read_graph",
-    "search_nodes",
-    "open_nodes",
-    "search_observations",
-    "get_neighbors",
-    "find_path",
-    "get_subgraph",
-    "filter_by_type",
-    "filter_relations",
-    "filter_observations",
-]
+TOOL_NAMES = PROFILE_TOOLS["knowledge-graph"]
 WRITE_TOOLS = {"create_entities", "create_relations", "add_observations"}
 DELETE_TOOLS = {"delete_entities", "delete_observations", "delete_relations"}
 # As upstream, these tools' text is the bare list their structured content wraps.

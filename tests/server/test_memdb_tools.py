@@ -19,22 +19,9 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from support import RawServer, serve_command, serve_params
+from support import PROFILE_TOOLS, RawServer, serve_command, serve_params
 
-TOOL_NAMES = [
-    "store_memory",
-    "store_memories",
-    "get_memory",
-    "delete_memory",
-    "delete_memories",
-    "update_memory",
-    "search_memories",
-    "recall",
-    "create_relationship",
-    "get_relationships",
-    "delete_relationship",
-    "memory_stats",
-]
+TOOL_NAMES = PROFILE_TOOLS["memdb"]
 MEMORY_KEYS = ["id", "content", "tags", "importance", "memory_type", "created_at", "accessed_at", "hash"]
 SEARCH_KEYS = [*MEMORY_KEYS, "relevance"]
 RELATIONSHIP_KEYS = ["id", "from_hash", "to_hash", "relation_type", "created_at"]

@@ -35,9 +35,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
-from support import serve_command, serve_params, server_env
+from support import PROFILE_TOOLS, serve_command, serve_params, server_env
 
-NATIVE_TOOLS = ["remember", "recall", "get", "update", "forget", "relate", "explore", "audit", "survey"]
+NATIVE_TOOLS = PROFILE_TOOLS["native"]
 USER = "Dana Whitfield"
 ACME = "Acme Analytics"
 GLOBEX = "Globex Robotics"

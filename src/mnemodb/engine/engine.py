@@ -16,7 +16,7 @@ from typing import Any
 
 from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
-from mnemodb.engine.checks import check_props, check_text
+from mnemodb.engine.checks import check_props, check_query, check_text
 from mnemodb.engine.embedding import Embeddings
 from mnemodb.engine.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
@@ -463,7 +463,7 @@ class Engine:
         if limit < 1:
             raise InvalidArgument("limit must be at least 1")
         read = self.scopes(scopes)
-        terms = query_terms(check_text(query, "query"))
+        terms = query_terms(check_query(query))
         tag_terms = tag_candidates(query)
         if not terms and not tag_terms:
             return []

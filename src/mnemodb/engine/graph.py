@@ -20,7 +20,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from mnemodb.engine import ops
-from mnemodb.engine.checks import check_text
+from mnemodb.engine.checks import check_query, check_text
 from mnemodb.engine.errors import InvalidArgument, NotFound
 from mnemodb.engine.models import ENTITY, Entity, Relation
 from mnemodb.ids import SHARED, new_ulid
@@ -106,11 +106,16 @@ def _encode_cursor(kind: str, pk: int) -> str:
     return base64.urlsafe_b64encode(f"{kind}:{pk}".encode()).decode().rstrip("=")
 
 
+# A row key as `_encode_cursor` writes it: digits that fit a 64-bit integer.
+_LARGEST_PAGE = 2**40
+_CURSOR_POSITION = regex.compile(r"[0-9]{1,18}")
+
+
 def _decode_cursor(cursor: str, kind: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         prefix, _, value = text.partition(":")
-        if prefix != kind:
+        if prefix != kind or not _CURSOR_POSITION.fullmatch(value):
             raise ValueError(prefix)
         return int(value)
     except (ValueError, UnicodeDecodeError):
@@ -142,6 +147,55 @@ def _js_pattern(pattern: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# The `regex` module compiles a counted repeat by writing its body out that many times, so
+# `a{1000000000}` (or `(a{1000}){1000}`) takes minutes and gigabytes before any time limit
+# can apply; 100,000 steps compile in about 20 ms.
+MAX_PATTERN_STEPS = 100_000
+_COUNTED_REPEAT = regex.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def _pattern_steps(pattern: str) -> int:
+    """About how many steps compiling `pattern` writes out: each atom is one, a counted
+    repeat multiplies what it repeats (nesting multiplies again), sequences and
+    alternatives add up. An over-estimate for group syntax such as `(?P<name>`."""
+    levels = [[0, 0]]  # per open group: [steps before the last atom, steps of the last atom]
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        level = levels[-1]
+        repeat = _COUNTED_REPEAT.match(pattern, i) if ch == "{" else None
+        if repeat is not None:
+            low, high = repeat.group(1), repeat.group(2)
+            level[1] *= max(1, int(low), int(high) if high else 0)
+            i = repeat.end()
+            continue
+        if ch == "\\":
+            i += 2
+            if i <= len(pattern) and pattern[i - 1 : i] in ("p", "P", "N", "x") and pattern[i : i + 1] == "{":
+                i = pattern.find("}", i) + 1 or len(pattern)
+        elif ch == "[":
+            i += 2 if pattern[i + 1 : i + 2] != "^" else 3  # a leading ] is literal
+            while i < len(pattern) and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+        elif ch == "(":
+            levels.append([0, 0])
+            i += 1
+            continue
+        elif ch == ")" and len(levels) > 1:
+            steps = sum(levels.pop())
+            parent = levels[-1]
+            parent[0] += parent[1]
+            parent[1] = steps
+            i += 1
+            continue
+        else:
+            i += 1
+        level[0] += level[1]
+        level[1] = 1
+    return sum(sum(level) for level in levels)
 
 
 class KnowledgeGraph:
@@ -351,6 +405,8 @@ class KnowledgeGraph:
         """
         if limit is not None and limit < 1:
             raise InvalidArgument("limit must be at least 1")
+        if limit is not None:
+            limit = min(limit, _LARGEST_PAGE)  # more than any store holds; SQLite's LIMIT is 64-bit
         reads = self._reads(scopes)
         after = _decode_cursor(cursor, "e") if cursor else 0
         with self._engine.store.read() as tx:
@@ -510,7 +566,7 @@ class KnowledgeGraph:
 
     def ranked(self, tx: ReadTx, query: str, reads: Sequence[str], *, fuzzy: bool = False) -> list[tuple[int, float]]:
         """(entity pk, score) of every entity the query matches, best first, inside a read."""
-        parsed = gq.parse(self._check_text(query, "query"))
+        parsed = gq.parse(check_query(query))
         if parsed.empty:
             return []
         matching = self._matching(tx, parsed, reads, fuzzy=fuzzy)
@@ -528,7 +584,7 @@ class KnowledgeGraph:
         scopes: Sequence[str] | None = None,
     ) -> list[ObservationMatch]:
         """Single observations matching the query (no field prefixes), best first."""
-        clause = gq.parse_terms(self._check_text(query, "query"))
+        clause = gq.parse_terms(check_query(query))
         if clause.empty or limit <= 0 or not clause.positive:
             return []
         reads = self._reads(scopes)
@@ -712,7 +768,13 @@ class KnowledgeGraph:
         return self._ordered(entities, hits)
 
     def _pattern(self, pattern: str) -> tuple[str, regex.Pattern[str]]:
-        source = OBSERVATION_PRESETS.get(self._check_text(pattern, "pattern").lower(), pattern)
+        source = OBSERVATION_PRESETS.get(check_query(pattern, "pattern").lower(), pattern)
+        steps = _pattern_steps(source)
+        if steps > MAX_PATTERN_STEPS:
+            raise InvalidArgument(
+                f"Invalid regular expression: /{pattern}/i: its repeats write out about {steps:,} steps, "
+                f"at most {MAX_PATTERN_STEPS:,}; use a smaller count or * and +"
+            )
         try:
             return source, regex.compile(_js_pattern(source), regex.IGNORECASE | regex.VERSION0)
         except regex.error as exc:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from mnemodb.engine import ops
-from mnemodb.engine.checks import check_props, check_text
+from mnemodb.engine.checks import check_props, check_query, check_text
 from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.models import (
@@ -517,6 +517,10 @@ class Items:
             raise InvalidArgument("limit must be at least 1 and offset at least 0")
         if not 0 <= expand_hops <= MAX_EXPAND:
             raise InvalidArgument(f"expand must be from 0 to {MAX_EXPAND} hops")
+        if query is not None:
+            check_query(query)  # before it is embedded
+        if pattern is not None:
+            check_query(pattern, "pattern")
         where = where or ItemFilter()
         for key, _ in where.props:
             if '"' in check_text(key, "property name"):
@@ -650,7 +654,7 @@ class Items:
         notes: dict[str, Details] | None,
     ) -> Ranking:
         """Memories by words and tags, scored as every profile's memory search scores them."""
-        terms = query_terms(check_text(query, "query"))
+        terms = query_terms(check_query(query))
         tags = tag_candidates(query)
         pool = RANKED_POOL
         by_text = tx.filtered_text_search(terms, reads, pool, where, now)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mnemodb.engine import ops
-from mnemodb.engine.checks import check_props, check_text
+from mnemodb.engine.checks import check_props, check_query, check_text
 from mnemodb.engine.errors import Conflict, InvalidArgument
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.models import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
@@ -447,7 +447,7 @@ class PropertyGraph:
         """Nodes whose text-indexed properties match the query's words, best first (BM25)."""
         if k <= 0:
             raise InvalidArgument("text search requires k > 0")
-        terms = list(dict.fromkeys(words(query)))
+        terms = list(dict.fromkeys(words(check_query(query))))
         if not terms:
             raise InvalidArgument("query has no searchable terms")
         reads = self._engine.scopes(scopes)

@@ -89,7 +89,12 @@ def parse_terms(text: str) -> ParsedQuery:
                 excluded.append(word[1:])
         else:
             optional.append(word)
-    return ParsedQuery(tuple(required), tuple(excluded), tuple(optional), phrases)
+    # A word repeated means no more than the word once; dropping repeats keeps a long
+    # query's work proportional to its distinct words.
+    unique = dict.fromkeys
+    return ParsedQuery(
+        tuple(unique(required)), tuple(unique(excluded)), tuple(unique(optional)), tuple(unique(phrases))
+    )
 
 
 def parse(query: str) -> FieldQuery:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mnemodb.engine.checks import is_finite_number
 from mnemodb.engine.engine import WHITESPACE
 
 __all__ = [
@@ -205,7 +206,7 @@ class Num(Field):
         return out
 
     def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite_number(value):
             issues.append(_invalid_type("number", value, path))
             return value
         if self.integer and (isinstance(value, float) and not value.is_integer()):
@@ -398,7 +399,7 @@ class Scalar(Field):
     def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
         if value is None and self.nullable:
             return value
-        if isinstance(value, str | bool) or (isinstance(value, int | float) and math.isfinite(value)):
+        if isinstance(value, str | bool) or (isinstance(value, int | float) and is_finite_number(value)):
             return value
         expected = "string, number or boolean" + (" or null" if self.nullable else "")
         issues.append(_invalid_type(expected, value, path))

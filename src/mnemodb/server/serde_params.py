@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnemodb.engine.checks import is_finite_number
 from mnemodb.server.schema import Invalid
 
 __all__ = ["Param", "ParamError", "Params", "sorted_json"]
@@ -171,6 +172,22 @@ class Param:
         return value
 
 
+def _holds_number_out_of_range(value: Any) -> bool:
+    """Whether a JSON integer too large for a float is anywhere in `value`: serde_json fails
+    the whole message on one ("number out of range") where Python reads it exactly.
+    Iterative, since arguments may nest hundreds of levels deep."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not is_finite_number(item):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Params:
     """A params struct. With `deny_unknown` (the default) an unknown key is an error; without
@@ -214,6 +231,8 @@ class Params:
     def parse(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """The arguments as the tool's types, or ParamError with serde's first complaint."""
         given = dict(arguments or {})
+        if _holds_number_out_of_range(given):
+            raise ParamError("number out of range")
         known = {p.name: p for p in self.fields}
         out: dict[str, Any] = {}
         for key in sorted(given):

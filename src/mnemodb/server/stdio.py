@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import stat
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -36,6 +37,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic_core import PydanticSerializationError
 
 from mnemodb.server.profile import ProtocolRules
 
@@ -80,6 +82,26 @@ def _error(code: int, message: str, request_id: Any, rules: ProtocolRules, *, wi
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+# A `\uD800`..`\uDFFF` escape: the only way a lone surrogate gets into parsed JSON (raw
+# bytes of one are not UTF-8 and fail to decode). Paired ones become one character.
+_LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_lone_surrogate(payload: Any) -> bool:
+    stack = [payload]
+    while stack:  # iterative: a message may nest hundreds of levels deep
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            return True
+    return False
 
 
 def _usable_id(value: Any) -> bool:
@@ -272,7 +294,23 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
                     payload["result"]["protocolVersion"] = echo_version.pop(answered)
                     await emit(payload)
                 else:
-                    text = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    try:
+                        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    except PydanticSerializationError as exc:
+                        # Not expected (input with lone surrogates is refused above), but a
+                        # message that cannot be written must not end the connection.
+                        log.error("could not encode a %s: %s", type(message).__name__, exc)
+                        if answered is None:
+                            continue
+                        text = json.dumps(
+                            _error(
+                                -32603,
+                                "Internal error: the reply could not be encoded as JSON",
+                                answered,
+                                rules,
+                                with_id=True,
+                            )
+                        )
                     await out_send.send(text.encode() + b"\n")
                 if answered is not None:
                     in_flight.discard(answered)
@@ -301,9 +339,19 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
         if not line.strip() and not rules.blank_line_is_parse_error:
             return
         try:
-            payload = json.loads(line, parse_constant=_reject_constant)
+            # Strict UTF-8: json.loads of bytes would let the bytes of a lone surrogate through.
+            payload = json.loads(line.decode("utf-8-sig"), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError, RecursionError):
             await emit(_error(-32700, "Parse error", None, rules, with_id=False))
+            return
+        if _LONE_SURROGATE_ESCAPE.search(line) and _holds_lone_surrogate(payload):
+            # JSON may spell half a UTF-16 pair, but it is no Unicode text: nothing can store
+            # it or send it back as UTF-8. The SDK's own reader (and so the HTTP transport)
+            # refuses such a message as unparseable; this answers the id when there is one.
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            usable = _usable_id(request_id)
+            text = "Parse error: a string holds an unpaired UTF-16 surrogate escape, which is not Unicode text"
+            await emit(_error(-32700, text, request_id, rules, with_id=usable))
             return
         if isinstance(payload, list):
             ids = [item["id"] for item in payload if isinstance(item, dict) and _usable_id(item.get("id"))]

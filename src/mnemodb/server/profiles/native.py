@@ -137,11 +137,15 @@ def read_cursor(arguments: Mapping[str, Any]) -> int:
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        offset = int(data["o"])
+        offset = data["o"]
         same = data["q"] == _fingerprint(arguments)
+        # Only what make_cursor writes: a non-negative integer offset (JSON to Python also
+        # means Infinity, 1e999 and integers of any size).
+        if type(offset) is not int or not 0 <= offset < 2**40:
+            raise ValueError(offset)
     except (ValueError, KeyError, TypeError):
         raise InvalidArgument("cursor is not one this server gave out: repeat the call without it") from None
-    if not same or offset < 0:
+    if not same:
         raise InvalidArgument("cursor belongs to a different query: pass it with the same arguments, or drop it")
     return offset
 

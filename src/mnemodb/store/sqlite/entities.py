@@ -28,6 +28,13 @@ _RELATION_FROM = "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.
 _MIN_TRIGRAM = 3
 
 
+def _trigram_pieces(term: str) -> list[str]:
+    """The parts of a substring `term` the trigram index can look up. An FTS5 query string
+    ends at a NUL, so a term holding one is looked up by the pieces around it (a superset:
+    the caller checks the whole term)."""
+    return [piece for piece in term.split("\x00") if len(piece) >= _MIN_TRIGRAM]
+
+
 def _json_object(text: str | None) -> dict[str, Any]:
     return {} if not text or text == "{}" else dict(json.loads(text))
 
@@ -169,8 +176,8 @@ class EntityReads:
         the caller checks exactly), or None when no clause can use the trigram index."""
         parts: list[str] = []
         for column, every, some in clauses:
-            terms = [fts_phrase(t) for t in every if len(t) >= _MIN_TRIGRAM]
-            if some and all(len(t) >= _MIN_TRIGRAM for t in some):
+            terms = [fts_phrase(piece) for t in every for piece in _trigram_pieces(t)]
+            if some and all(len(t) >= _MIN_TRIGRAM and "\x00" not in t for t in some):
                 terms.append("(" + " OR ".join(fts_phrase(t) for t in some) + ")")
             if not terms:
                 continue

@@ -1,0 +1,91 @@
+"""Engine answers to input the fuzzing of the tools found mishandled: each is either a
+clear InvalidArgument or a correct result, never an exception from below the engine."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from mnemodb.engine import Engine, InvalidArgument
+from mnemodb.engine.checks import MAX_QUERY_CHARS, check_props
+from mnemodb.engine.graph import MAX_PATTERN_STEPS, NewEntity, _pattern_steps
+
+
+def test_an_observation_holding_a_nul_is_found_by_a_search_holding_it(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity("Ada", "person", ("before\x00after",)), NewEntity("Bob", "person", ("x",))])
+    assert [e.name for e in eng.graph.search("before\x00after").entities] == ["Ada"]
+    assert [m.entity.name for m in eng.graph.search_observations("fore\x00aft")] == ["Ada"]
+    assert [e.name for e in eng.graph.with_observations_matching("ore\x00af")] == ["Ada"]
+    assert eng.graph.search("after\x00before").entities == ()
+
+
+def test_search_text_longer_than_the_limit_is_refused(eng: Engine) -> None:
+    eng.store_memory("a memory to search")
+    at_limit = ("memory " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
+    assert [h.memory.content for h in eng.search_memories(at_limit)] == ["a memory to search"]
+    too_long = at_limit + "x"
+    for search in (
+        lambda: eng.search_memories(too_long),
+        lambda: eng.graph.search(too_long),
+        lambda: eng.graph.search_observations(too_long),
+        lambda: eng.graph.with_observations_matching(too_long),
+        lambda: eng.items.search(too_long),
+        lambda: eng.items.search(pattern=too_long, kinds=("entity",)),
+    ):
+        with pytest.raises(InvalidArgument, match="too long: 32,769 characters, at most 32,768"):
+            search()
+
+
+def test_repeated_words_count_once(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity("Ada", "person", ("likes maps",))])
+    assert [e.name for e in eng.graph.search("maps " * 6000).entities] == ["Ada"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "steps"),
+    [
+        ("abc", 3),
+        (r"\d{4}-\d{2}-\d{2}", 10),
+        ("[a-z]{5}", 5),
+        ("[]a]{3}", 3),
+        (r"\p{L}{10}", 10),
+        ("a{1000000000}", 10**9),
+        ("(a{1000}){1000}", 10**6),
+        ("((a{100}){100}){100}", 10**6),
+        ("a{100}b{100}c{100}", 300),
+        ("x{2,}", 2),
+        ("x{2,7}", 7),
+    ],
+)
+def test_pattern_steps_multiply_nested_repeats_and_add_sequences(pattern: str, steps: int) -> None:
+    assert _pattern_steps(pattern) == steps
+
+
+def test_a_pattern_whose_repeats_write_out_too_much_is_refused(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity("Ada", "person", ("a" * 40 + "!",))])
+    with pytest.raises(InvalidArgument, match=f"at most {MAX_PATTERN_STEPS:,}"):
+        eng.graph.with_observations_matching("(a{1000}){1000}")
+    assert [e.name for e in eng.graph.with_observations_matching("a{40}!")] == ["Ada"]
+
+
+def test_property_integers_beyond_64_bits_become_floats_and_beyond_floats_are_refused() -> None:
+    assert check_props({"n": 2**63 - 1, "m": -(2**63)}) == {"n": 2**63 - 1, "m": -(2**63)}
+    assert check_props({"n": 2**64}) == {"n": float(2**64)}
+    with pytest.raises(InvalidArgument, match="finite number"):
+        check_props({"n": 10**400})
+
+
+def _cursor(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def test_read_graph_takes_any_limit_and_only_its_own_cursors(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity("Ada"), NewEntity("Bob")])
+    assert [e.name for e in eng.graph.read(limit=2**63 - 1).entities] == ["Ada", "Bob"]
+    page = eng.graph.read(limit=1)
+    assert page.next_cursor is not None
+    assert [e.name for e in eng.graph.read(limit=1, cursor=page.next_cursor).entities] == ["Bob"]
+    for forged in ("e:9223372036854775808", "e: 1", "e:-1", "e:1e3", "x:1"):
+        with pytest.raises(InvalidArgument, match="cursor is not one this server gave out"):
+            eng.graph.read(limit=1, cursor=_cursor(forged))

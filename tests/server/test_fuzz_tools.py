@@ -25,16 +25,20 @@ After every call:
   the SQLite file by a read-only connection of the test's own;
 - the server still answers a cheap read and wrote no traceback to stderr.
 
+Every tool is also fuzzed over `serve --http`, with a quarter of the examples.
+
 Settings: `FUZZ_EXAMPLES=<n>` examples per test (default 20; every test is one tool or
 one profile's malformed calls), `FUZZ_SHRINK=1` to let Hypothesis shrink a failure
-(each shrink step may restart a crashed server). The cases run are printed per profile
-when the module ends.
+(each shrink step may restart a crashed server), `FUZZ_RANDOM=1` to draw new cases (by
+default every run draws the same ones). The cases run are printed per profile when the
+module ends.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
 import math
 import os
@@ -44,7 +48,7 @@ import sqlite3
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,15 +59,26 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from http_support import HttpServer
 from support import PROFILE_TOOLS, SCOPE_A, RawServer, serve_command
 
 HANG_GUARD_S = 20.0
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "20"))
 SHRINK = bool(os.environ.get("FUZZ_SHRINK"))
+RANDOM = bool(os.environ.get("FUZZ_RANDOM"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
-    derandomize=True,
+    derandomize=not RANDOM,
+    database=None,
+    print_blob=False,
+    phases=list(Phase) if SHRINK else [Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+HTTP_SETTINGS = settings(
+    max_examples=max(1, EXAMPLES // 4),
+    deadline=None,
+    derandomize=not RANDOM,
     database=None,
     print_blob=False,
     phases=list(Phase) if SHRINK else [Phase.explicit, Phase.generate],
@@ -127,6 +142,25 @@ class ServerDied(AssertionError):
     pass
 
 
+def request_bytes(request_id: int, method: str, params: Any, *, ascii_only: bool) -> bytes:
+    """A request as one line: JSON escapes for everything non-ASCII, or raw UTF-8 in which
+    a lone surrogate becomes the (ill-formed) three bytes it would be."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    text = json.dumps(message, ensure_ascii=ascii_only, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
+
+
+def json_rpc_reply(data: bytes, where: str) -> dict[str, Any]:
+    """`data` read as the SDK's client reads a message: anything else fails the case."""
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(data)
+        message = json.loads(data)
+    except Exception as error:
+        raise AssertionError(f"{where} carried something that is not a JSON-RPC message: {data[:500]!r}") from error
+    assert isinstance(message, dict), data[:500]
+    return message
+
+
 class RawClient(RawServer):
     """`mnemodb serve` driven line by line: any bytes can be sent, every stdout line is checked,
     and stderr (in a file) can be read from any offset."""
@@ -155,12 +189,8 @@ class RawClient(RawServer):
             pass  # the server is gone: `answer` says so, with its stderr
 
     def request_line(self, method: str, params: Any, *, ascii_only: bool = True) -> tuple[int, bytes]:
-        """A request as one line: JSON escapes for everything non-ASCII, or raw UTF-8 in which
-        a lone surrogate becomes the (ill-formed) three bytes it would be."""
         self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        text = json.dumps(message, ensure_ascii=ascii_only, separators=(",", ":"))
-        return self.next_id, text.encode("utf-8", "surrogatepass")
+        return self.next_id, request_bytes(self.next_id, method, params, ascii_only=ascii_only)
 
     def answer(self, request_id: int, timeout: float = HANG_GUARD_S) -> dict[str, Any]:
         """The reply to `request_id`, or an id-less error (the line could not be read as a
@@ -177,12 +207,7 @@ class RawClient(RawServer):
                     self.proc.wait(timeout=5)
                 tail = self.stderr_since()[-4000:]
                 raise ServerDied(f"the server closed stdout (exit {self.proc.poll()}); stderr:\n{tail}")
-            try:
-                mcp_types.jsonrpc_message_adapter.validate_json(line)
-                message = json.loads(line)
-            except Exception as error:
-                raise AssertionError(f"stdout carried a line that is not a JSON-RPC message: {line[:500]!r}") from error
-            assert isinstance(message, dict), line[:500]
+            message = json_rpc_reply(line, "stdout")
             if message.get("id") == request_id:
                 return message
             if "id" in message and message["id"] is None and "error" in message:
@@ -214,6 +239,96 @@ class RawClient(RawServer):
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait()
+
+
+class HttpClient:
+    """The same calls over `mnemodb serve --http`: each request line is the body of one POST
+    to /mcp on a kept-alive connection; the reply must be one JSON-RPC message whatever
+    the status (the SDK answers a message it cannot read with 400 and a JSON-RPC error)."""
+
+    def __init__(self, db: Path, profile: str, flags: Sequence[str]) -> None:
+        self._stack = contextlib.ExitStack()
+        self.server = self._stack.enter_context(HttpServer.start(db, *flags, profile=profile))
+        self.proc = self.server.proc
+        self.next_id = 0
+        self.abandoned = False
+        self._body = b""
+        self._connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=HANG_GUARD_S)
+        self._headers = {
+            "Host": f"127.0.0.1:{self.server.port}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+
+    def stderr_size(self) -> int:
+        return len(self.server.stderr)
+
+    def stderr_since(self, start: int = 0) -> str:
+        return self.server.stderr[start:]
+
+    def request_line(self, method: str, params: Any, *, ascii_only: bool = True) -> tuple[int, bytes]:
+        self.next_id += 1
+        return self.next_id, request_bytes(self.next_id, method, params, ascii_only=ascii_only)
+
+    def send_line(self, data: bytes) -> None:
+        self._body = data
+
+    def _post(self) -> tuple[int, bytes]:
+        for attempt in (1, 2):
+            try:
+                # Refused (413) before all of a large body was read: the answer still follows.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._connection.request("POST", "/mcp", self._body, self._headers)
+                response = self._connection.getresponse()
+                data = response.read()
+                if response.status != 200 or response.will_close:
+                    self._connection.close()  # the next request opens a fresh connection
+                return response.status, data
+            except http.client.RemoteDisconnected:
+                # A kept-alive connection the server closed while idle; a dead server fails below.
+                self._connection.close()
+                if attempt == 2 or self.proc.poll() is not None:
+                    raise
+        raise AssertionError("unreachable")
+
+    def answer(self, request_id: int, timeout: float = HANG_GUARD_S) -> dict[str, Any]:
+        self._connection.timeout = timeout
+        try:
+            status, data = self._post()
+        except TimeoutError:
+            self.abandoned = True
+            raise Hang(f"no answer within {timeout:g}s; log tail:\n{self.stderr_since()[-3000:]}") from None
+        except (OSError, http.client.HTTPException) as error:
+            self._connection.close()
+            if self.proc.poll() is None:
+                raise AssertionError(f"the connection failed while the server runs: {error!r}") from error
+            tail = self.stderr_since()[-4000:]
+            raise ServerDied(f"the server exited ({self.proc.returncode}); log:\n{tail}") from None
+        if status == 413:  # the SDK's body limit, before any JSON-RPC: a plain-text refusal
+            assert data == b"Request body too large", data[:500]
+            return {"jsonrpc": "2.0", "id": request_id, "error": {"code": 413, "message": data.decode()}}
+        assert status < 500, f"HTTP {status}: {data[:500]!r}"
+        message = json_rpc_reply(data, f"an HTTP {status} reply")
+        assert message.get("id") in (request_id, None), f"a reply to another request: {data[:500]!r}"
+        assert (status == 200) == (message.get("id") == request_id), f"HTTP {status}: {data[:500]!r}"
+        return message
+
+    def handshake(self) -> None:
+        """Nothing to do: the server is stateless, and each request names its protocol version."""
+
+    def rpc(self, method: str, params: Any) -> dict[str, Any]:
+        request_id, line = self.request_line(method, params)
+        self.send_line(line)
+        return self.answer(request_id)
+
+    def close(self) -> int:
+        """SIGTERM (the server's clean stop), or a kill if it may still be busy."""
+        self._connection.close()
+        if self.abandoned and self.proc.poll() is None:
+            self.proc.kill()
+        self._stack.close()
+        return self.proc.returncode
 
 
 # -- schemas -----------------------------------------------------------------------------------------
@@ -723,8 +838,9 @@ class Stats:
 class Fuzzed:
     """One profile's server, its tools' schemas, its seeds, and a read-only view of its file."""
 
-    def __init__(self, profile: str, directory: Path) -> None:
+    def __init__(self, profile: str, directory: Path, transport: str = "stdio") -> None:
         self.profile = profile
+        self.transport = transport
         self.directory = directory
         self.stats = Stats()
         self.starts = 0
@@ -739,8 +855,13 @@ class Fuzzed:
         self.checked_stderr = 0
         """How much of stderr the per-case checks have looked at."""
         self.db = self.directory / f"memory-{self.starts}.db"
-        command = serve_command(self.db, self.profile, *FLAGS.get(self.profile, []))
-        self.client = RawClient(command, self.directory / f"stderr-{self.starts}.log")
+        flags = FLAGS.get(self.profile, [])
+        self.client: RawClient | HttpClient
+        if self.transport == "http":
+            self.client = HttpClient(self.db, self.profile, flags)
+        else:
+            command = serve_command(self.db, self.profile, *flags)
+            self.client = RawClient(command, self.directory / f"stderr-{self.starts}.log")
         self.client.handshake()
         listed = self.client.rpc("tools/list", {})["result"]["tools"]
         self.tools: dict[str, dict[str, Any]] = {t["name"]: t for t in listed}
@@ -907,16 +1028,15 @@ class Fuzzed:
 
 
 @pytest.fixture(scope="module")
-def fleet(
-    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[Callable[[str], Fuzzed]]:
-    """The module's servers, one per profile, each started on first use."""
+def fleet(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Callable[..., Fuzzed]]:
+    """The module's servers, one per profile and transport, each started on first use."""
     started: dict[str, Fuzzed] = {}
 
-    def get(profile: str) -> Fuzzed:
-        if profile not in started:
-            started[profile] = Fuzzed(profile, tmp_path_factory.mktemp(f"fuzz-{profile}"))
-        return started[profile]
+    def get(profile: str, transport: str = "stdio") -> Fuzzed:
+        key = profile if transport == "stdio" else f"{profile} over {transport}"
+        if key not in started:
+            started[key] = Fuzzed(profile, tmp_path_factory.mktemp(f"fuzz-{profile}-{transport}"), transport)
+        return started[key]
 
     began = time.monotonic()
     yield get
@@ -979,12 +1099,26 @@ CASES = [(profile, tool) for profile, tools in TOOLS.items() for tool in tools]
 @pytest.mark.parametrize(("profile", "tool"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
 @SETTINGS
 @given(data=st.data())
-def test_tool_survives_fuzzing(fleet: Callable[[str], Fuzzed], profile: str, tool: str, data: st.DataObject) -> None:
+def test_tool_survives_fuzzing(fleet: Callable[..., Fuzzed], profile: str, tool: str, data: st.DataObject) -> None:
     server = fleet(profile)
     mode, arguments = arguments_for(data, server, tool)
     ascii_only = data.draw(st.sampled_from([True, True, False]), label="ascii")
     params = {"name": tool, "arguments": arguments}
     server.case(tool, params, ascii_only=ascii_only, mode=mode)
+
+
+@pytest.mark.parametrize(("profile", "tool"), CASES, ids=[f"{p}-{t}" for p, t in CASES])
+@HTTP_SETTINGS
+@given(data=st.data())
+def test_tool_survives_fuzzing_over_http(
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, data: st.DataObject
+) -> None:
+    """The same over Streamable HTTP, with fewer examples: the tools are the same code, the
+    reading and writing of messages is not."""
+    server = fleet(profile, "http")
+    mode, arguments = arguments_for(data, server, tool)
+    ascii_only = data.draw(st.sampled_from([True, True, False]), label="ascii")
+    server.case(tool, {"name": tool, "arguments": arguments}, ascii_only=ascii_only, mode=mode)
 
 
 NOT_OBJECTS = st.one_of(
@@ -998,7 +1132,7 @@ ODD_NAMES = ["", "nope", "REMEMBER", " recall", "tools/list", "\x00", "\ud800", 
 @pytest.mark.parametrize("profile", list(TOOLS))
 @SETTINGS
 @given(data=st.data())
-def test_malformed_calls_are_refused(fleet: Callable[[str], Fuzzed], profile: str, data: st.DataObject) -> None:
+def test_malformed_calls_are_refused(fleet: Callable[..., Fuzzed], profile: str, data: st.DataObject) -> None:
     """Arguments that are not an object or are absent, and tool names no profile has."""
     server = fleet(profile)
     tool = data.draw(st.one_of(st.sampled_from(TOOLS[profile]), st.sampled_from(ODD_NAMES)), label="tool")
@@ -1069,7 +1203,7 @@ SURROGATE_ECHOES = [
 @pytest.mark.parametrize("ascii_only", [True, False], ids=["escaped", "raw-bytes"])
 @pytest.mark.parametrize(("profile", "tool", "arguments"), SURROGATE_ECHOES)
 def test_a_lone_surrogate_is_a_parse_error(
-    fleet: Callable[[str], Fuzzed], profile: str, tool: str, arguments: dict[str, Any], ascii_only: bool
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any], ascii_only: bool
 ) -> None:
     server = fleet(profile)
     assert server.case(tool, {"name": tool, "arguments": arguments}, ascii_only=ascii_only) == "rpc-error"
@@ -1093,7 +1227,7 @@ HUGE_INTEGERS = [
 
 @pytest.mark.parametrize(("profile", "tool", "arguments"), HUGE_INTEGERS)
 def test_an_integer_past_the_float_range_is_refused(
-    fleet: Callable[[str], Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
     server = fleet(profile)
     assert server.case(tool, {"name": tool, "arguments": arguments}) != "ok"
@@ -1104,7 +1238,7 @@ def test_an_integer_past_the_float_range_is_refused(
 # read_graph bound `limit + 1` as an SQLite integer: 2**63 - 1 or 1e300 overflowed. A limit
 # past anything a store holds now simply means every entity.
 @pytest.mark.parametrize("limit", [2**63 - 1, 2**63, 10**20, 1e300])
-def test_a_read_graph_limit_past_sqlite_integers_reads_everything(fleet: Callable[[str], Fuzzed], limit: float) -> None:
+def test_a_read_graph_limit_past_sqlite_integers_reads_everything(fleet: Callable[..., Fuzzed], limit: float) -> None:
     server = fleet("knowledge-graph")
     assert server.case("read_graph", {"name": "read_graph", "arguments": {"limit": limit}}) == "ok"
     names = {e["name"] for e in server.last["result"]["structuredContent"]["entities"]}
@@ -1124,7 +1258,7 @@ NUL_SEARCHES = [
 
 @pytest.mark.parametrize(("profile", "tool", "arguments"), NUL_SEARCHES)
 def test_a_nul_in_a_search_is_searched_for(
-    fleet: Callable[[str], Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
     assert fleet(profile).case(tool, {"name": tool, "arguments": arguments}) == "ok"
 
@@ -1143,7 +1277,7 @@ FORGED_CURSORS = [
 
 @pytest.mark.parametrize(("profile", "tool", "arguments"), FORGED_CURSORS)
 def test_a_forged_cursor_is_refused(
-    fleet: Callable[[str], Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
     server = fleet(profile)
     assert server.case(tool, {"name": tool, "arguments": arguments}) == "tool-error"
@@ -1163,14 +1297,14 @@ REPEAT_BOMBS = [
 
 @pytest.mark.parametrize(("profile", "tool", "arguments"), REPEAT_BOMBS)
 def test_a_counted_repeat_bomb_is_refused(
-    fleet: Callable[[str], Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
     server = fleet(profile)
     assert server.case(tool, {"name": tool, "arguments": arguments}) == "tool-error"
     assert "at most 100,000" in json.dumps(server.last), server.last
 
 
-def test_a_modest_counted_repeat_still_matches(fleet: Callable[[str], Fuzzed]) -> None:
+def test_a_modest_counted_repeat_still_matches(fleet: Callable[..., Fuzzed]) -> None:
     server = fleet("knowledge-graph")
     arguments = {"pattern": "a{40}!"}
     assert server.case("filter_observations", {"name": "filter_observations", "arguments": arguments}) == "ok"

@@ -25,7 +25,9 @@ After every call:
   the SQLite file by a read-only connection of the test's own;
 - the server still answers a cheap read and wrote no traceback to stderr.
 
-Every tool is also fuzzed over `serve --http`, with a quarter of the examples.
+Every tool is also fuzzed over `serve --http`, with a quarter of the examples: each
+request is one POST, and each reply must be one JSON-RPC message (200 with the request's
+id, or a 4xx error without one), except the SDK's plain-text 413 for a body over the limit.
 
 Settings: `FUZZ_EXAMPLES=<n>` examples per test (default 20; every test is one tool or
 one profile's malformed calls), `FUZZ_SHRINK=1` to let Hypothesis shrink a failure

@@ -377,6 +377,20 @@ def test_a_read_only_token_reads_and_cannot_write(guarded: tuple[HttpServer, dic
         assert reader.call("survey", {})["current_seq"] == before["current_seq"]
 
 
+def test_metrics_show_a_token_only_the_scopes_it_reads(guarded: tuple[HttpServer, dict[str, str]]) -> None:
+    server, secrets = guarded
+    pages = {}
+    for which in ("a", "b"):
+        status, _, body = server.raw(
+            "GET", "/metrics", headers={"Host": f"127.0.0.1:{server.port}", "Authorization": f"Bearer {secrets[which]}"}
+        )
+        assert status == 200
+        pages[which] = body.decode()
+    assert metric(pages["b"], "mnemodb_memories", scope=TEAM_B) == 1
+    assert metric(pages["a"], "mnemodb_memories", scope=TEAM_B) is None
+    assert TEAM_B not in pages["a"]
+
+
 def test_with_a_token_the_server_may_bind_beyond_loopback(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:

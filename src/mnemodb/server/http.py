@@ -12,7 +12,8 @@ load balancer on one database file, and both protocol eras work (2025-11-25 clie
   rate per token (`RateLimiter`) and a body size limit;
 - `/healthz` says whether the database answers (no authentication: load balancers ask);
 - `/metrics` is Prometheus text: requests by path and status, tool calls and their
-  latency per tool and outcome, the database's size and the memories per scope.
+  latency per tool and outcome, the database's size and the memories per scope (with a
+  token, only the scopes it reads).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mnemodb.engine.errors import EngineError
-from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
+from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, current_grant, granted
 from mnemodb.server.config import HttpSettings, JwtSettings, is_loopback
 
 if TYPE_CHECKING:
@@ -89,8 +90,11 @@ class _StoreCollector(Collector):
         size.add_metric([], float(self._engine.store.size_bytes()))
         yield size
         memories = GaugeMetricFamily("mnemodb_memories", "Memories stored, per scope", labels=["scope"])
+        # A team's token sees its own scopes only: scope names and sizes are tenant data.
+        grant = current_grant()
         for scope, count in self._engine.memories_per_scope().items():
-            memories.add_metric([scope], float(count))
+            if grant is None or scope in grant.read_scopes:
+                memories.add_metric([scope], float(count))
         yield memories
 
 

@@ -1186,6 +1186,16 @@ def test_the_checks_catch_bad_answers() -> None:
 # before its fix. `case` runs every check of the fuzzing on the call (and restarts a server
 # that died), and the test adds what the answer must be.
 
+
+def outcome_of(
+    fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: Any, **options: Any
+) -> tuple[str, str]:
+    """One call of `tool` with every check of the fuzzing: its outcome, and its reply as text."""
+    server = fleet(profile)
+    outcome = server.case(tool, {"name": tool, "arguments": arguments}, **options)
+    return outcome, json.dumps(server.last)
+
+
 # A lone UTF-16 surrogate is legal JSON (`"\ud800"`) but no Unicode text. Replies that
 # quoted one back (an unknown key, tool name, id or enum value) could not be written as
 # UTF-8: the stdio writer died and the process exited mid-call. Now a message holding one is
@@ -1231,10 +1241,10 @@ HUGE_INTEGERS = [
 def test_an_integer_past_the_float_range_is_refused(
     fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
-    server = fleet(profile)
-    assert server.case(tool, {"name": tool, "arguments": arguments}) != "ok"
+    outcome, reply = outcome_of(fleet, profile, tool, arguments)
+    assert outcome != "ok", reply
     if profile == "topodb":
-        assert "number out of range" in json.dumps(server.last), server.last
+        assert "number out of range" in reply, reply
 
 
 # read_graph bound `limit + 1` as an SQLite integer: 2**63 - 1 or 1e300 overflowed. A limit
@@ -1262,7 +1272,8 @@ NUL_SEARCHES = [
 def test_a_nul_in_a_search_is_searched_for(
     fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
-    assert fleet(profile).case(tool, {"name": tool, "arguments": arguments}) == "ok"
+    outcome, reply = outcome_of(fleet, profile, tool, arguments)
+    assert outcome == "ok", reply
 
 
 # Cursors are opaque, but their numbers were used unchecked: native's offset went through
@@ -1281,9 +1292,8 @@ FORGED_CURSORS = [
 def test_a_forged_cursor_is_refused(
     fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
-    server = fleet(profile)
-    assert server.case(tool, {"name": tool, "arguments": arguments}) == "tool-error"
-    assert "cursor is not one this server gave out" in json.dumps(server.last), server.last
+    outcome, reply = outcome_of(fleet, profile, tool, arguments)
+    assert outcome == "tool-error" and "cursor is not one this server gave out" in reply, reply
 
 
 # The `regex` module compiles a counted repeat by writing its body out that many times:
@@ -1301,9 +1311,8 @@ REPEAT_BOMBS = [
 def test_a_counted_repeat_bomb_is_refused(
     fleet: Callable[..., Fuzzed], profile: str, tool: str, arguments: dict[str, Any]
 ) -> None:
-    server = fleet(profile)
-    assert server.case(tool, {"name": tool, "arguments": arguments}) == "tool-error"
-    assert "at most 100,000" in json.dumps(server.last), server.last
+    outcome, reply = outcome_of(fleet, profile, tool, arguments)
+    assert outcome == "tool-error" and "at most 100,000" in reply, reply
 
 
 def test_a_modest_counted_repeat_still_matches(fleet: Callable[..., Fuzzed]) -> None:

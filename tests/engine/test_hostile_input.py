@@ -89,3 +89,14 @@ def test_read_graph_takes_any_limit_and_only_its_own_cursors(eng: Engine) -> Non
     for forged in ("e:9223372036854775808", "e: 1", "e:-1", "e:1e3", "x:1"):
         with pytest.raises(InvalidArgument, match="cursor is not one this server gave out"):
             eng.graph.read(limit=1, cursor=_cursor(forged))
+
+
+def test_names_starting_pages_and_takes_wildcards_literally(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity(name) for name in ("ab1", "AB2", "ab3", "a%b", "a_b", "zz")])
+    assert eng.graph.names_starting("ab", limit=2) == (["ab1", "AB2"], True)
+    assert eng.graph.names_starting("ab", limit=3) == (["ab1", "AB2", "ab3"], False)
+    assert eng.graph.names_starting("a%") == (["a%b"], False)
+    assert eng.graph.names_starting("a_") == (["a_b"], False)
+    assert eng.graph.names_starting("a\x00") == ([], False)
+    with pytest.raises(InvalidArgument, match="prefix is too long"):
+        eng.graph.names_starting("a" * (MAX_QUERY_CHARS + 1))

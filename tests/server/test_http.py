@@ -19,6 +19,7 @@ import pytest
 
 from http_support import MODERN, HttpServer
 from mnemodb.engine import Engine
+from mnemodb.engine.graph import NewEntity
 from mnemodb.server import config
 from mnemodb.server.app import build_server
 from mnemodb.server.config import HttpSettings
@@ -317,6 +318,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> tuple[HttpServer, dict[
         }
         engine.tokens.revoke("gone")
         engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+        engine.graph.create_entities([NewEntity("Zorblax launch plan")], scope=TEAM_B)
     with HttpServer.start(db) as running:
         yield running, secrets  # type: ignore[misc]
 
@@ -364,8 +366,21 @@ def test_the_token_decides_the_tenant(guarded: tuple[HttpServer, dict[str, str]]
         assert (survey["write_scope"], survey["scopes"], survey["memories"]) == (TEAM_A, [TEAM_A], 1)
     with Native.connect(server.url, MODERN, token=secrets["b"]) as b:
         found = b.call("recall", {"query": "ships Mondays launch"})["items"]
-        assert [item["scope"] for item in found] == [TEAM_B]
+        assert found and {item["scope"] for item in found} == {TEAM_B}
         assert b.call("survey", {})["memories"] == 1  # the planted memory was never written
+
+
+def test_completion_suggests_only_names_the_token_reads(guarded: tuple[HttpServer, dict[str, str]]) -> None:
+    from mcp_types import ResourceTemplateReference
+
+    server, secrets = guarded
+    reference = ResourceTemplateReference(type="ref/resource", uri="mnemodb://entity/{name}")
+    suggested = {}
+    for which in ("a", "b"):
+        with Native.connect(server.url, token=secrets[which]) as remote:
+            done = remote.run(remote.client.complete, reference, {"name": "name", "value": "zorb"})
+            suggested[which] = done.completion.values
+    assert suggested == {"a": [], "b": ["Zorblax launch plan"]}
 
 
 def test_a_read_only_token_reads_and_cannot_write(guarded: tuple[HttpServer, dict[str, str]]) -> None:
@@ -491,9 +506,19 @@ def test_completion_logging_level_and_a_missing_resource(server: HttpServer) -> 
     from mcp_types import ResourceTemplateReference
 
     with Native.connect(server.url) as remote:
-        reference = ResourceTemplateReference(type="ref/resource", uri="mnemodb://entity/{name}")
-        done = remote.run(remote.client.complete, reference, {"name": "name", "value": "Ad"})
-        assert done.completion.values == []
+        names = ["Adalbert", "adam_smith", "Adrian%", "Bob"]
+        remote.call("remember", {"entities": [{"name": name} for name in names]})
+
+        def complete(typed: str, uri: str = "mnemodb://entity/{name}") -> Any:
+            reference = ResourceTemplateReference(type="ref/resource", uri=uri)
+            return remote.run(remote.client.complete, reference, {"name": "name", "value": typed}).completion
+
+        done = complete("AD")
+        assert (done.values, done.total, done.has_more) == (["Adalbert", "adam_smith", "Adrian%"], 3, False)
+        assert complete("adam_").values == ["adam_smith"]
+        assert complete("Adrian%").values == ["Adrian%"]
+        assert complete("a%").values == []  # % and _ are themselves, not wildcards
+        assert complete("Ad", "mnemodb://memory/{ref}").values == []  # ids are not worth suggesting
         remote.run(remote.client.set_logging_level, "info")
         with pytest.raises(MCPError) as missing:
             remote.run(remote.client.read_resource, "mnemodb://nothing/here")
@@ -522,6 +547,7 @@ def with_jwt(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
     db = tmp_path_factory.mktemp("jwt") / "memory.db"
     with Engine.open(str(db)) as engine:
         engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+        engine.graph.create_entities([NewEntity("Zorblax launch plan")], scope=TEAM_B)
     flags = ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-key", SECRET]
     with HttpServer.start(db, *flags, "--public-url", "https://memory.example.com") as running:
         yield running  # type: ignore[misc]

@@ -429,6 +429,18 @@ class KnowledgeGraph:
         next_cursor = _encode_cursor("e", pks[-1]) if more and pks else None
         return Graph(self._ordered(entities, pks), relations, next_cursor)
 
+    def names_starting(
+        self, prefix: str, *, limit: int = 100, scopes: Sequence[str] | None = None
+    ) -> tuple[list[str], bool]:
+        """Entity names that start with `prefix` (ASCII case ignored), in order: at most
+        `limit`, and whether there are more (for completing a name as it is typed)."""
+        reads = self._reads(scopes)
+        if "\x00" in check_query(prefix, "prefix"):
+            return [], False  # no name holds one that LIKE could see past: it ends the pattern
+        with self._engine.store.read() as tx:
+            names = tx.entity_names_starting(reads, prefix, limit + 1)
+        return names[:limit], len(names) > limit
+
     def open(self, names: Sequence[str], *, scopes: Sequence[str] | None = None) -> Graph:
         """The named entities (unknown names skipped), in creation order, and the relations among them."""
         reads = self._reads(scopes)

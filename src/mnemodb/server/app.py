@@ -36,6 +36,7 @@ from mcp_types import (
     ReadResourceRequestParams,
     ReadResourceResult,
     ResourceTemplate,
+    ResourceTemplateReference,
     SetLevelRequestParams,
     SubscribeRequestParams,
     TextContent,
@@ -240,9 +241,19 @@ def build_server(
         )
 
     async def complete(ctx: Any, params: CompleteRequestParams) -> CompleteResult:
-        # Prompt arguments and template variables here are free text or references the
-        # client already holds; there is no short list worth suggesting.
-        return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
+        # Only template variables that name something stored (an entity's name) have values
+        # worth suggesting; prompt arguments are free text.
+        ref = params.ref
+        template = (
+            next((t for t in profile.templates if t.uri_template == ref.uri), None)
+            if isinstance(ref, ResourceTemplateReference)
+            else None
+        )
+        if template is None or template.complete is None:
+            return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
+        suggest, typed = template.complete, params.argument.value
+        values, more = await run_in_worker(engine, lambda: suggest(engine, typed), tool_timeout_ms)
+        return CompleteResult(completion=Completion(values=values, total=None if more else len(values), has_more=more))
 
     async def set_logging_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
         # Accepted so clients may ask; the server sends no log notifications, at any level

@@ -94,6 +94,8 @@ class TemplateResource:
     title: str | None = None
     description: str | None = None
     mime_type: str = "application/json"
+    complete: Callable[[Engine, str], tuple[list[str], bool]] | None = None
+    """Values of the variable that start with what was typed, and whether there are more."""
 
     def match(self, uri: str) -> str | None:
         """The variable's value when `uri` fits the template, else None."""

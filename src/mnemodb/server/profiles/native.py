@@ -42,6 +42,8 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 MAX_BATCH = 100
 MIN_MAX_CHARS = 500
+MAX_COMPLETIONS = 100
+"""The most values one completion answer may hold (the MCP specification's bound)."""
 
 
 # -- shapes ---------------------------------------------------------------------------------------
@@ -967,6 +969,7 @@ class NativeProfile(Profile):
                 title="An entity",
                 description="One entity in full, by exact name or id, with its observations and relations",
                 read=_read_item(Entity),
+                complete=lambda engine, typed: engine.graph.names_starting(typed, limit=MAX_COMPLETIONS),
             ),
         )
         self.resources = (

@@ -152,6 +152,17 @@ class EntityReads:
             args.append(limit)
         return [r[0] for r in self.conn.execute(sql, args)]
 
+    def entity_names_starting(self, scopes: Sequence[str], prefix: str, limit: int) -> list[str]:
+        """Distinct entity names that start with `prefix` (ignoring the case of ASCII letters,
+        as LIKE does), in order ignoring that case too, at most `limit`."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self.conn.execute(
+            f"SELECT DISTINCT name FROM entity WHERE scope IN ({marks(len(scopes))}) "
+            "AND name LIKE ? ESCAPE '\\' ORDER BY name COLLATE NOCASE, name LIMIT ?",
+            [*scopes, escaped + "%", limit],
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def entity_pks_of_type(self, scopes: Sequence[str], entity_type: str) -> list[int]:
         """Entities whose type equals `entity_type` ignoring case, in creation order."""
         canonical, params = _canonical("e", scopes)

@@ -561,6 +561,19 @@ def test_filter_by_tags_is_all_of_and_leaves_out_entities(eng: Engine) -> None:
     assert labels(eng.items.search("both", where=ItemFilter(tags=("b", "a")))) == ["both tags"]
 
 
+def test_a_query_word_that_is_a_tag_finds_the_tagged_memories_of_the_read_scopes(eng: Engine) -> None:
+    mem(eng, "Deploy with the blue button", tags=["runbook"], memory_type="howto")
+    mem(eng, "Restart the queue first", tags=["runbook"])
+    mem(eng, "Another team's steps", tags=["runbook"], scope=SCOPE_A)
+    mem(eng, "Untagged words about nothing")
+    found = labels(eng.items.search("runbook", kinds=("memory",)))
+    assert sorted(found) == ["Deploy with the blue button", "Restart the queue first"]
+    typed = eng.items.search("runbook", kinds=("memory",), where=ItemFilter(types=("howto",)))
+    assert labels(typed) == ["Deploy with the blue button"]
+    both = eng.items.search("runbook", kinds=("memory",), scopes=["shared", SCOPE_A])
+    assert len(labels(both)) == 3
+
+
 def test_filter_by_min_importance_leaves_out_entities(eng: Engine) -> None:
     for importance in (3, 5, 8):
         mem(eng, f"importance {importance}", importance=importance)

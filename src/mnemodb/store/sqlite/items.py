@@ -114,11 +114,15 @@ class ItemReads:
         if not tags:
             return []
         condition, params = filter_sql(where, "memory", at, scopes)
+        # The tagged memories come from the (tag, scope) index (the unary + keeps SQLite from
+        # walking the scope index instead): testing every memory of the scopes for a tag
+        # cost 17 ms a query at 100,000 memories, tagged or not.
+        in_scopes = f"IN ({marks(len(scopes))})"
         return self.conn.execute(
             "SELECT m.node, 0.0, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
-            f"WHERE m.scope IN ({marks(len(scopes))}) AND EXISTS (SELECT 1 FROM memory_tag t WHERE "
-            f"t.node = m.node AND t.tag IN ({marks(len(tags))})) AND {condition} ORDER BY m.node DESC LIMIT ?",
-            [*scopes, *tags, *params, limit],
+            f"WHERE m.node IN (SELECT t.node FROM memory_tag t WHERE t.tag IN ({marks(len(tags))}) "
+            f"AND t.scope {in_scopes}) AND +m.scope {in_scopes} AND {condition} ORDER BY m.node DESC LIMIT ?",
+            [*tags, *scopes, *scopes, *params, limit],
         ).fetchall()
 
     def list_memories(self, scopes: Sequence[str], where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:

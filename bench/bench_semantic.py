@@ -22,6 +22,10 @@ Run: `.venv/bin/python bench/bench_semantic.py [--memories 100000] [--queries 30
 
 from __future__ import annotations
 
+# isort: off
+import mnemodb.cli  # noqa: F401  before numpy: it sets how OpenBLAS threads idle, as `mnemodb serve` does
+# isort: on
+
 import argparse
 import json
 import os

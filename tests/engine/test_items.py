@@ -1627,28 +1627,33 @@ def test_remember_is_all_or_nothing_or_item_by_item(
         assert (stats.memories, stats.entities) == (len(known), len(named))
 
 
-item_specs = st.lists(st.tuples(st.sampled_from(("memory", "entity")), st.integers(0, 3)), max_size=14)
+item_specs = st.lists(
+    st.tuples(st.sampled_from(("memory", "entity")), st.integers(0, 3), st.sampled_from(ALL)), max_size=14
+)
 
 
 @SETTINGS
 @given(item_specs, st.integers(1, 5), st.sampled_from([("memory", "entity"), ("memory",), ("entity",)]))
-def test_paging_a_listing_yields_it_exactly_once(specs: list[tuple[str, int]], k: int, kinds: tuple[str, ...]) -> None:
+def test_paging_a_listing_yields_it_exactly_once(
+    specs: list[tuple[str, int, str]], k: int, kinds: tuple[str, ...]
+) -> None:
+    """Over several scopes too: each scope's newest are read apart and merged."""
     with fresh_engine() as (eng, clock):
-        for i, (kind, at) in enumerate(specs):
+        for i, (kind, at, scope) in enumerate(specs):
             clock.now = START_MS + at  # equal times are common: ties must break the same way
             if kind == "memory":
-                mem(eng, f"memory {i}")
+                mem(eng, f"memory {i}", scope=scope, scopes=ALL)
             else:
-                ent(eng, f"Entity {i}")
+                ent(eng, f"Entity {i}", scope=scope, scopes=ALL)
         expected = [s for s in specs if s[0] in kinds]
-        full = eng.items.search(kinds=kinds, limit=100)
+        full = eng.items.search(kinds=kinds, limit=100, scopes=ALL)
         assert len(full.found) == len(expected) and not full.more
-        born = [f.item.created_at for f in full.found]
+        born = [(f.item.created_at, f.item.pk) for f in full.found]
         assert born == sorted(born, reverse=True)
         seen: list[str] = []
         offset = 0
         while True:
-            page = eng.items.search(kinds=kinds, offset=offset, limit=k)
+            page = eng.items.search(kinds=kinds, offset=offset, limit=k, scopes=ALL)
             seen += [f.item.id for f in page.found]
             offset += k
             assert page.more == (offset < len(expected))

@@ -1661,3 +1661,39 @@ def test_paging_a_listing_yields_it_exactly_once(
                 break
         assert seen == [f.item.id for f in full.found]
         assert len(set(seen)) == len(seen)
+
+
+tagged_specs = st.lists(
+    st.tuples(st.integers(0, 3), st.sampled_from(ALL), st.sets(st.sampled_from(["red", "blue", "green"]))),
+    max_size=14,
+)
+
+
+@SETTINGS
+@given(tagged_specs, st.sets(st.sampled_from(["red", "blue", "green"]), min_size=1), st.integers(1, 4))
+def test_a_tag_filtered_listing_is_the_same_led_by_the_tag_or_by_time(
+    specs: list[tuple[int, str, set[str]]], wanted: set[str], k: int
+) -> None:
+    """A rare tag leads the listing from its index entries, a common one is checked while
+    walking the newest items: both give every memory carrying all the tags, newest first."""
+    from mnemodb.store.sqlite import items as sqlite_items
+
+    with fresh_engine() as (eng, clock):
+        made = []
+        for i, (at, scope, tags) in enumerate(specs):
+            clock.now = START_MS + at
+            made.append((at, mem(eng, f"memory {i}", tags=sorted(tags), scope=scope, scopes=ALL), tags))
+        expected = [m.id for at, m, tags in sorted(made, key=lambda x: (-x[0], -x[1].pk)) if wanted <= tags]
+        where = ItemFilter(tags=tuple(sorted(wanted)))
+        listings = []
+        for rare in (0, 10_000):  # no tag is rare / every tag is
+            original, sqlite_items._RARE_TAG = sqlite_items._RARE_TAG, rare
+            try:
+                pages = [
+                    eng.items.search(kinds=("memory",), where=where, scopes=ALL, offset=o, limit=k)
+                    for o in range(0, 16, k)
+                ]
+            finally:
+                sqlite_items._RARE_TAG = original
+            listings.append([f.item.id for page in pages for f in page.found])
+        assert listings == [expected, expected]

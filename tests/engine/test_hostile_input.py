@@ -56,6 +56,7 @@ def test_repeated_words_count_once(eng: Engine) -> None:
         ("a{100}b{100}c{100}", 300),
         ("x{2,}", 2),
         ("x{2,7}", 7),
+        ("a{" + "9" * 5000 + "}", 10**11),  # past int()'s 4,300 digits
     ],
 )
 def test_pattern_steps_multiply_nested_repeats_and_add_sequences(pattern: str, steps: int) -> None:

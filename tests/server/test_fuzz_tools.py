@@ -404,6 +404,7 @@ BAD_ULIDS = st.sampled_from(
         "#0",
         "#-1",
         "#99999999999999999999",
+        "#" + "9" * 5000,  # past the digits Python's int() reads
         "shared",
         "*",
         "%",
@@ -1296,12 +1297,22 @@ def test_a_forged_cursor_is_refused(
     assert outcome == "tool-error" and "cursor is not one this server gave out" in reply, reply
 
 
+# A number of 4,300 digits or more is past what Python's int() reads: a topodb batch
+# back-ref like that was "internal error: ValueError"; Rust reads it as no usize.
+def test_a_back_ref_of_thousands_of_digits_is_not_a_number(fleet: Callable[..., Fuzzed]) -> None:
+    link = {"op": "link", "from": "#" + "9" * 5000, "to": "#0", "type": "t"}
+    commands = [{"op": "create_memory", "content": "x"}, link]
+    outcome, reply = outcome_of(fleet, "topodb", "submit_batch", {"commands": commands})
+    assert outcome == "rpc-error" and "is not #<number>" in reply, reply
+
+
 # The `regex` module compiles a counted repeat by writing its body out that many times:
 # `a{1000000000}` never answered (minutes of compiling, gigabytes of memory), outside any
 # time limit. Patterns whose repeats would write out more than 100,000 steps are refused.
 REPEAT_BOMBS = [
     ("native", "recall", {"pattern": "a{1000000000}"}),
     ("native", "recall", {"pattern": "(a{1000}){1000}"}),
+    ("native", "recall", {"pattern": "a{" + "9" * 5000 + "}"}),
     ("knowledge-graph", "filter_observations", {"pattern": "a{1000000000}"}),
     ("knowledge-graph", "filter_observations", {"pattern": "((x{100}){100}){100}"}),
 ]

@@ -107,8 +107,10 @@ def _encode_cursor(kind: str, pk: int) -> str:
 
 
 # A row key as `_encode_cursor` writes it: digits that fit a 64-bit integer.
-_LARGEST_PAGE = 2**40
 _CURSOR_POSITION = regex.compile(r"[0-9]{1,18}")
+# More entities than any store holds: a larger page limit means the same (SQLite's LIMIT
+# is a 64-bit integer, and the page reads one more than its limit).
+_LARGEST_PAGE = 2**40
 
 
 def _decode_cursor(cursor: str, kind: str) -> int:
@@ -167,8 +169,9 @@ def _pattern_steps(pattern: str) -> int:
         level = levels[-1]
         repeat = _COUNTED_REPEAT.match(pattern, i) if ch == "{" else None
         if repeat is not None:
-            low, high = repeat.group(1), repeat.group(2)
-            level[1] *= max(1, int(low), int(high) if high else 0)
+            # Past ten digits a count is past any budget (and int() refuses 4,300 or more).
+            counts = [int(c) if len(c) <= 10 else 10**11 for c in repeat.groups("0") if c]
+            level[1] *= max(1, *counts)
             i = repeat.end()
             continue
         if ch == "\\":
@@ -406,7 +409,7 @@ class KnowledgeGraph:
         if limit is not None and limit < 1:
             raise InvalidArgument("limit must be at least 1")
         if limit is not None:
-            limit = min(limit, _LARGEST_PAGE)  # more than any store holds; SQLite's LIMIT is 64-bit
+            limit = min(limit, _LARGEST_PAGE)
         reads = self._reads(scopes)
         after = _decode_cursor(cursor, "e") if cursor else 0
         with self._engine.store.read() as tx:

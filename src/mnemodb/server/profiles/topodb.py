@@ -465,9 +465,12 @@ class _Batch:
                 return parse_id(text, f"{name} {kind}")
             except ToolError as exc:
                 self.fail(str(exc))
-        if not _BACK_REF.fullmatch(text[1:]):
+        # As Rust parses a usize: leading zeros are fine, a value past 64 bits is no number
+        # (and Python's int() refuses 4,300 digits or more).
+        significant = text[1:].lstrip("+").lstrip("0") or "0"
+        if not _BACK_REF.fullmatch(text[1:]) or len(significant) > 20 or int(significant) > U64_MAX:
             self.fail(f"{name} back-ref {rust_debug(text)} is not #<number>")
-        target = int(text[1:])
+        target = int(significant)
         if target >= self.index:
             self.fail(f"{name} back-ref {rust_debug(text)} must point to an earlier command")
         produced = self.kinds[target]

@@ -1675,7 +1675,8 @@ def test_a_tag_filtered_listing_is_the_same_led_by_the_tag_or_by_time(
     specs: list[tuple[int, str, set[str]]], wanted: set[str], k: int
 ) -> None:
     """A rare tag leads the listing from its index entries, a common one is checked while
-    walking the newest items: both give every memory carrying all the tags, newest first."""
+    walking the newest items; scopes are walked apart, or read together past `_WALKS` of
+    them. Every way gives every memory carrying all the tags, newest first."""
     from mnemodb.store.sqlite import items as sqlite_items
 
     with fresh_engine() as (eng, clock):
@@ -1686,14 +1687,16 @@ def test_a_tag_filtered_listing_is_the_same_led_by_the_tag_or_by_time(
         expected = [m.id for at, m, tags in sorted(made, key=lambda x: (-x[0], -x[1].pk)) if wanted <= tags]
         where = ItemFilter(tags=tuple(sorted(wanted)))
         listings = []
-        for rare in (0, 10_000):  # no tag is rare / every tag is
-            original, sqlite_items._RARE_TAG = sqlite_items._RARE_TAG, rare
+        ways = list(itertools.product((0, 10_000), (1, 32)))  # no tag is rare / every tag is; together / apart
+        for rare, walks in ways:
+            saved = sqlite_items._RARE_TAG, sqlite_items._WALKS
+            sqlite_items._RARE_TAG, sqlite_items._WALKS = rare, walks
             try:
                 pages = [
                     eng.items.search(kinds=("memory",), where=where, scopes=ALL, offset=o, limit=k)
                     for o in range(0, 16, k)
                 ]
             finally:
-                sqlite_items._RARE_TAG = original
+                sqlite_items._RARE_TAG, sqlite_items._WALKS = saved
             listings.append([f.item.id for page in pages for f in page.found])
-        assert listings == [expected, expected]
+        assert listings == [expected] * len(ways)

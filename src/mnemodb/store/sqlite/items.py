@@ -90,6 +90,8 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
 # A tag on at most this many memories of the read scopes leads a listing filtered by it
 # (see `ItemReads._newest`).
 _RARE_TAG = 2000
+# A listing walks each read scope apart up to this many scopes (see `ItemReads._newest`).
+_WALKS = 32
 
 
 class ItemReads:
@@ -150,16 +152,20 @@ class ItemReads:
         every result carries and few memories do, each scope's rows come from the tag's
         index entries instead, so a rare tag does not mean walking every memory."""
         table, own = ("memory m", "m") if kind == MEMORY else ("entity e", "e")
-        source, lead, head = f"node n JOIN {table} ON {own}.node = n.pk", "n.label = ? AND n.scope = ?", kind
+        source, lead, head = f"node n JOIN {table} ON {own}.node = n.pk", "n.label = ? AND n.scope", kind
         if via_tag is not None:
             source = f"memory_tag t JOIN node n ON n.pk = t.node JOIN {table} ON {own}.node = n.pk"
-            lead, head = "t.tag = ? AND t.scope = ?", via_tag
-        one_scope = (
+            lead, head = "t.tag = ? AND t.scope", via_tag
+        # Past a few dozen scopes one sorted read of them all beats as many walks (and SQLite
+        # allows 500 SELECTs in a compound at most).
+        groups = [[scope] for scope in scopes] if len(scopes) <= _WALKS else [list(scopes)]
+        parts = [
             f"SELECT * FROM (SELECT n.pk AS pk, n.created_at AS born FROM {source} WHERE {lead} "
-            f"AND {condition} ORDER BY n.created_at DESC, n.pk DESC LIMIT ?)"
-        )
-        sql = " UNION ALL ".join([one_scope] * len(scopes)) + " ORDER BY born DESC, pk DESC LIMIT ? OFFSET ?"
-        args = [value for scope in scopes for value in (head, scope, *params, offset + limit)]
+            f"IN ({marks(len(group))}) AND {condition} ORDER BY n.created_at DESC, n.pk DESC LIMIT ?)"
+            for group in groups
+        ]
+        sql = " UNION ALL ".join(parts) + " ORDER BY born DESC, pk DESC LIMIT ? OFFSET ?"
+        args = [value for group in groups for value in (head, *group, *params, offset + limit)]
         return [r[0] for r in self.conn.execute(sql, [*args, limit, offset])]
 
     def _rare_tag(self, tags: Sequence[str], scopes: Sequence[str]) -> str | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import sqlite3
 import sys
 import tempfile
 import threading
@@ -29,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mnemodb.engine import Engine, content_hash
+from measure import read_back
+from mnemodb.engine import content_hash
 from serve_client import ServeProcess, error_code, tool_outcome
 
 SHARED_POOL = 20
@@ -261,20 +261,11 @@ class Verdict:
 
 def verify(db: Path, logs: Sequence[ClientLog], seed: int) -> Verdict:
     verdict = Verdict()
-    conn = sqlite3.connect(db)
-    try:
-        if conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]:
-            verdict.store.append("integrity_check failed")
-        if conn.execute("PRAGMA foreign_key_check").fetchall():
-            verdict.store.append("foreign_key_check failed")
-    finally:
-        conn.close()
-    with Engine.open(str(db)) as engine:
-        changes = engine.changes()
-        records = list(engine.export())
-    seqs = [c.seq for c in changes]
-    if seqs != list(range(1, len(seqs) + 1)):
-        verdict.store.append(f"change log has gaps ({len(seqs)} entries, last seq {seqs[-1] if seqs else 0})")
+    file = read_back(db)
+    verdict.store += file.integrity
+    if file.gap_text:
+        verdict.store.append(file.gap_text)
+    changes, records = file.changes, file.records
     memories = [r for r in records if r["type"] == "node" and "memory" in r]
     found = Counter(r["memory"]["hash"] for r in memories)
     expected: dict[str, str] = {}

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from measure import read_back
 from mnemodb.engine import Engine, NewMemory, content_hash
 from serve_client import ServeProcess, ServerGone, serve_env, tool_outcome
 
@@ -64,25 +65,11 @@ class RunResult:
 
 def open_and_check(db: Path) -> tuple[dict[str, str], Counter[str], int, list[str]]:
     """Integrity and change log of a file: (memory hash -> node id, log ops, edge count, failures)."""
-    failures: list[str] = []
-    conn = sqlite3.connect(db)
-    try:
-        result = conn.execute("PRAGMA integrity_check").fetchall()
-        if result != [("ok",)]:
-            failures.append(f"integrity_check: {result[:5]}")
-        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
-        if broken:
-            failures.append(f"foreign_key_check: {broken[:5]}")
-    finally:
-        conn.close()
-    with Engine.open(str(db)) as engine:
-        changes = engine.changes()
-        records = list(engine.export())
-    seqs = [c.seq for c in changes]
-    if seqs != list(range(1, len(seqs) + 1)):
-        present = set(seqs)
-        gaps = [s for s in range(1, max(seqs) + 1) if s not in present]
-        failures.append(f"change log has gaps at seq {gaps[:10]}")
+    file = read_back(db)
+    failures = list(file.integrity)
+    if file.gap_text:
+        failures.append(file.gap_text)
+    changes, records = file.changes, file.records
     memories = {r["memory"]["hash"]: r["id"] for r in records if r["type"] == "node" and "memory" in r}
     edges = sum(1 for r in records if r["type"] == "edge")
     return memories, Counter(c.op for c in changes), edges, failures

@@ -55,9 +55,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from measure import p50, p95
+from measure import p50, p95, read_back
 from mnemodb import __version__ as MNEMODB_VERSION
-from mnemodb.engine import Engine, content_hash
+from mnemodb.engine import content_hash
 
 PROTOCOL_VERSION = "2025-11-25"
 PROFILES = ("native", "memdb")
@@ -849,21 +849,12 @@ class Verdict:
 def verify(db: Path, logs: Sequence[ClientLog], profile: str) -> Verdict:
     """Read the file the servers wrote (they have stopped) and hold it against the clients' logs."""
     verdict = Verdict()
-    conn = sqlite3.connect(db)
-    try:
-        if conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]:
-            verdict.integrity.append("PRAGMA integrity_check failed")
-        if conn.execute("PRAGMA foreign_key_check").fetchall():
-            verdict.integrity.append("PRAGMA foreign_key_check failed")
-    finally:
-        conn.close()
-    with Engine.open(str(db)) as engine:
-        changes = engine.changes()
-        records = list(engine.export())
+    file = read_back(db)
+    verdict.integrity += file.integrity
+    if file.gap_text:
+        verdict.change_log.append(file.gap_text)
+    changes, records = file.changes, file.records
     verdict.changes = len(changes)
-    seqs = [c.seq for c in changes]
-    if seqs != list(range(1, len(seqs) + 1)):
-        verdict.change_log.append(f"change log not gapless: {len(seqs)} entries, last seq {seqs[-1] if seqs else 0}")
 
     native = profile == "native"
     memories = [r for r in records if r["type"] == "node" and "memory" in r]

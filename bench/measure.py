@@ -1,11 +1,17 @@
-"""Measurement helpers the benchmarks share: percentiles and a process tree's memory."""
+"""Measurement helpers the benchmarks share: percentiles, a process tree's memory, and
+reading back a database file its writers have left."""
 
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from mnemodb.engine import Change, Engine
 
 
 def p50(samples: Sequence[float]) -> float:
@@ -52,3 +58,42 @@ def rss_mb(pid: int) -> tuple[float, float]:
         sum(_status_kb(p, "VmRSS") for p in pids) / 1024,
         sum(_status_kb(p, "VmHWM") for p in pids) / 1024,
     )
+
+
+@dataclass
+class ReadBack:
+    """A database file after its writers stopped: SQLite's own checks, its change log and
+    its export."""
+
+    integrity: list[str]
+    """What `PRAGMA integrity_check` and `foreign_key_check` found wrong (empty when fine)."""
+    gaps: list[int]
+    """Change-log sequence numbers missing below the last one."""
+    changes: list[Change]
+    records: list[dict[str, Any]]
+
+    @property
+    def gap_text(self) -> str | None:
+        if not self.gaps:
+            return None
+        return f"change log has gaps at seq {self.gaps[:10]} ({len(self.changes)} entries)"
+
+
+def read_back(db: Path) -> ReadBack:
+    integrity: list[str] = []
+    conn = sqlite3.connect(db)
+    try:
+        result = conn.execute("PRAGMA integrity_check").fetchall()
+        if result != [("ok",)]:
+            integrity.append(f"integrity_check: {result[:5]}")
+        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            integrity.append(f"foreign_key_check: {broken[:5]}")
+    finally:
+        conn.close()
+    with Engine.open(str(db)) as engine:
+        changes = list(engine.changes())
+        records = list(engine.export())
+    present = {c.seq for c in changes}
+    gaps = [seq for seq in range(1, max(present, default=0) + 1) if seq not in present]
+    return ReadBack(integrity, gaps, changes, records)

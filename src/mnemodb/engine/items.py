@@ -518,9 +518,7 @@ class Items:
         if not 0 <= expand_hops <= MAX_EXPAND:
             raise InvalidArgument(f"expand must be from 0 to {MAX_EXPAND} hops")
         if query is not None:
-            check_query(query)  # before it is embedded
-        if pattern is not None:
-            check_query(pattern, "pattern")
+            check_query(query)  # before it is embedded; a pattern is checked where it is compiled
         where = where or ItemFilter()
         for key, _ in where.props:
             if '"' in check_text(key, "property name"):
@@ -654,7 +652,7 @@ class Items:
         notes: dict[str, Details] | None,
     ) -> Ranking:
         """Memories by words and tags, scored as every profile's memory search scores them."""
-        terms = query_terms(check_query(query))
+        terms = query_terms(query)  # checked by `search`
         tags = tag_candidates(query)
         pool = RANKED_POOL
         by_text = tx.filtered_text_search(terms, reads, pool, where, now)

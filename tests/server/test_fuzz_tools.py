@@ -144,12 +144,29 @@ class ServerDied(AssertionError):
     pass
 
 
-def request_bytes(request_id: int, method: str, params: Any, *, ascii_only: bool) -> bytes:
-    """A request as one line: JSON escapes for everything non-ASCII, or raw UTF-8 in which
-    a lone surrogate becomes the (ill-formed) three bytes it would be."""
-    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-    text = json.dumps(message, ensure_ascii=ascii_only, separators=(",", ":"))
-    return text.encode("utf-8", "surrogatepass")
+class Requests:
+    """Numbered requests as raw lines; a transport supplies `send_line` and `answer`."""
+
+    next_id = 0
+
+    def send_line(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def answer(self, request_id: int, timeout: float = HANG_GUARD_S) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def request_line(self, method: str, params: Any, *, ascii_only: bool = True) -> tuple[int, bytes]:
+        """A request as one line: JSON escapes for everything non-ASCII, or raw UTF-8 in which
+        a lone surrogate becomes the (ill-formed) three bytes it would be."""
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        text = json.dumps(message, ensure_ascii=ascii_only, separators=(",", ":"))
+        return self.next_id, text.encode("utf-8", "surrogatepass")
+
+    def rpc(self, method: str, params: Any) -> dict[str, Any]:
+        request_id, line = self.request_line(method, params)
+        self.send_line(line)
+        return self.answer(request_id)
 
 
 def json_rpc_reply(data: bytes, where: str) -> dict[str, Any]:
@@ -163,14 +180,13 @@ def json_rpc_reply(data: bytes, where: str) -> dict[str, Any]:
     return message
 
 
-class RawClient(RawServer):
+class RawClient(Requests, RawServer):
     """`mnemodb serve` driven line by line: any bytes can be sent, every stdout line is checked,
     and stderr (in a file) can be read from any offset."""
 
     def __init__(self, command: list[str], errlog: Path) -> None:
         super().__init__(command, {"MNEMODB_LOG_LEVEL": "error"}, stderr_file=errlog)
         self.errlog = errlog
-        self.next_id = 0
         self.abandoned = False
         """A request went unanswered within the hang guard (the server may still be busy)."""
 
@@ -189,10 +205,6 @@ class RawClient(RawServer):
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # the server is gone: `answer` says so, with its stderr
-
-    def request_line(self, method: str, params: Any, *, ascii_only: bool = True) -> tuple[int, bytes]:
-        self.next_id += 1
-        return self.next_id, request_bytes(self.next_id, method, params, ascii_only=ascii_only)
 
     def answer(self, request_id: int, timeout: float = HANG_GUARD_S) -> dict[str, Any]:
         """The reply to `request_id`, or an id-less error (the line could not be read as a
@@ -224,11 +236,6 @@ class RawClient(RawServer):
         self.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})
         self.send_line(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
-    def rpc(self, method: str, params: Any) -> dict[str, Any]:
-        request_id, line = self.request_line(method, params)
-        self.send_line(line)
-        return self.answer(request_id)
-
     def close(self, timeout: float = 15.0) -> int:
         """End the server: by closing stdin, or by killing it if it may still be busy."""
         if self.abandoned and self.proc.poll() is None:
@@ -243,7 +250,7 @@ class RawClient(RawServer):
             return self.proc.wait()
 
 
-class HttpClient:
+class HttpClient(Requests):
     """The same calls over `mnemodb serve --http`: each request line is the body of one POST
     to /mcp on a kept-alive connection; the reply must be one JSON-RPC message whatever
     the status (the SDK answers a message it cannot read with 400 and a JSON-RPC error)."""
@@ -252,7 +259,6 @@ class HttpClient:
         self._stack = contextlib.ExitStack()
         self.server = self._stack.enter_context(HttpServer.start(db, *flags, profile=profile))
         self.proc = self.server.proc
-        self.next_id = 0
         self.abandoned = False
         self._body = b""
         self._connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=HANG_GUARD_S)
@@ -268,10 +274,6 @@ class HttpClient:
 
     def stderr_since(self, start: int = 0) -> str:
         return self.server.stderr[start:]
-
-    def request_line(self, method: str, params: Any, *, ascii_only: bool = True) -> tuple[int, bytes]:
-        self.next_id += 1
-        return self.next_id, request_bytes(self.next_id, method, params, ascii_only=ascii_only)
 
     def send_line(self, data: bytes) -> None:
         self._body = data
@@ -318,11 +320,6 @@ class HttpClient:
 
     def handshake(self) -> None:
         """Nothing to do: the server is stateless, and each request names its protocol version."""
-
-    def rpc(self, method: str, params: Any) -> dict[str, Any]:
-        request_id, line = self.request_line(method, params)
-        self.send_line(line)
-        return self.answer(request_id)
 
     def close(self) -> int:
         """SIGTERM (the server's clean stop), or a kill if it may still be busy."""

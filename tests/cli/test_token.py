@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mnemodb.engine import Engine
-from mnemodb.engine.tokens import TOKEN_PREFIX
+from mnemodb.engine.errors import Forbidden
+from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
 from support import server_env
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
+TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
 
 
 def mnemodb(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -65,3 +69,51 @@ def test_mistakes_are_one_line_errors(tmp_path: Path) -> None:
         assert result.stdout == ""
         assert result.stderr.startswith(expected), result.stderr
         assert result.stderr.count("\n") == 1
+
+
+def test_read_scopes_are_not_write_scopes(tmp_path: Path) -> None:
+    """`--read-scopes A --write-scope B` reads A and writes only B; `--write-scopes` adds more
+    scopes it may write."""
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        kept = engine.store_memory("Team A keeps this", scope=TEAM_A).memory
+    made = json.loads(
+        mnemodb(db, "create", "visitor", "--read-scopes", TEAM_A, "--write-scope", TEAM_B, "--json").stdout
+    )
+    assert (made["read_scopes"], made["write_scopes"]) == ([TEAM_B, TEAM_A], [TEAM_B])
+    wide = json.loads(mnemodb(db, "create", "wide", "--write-scope", TEAM_B, "--write-scopes", TEAM_A, "--json").stdout)
+    assert (wide["read_scopes"], wide["write_scopes"]) == ([TEAM_B, TEAM_A], [TEAM_B, TEAM_A])
+    with Engine.open(str(db)) as engine:
+        visitor = engine.tokens.verify(made["token"])
+        assert visitor is not None
+        with granted(Grant.of(visitor)):
+            assert engine.get_memory(kept.hash) is not None
+            with pytest.raises(Forbidden, match=f'scope "{TEAM_A}" is not writable with token "visitor"'):
+                engine.delete_memory(kept.hash)
+        assert engine.get_memory(kept.hash, scopes=[TEAM_A]) is not None
+    listed = mnemodb(db, "list").stdout
+    assert f"writes {TEAM_B} (by default {TEAM_B})" in listed
+    assert f"writes {TEAM_B}, {TEAM_A} (by default {TEAM_B})" in listed
+    help_text = subprocess.run(
+        [sys.executable, "-m", "mnemodb", "token", "create", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "scopes it may only read" in help_text and "--write-scopes" in help_text
+
+
+def test_revoking_the_last_token_keeps_the_server_closed_until_reopened(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    assert mnemodb(db, "create", "laptop").returncode == 0
+    refused = mnemodb(db, "reopen")
+    assert refused.returncode == 1 and "1 live token remains: revoke it first" in refused.stderr
+    revoked = mnemodb(db, "revoke", "laptop")
+    assert revoked.returncode == 0
+    assert "the HTTP server refuses every request until one is made" in revoked.stderr
+    assert "`mnemodb token reopen`" in mnemodb(db, "list").stderr
+    with Engine.open(str(db)) as engine:
+        assert engine.tokens.required() is True
+    reopened = mnemodb(db, "reopen")
+    assert reopened.returncode == 0, reopened.stderr
+    assert "takes requests without a token again" in reopened.stderr
+    with Engine.open(str(db)) as engine:
+        assert engine.tokens.required() is False
+    assert "takes requests without one" in mnemodb(db, "list").stderr

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.engine.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
@@ -69,9 +71,43 @@ def test_revoking_stops_a_token_at_once(eng: Engine) -> None:
     revoked = eng.tokens.revoke(token.id)
     assert revoked.revoked_at is not None
     assert eng.tokens.verify(secret) is None
-    assert eng.tokens.required() is False
     with pytest.raises(NotFound, match="no live token named or with id 'laptop'"):
         eng.tokens.revoke("laptop")
+
+
+def test_revoking_the_last_token_does_not_reopen_the_server(eng: Engine, db_path: Path) -> None:
+    """With no live token left, requests without one would read every scope: that must be
+    an operator's choice (`reopen`), not what revoking the last token happens to do."""
+    first, _ = eng.tokens.create("laptop")
+    second, _ = eng.tokens.create("ci")
+    eng.tokens.revoke(first.id)
+    with pytest.raises(Conflict, match="1 live token remains: revoke it first"):
+        eng.tokens.reopen()
+    eng.tokens.revoke(second.id)
+    assert eng.tokens.required() is True
+    eng.close()
+    with Engine.open(str(db_path)) as again:  # a stored setting, not a process's memory
+        assert again.tokens.required() is True
+        again.tokens.reopen()
+        assert again.tokens.required() is False
+        again.tokens.create("phone")
+        assert again.tokens.required() is True
+
+
+def test_a_token_reads_its_read_scopes_and_writes_only_its_write_scopes(eng: Engine) -> None:
+    token, _ = eng.tokens.create(
+        "a", read_scopes=[TEAM_A, "shared"], write_scope=TEAM_B, write_scopes=[TEAM_B, "shared"]
+    )
+    assert (token.read_scopes, token.write_scope, token.write_scopes) == (
+        (TEAM_B, "shared", TEAM_A),
+        TEAM_B,
+        (TEAM_B, "shared"),
+    )
+    reader, _ = eng.tokens.create("reader", read_scopes=[TEAM_A], write_scope=TEAM_B, read_only=True)
+    assert (reader.read_scopes, reader.write_scopes, reader.read_only) == ((TEAM_B, TEAM_A), (), True)
+    with pytest.raises(InvalidArgument, match="a read-only token writes no scope"):
+        eng.tokens.create("odd", write_scopes=[TEAM_A], read_only=True)
+    assert [t.write_scopes for t in eng.tokens.list()] == [(TEAM_B, "shared"), ()]
 
 
 def test_a_grant_sets_the_default_scopes(eng: Engine) -> None:
@@ -141,3 +177,88 @@ def test_the_unscoped_change_log_is_not_readable_under_a_grant(eng: Engine) -> N
     with granted(Grant.of(token)):
         changes, _ = eng.items.changes(1, 10)
         assert changes == []
+
+
+def _seed_team_a(eng: Engine) -> dict[str, str]:
+    """Team A's memory, entities, relations and a property-graph node; returns their ids."""
+    memory = eng.store_memory("Team A deploys on Mondays", ["deploys"], scope=TEAM_A).memory
+    other = eng.store_memory("Team A rolls back on Tuesdays", scope=TEAM_A).memory
+    ada, _ = eng.create_entity("Ada", "person", ["leads team A"], scope=TEAM_A)
+    bob, _ = eng.create_entity("Bob", "person", ["joined team A"], scope=TEAM_A)
+    with granted(None):
+        eng.graph.create_relations([NewRelation("Ada", "Bob", "mentors")], scope=TEAM_A, scopes=[TEAM_A])
+    edge = eng.link(memory.id, other.id, "precedes", scope=TEAM_A)
+    return {
+        "memory": memory.id,
+        "hash": memory.hash,
+        "other_hash": other.hash,
+        "ada": ada.id,
+        "bob": bob.id,
+        "edge": edge.id,
+    }
+
+
+def test_a_scope_a_token_only_reads_is_never_changed(eng: Engine) -> None:
+    """A token that reads A and writes B (as a JWT `read:A write:B`) changes nothing in A,
+    by any face: not a new item, an edit, a deletion, a relation or its end, observations,
+    properties, vectors, nor in a batch, where the whole batch is refused."""
+    from mnemodb.engine.items import Note, Patch
+    from mnemodb.engine.models import NewMemory
+    from mnemodb.engine.properties import CloseEdge, CreateNode, Link, RemoveNode, SetEmbedding, SetProps
+
+    ids = _seed_team_a(eng)
+    token, _ = eng.tokens.create("a", read_scopes=[TEAM_A], write_scope=TEAM_B)
+    before = (eng.current_seq(), list(eng.export())[1:])
+    not_writable = f'scope "{TEAM_A}" is not writable with token "a"'
+    changes: list[Callable[[], object]] = [
+        lambda: eng.store_memory("planted", scope=TEAM_A),
+        lambda: eng.store_memories([NewMemory("planted")], scope=TEAM_A),
+        lambda: eng.update_memory(ids["hash"], importance=9),
+        lambda: eng.delete_memory(ids["hash"]),
+        lambda: eng.delete_memories([ids["hash"]]),
+        lambda: eng.relate_memories(ids["hash"], ids["other_hash"], "follows", scope=TEAM_A),
+        lambda: eng.unrelate_memories(ids["hash"], ids["other_hash"], "precedes"),
+        lambda: eng.close_edge(ids["edge"]),
+        lambda: eng.link(ids["memory"], ids["ada"], "about", scope=TEAM_A),
+        lambda: eng.create_entity("Cy", scope=TEAM_A),
+        lambda: eng.add_observations("Ada", ["plays chess"]),
+        lambda: eng.graph.create_entities([NewEntity("Cy")], scope=TEAM_A),
+        lambda: eng.graph.create_relations([NewRelation("Bob", "Ada", "reports to")], scope=TEAM_A),
+        lambda: eng.graph.delete_entities(["Bob"]),
+        lambda: eng.graph.delete_observations([("Ada", ["leads team A"])]),
+        lambda: eng.graph.delete_relations([NewRelation("Ada", "Bob", "mentors")]),
+        lambda: eng.items.revise(ids["memory"], Patch(content="Rewritten")),
+        lambda: eng.items.forget([ids["memory"]]),
+        lambda: eng.items.forget([("Ada", "mentors", "Bob")]),
+        lambda: eng.items.relate(add=[("Ada", "Bob", "trusts", {}, None)], scope=TEAM_A),
+        lambda: eng.items.relate(close=[(ids["edge"], None)]),
+        lambda: eng.items.remember([Note(NewMemory("planted"))], scope=TEAM_A),
+        # Found by name in a scope it reads, then changed: the entity is A's.
+        lambda: eng.items.remember(entities=[NewEntity("Ada", "", ("plays chess",))]),
+        lambda: eng.items.remember([Note(NewMemory("about Ada"), about=("Ada",))], scope=TEAM_A),
+        lambda: eng.nodes.submit([CloseEdge(ids["edge"])]),
+        lambda: eng.nodes.submit([CreateNode("Task", {"title": "planted"}, TEAM_A)]),
+        lambda: eng.nodes.submit([SetProps(ids["ada"], {"role": "planted"})]),
+        lambda: eng.nodes.submit([RemoveNode(ids["bob"])]),
+        lambda: eng.nodes.submit([SetEmbedding(ids["ada"], "m", (1.0, 0.0))]),
+        lambda: eng.nodes.submit([Link(ids["ada"], ids["bob"], "knows", {}, TEAM_A, None)]),
+    ]
+    with granted(Grant.of(token)):
+        for index, change in enumerate(changes):
+            with pytest.raises(Forbidden, match=not_writable):
+                change()
+            assert (eng.current_seq(), list(eng.export())[1:]) == before, f"change {index} wrote something"
+    assert (eng.current_seq(), list(eng.export())[1:]) == before
+
+
+def test_deleting_an_item_may_not_take_a_relation_in_a_scope_the_token_only_reads(eng: Engine) -> None:
+    """The relation would go with the item (by cascade): a change to the scope it lives in."""
+    shared = eng.store_memory("The shared calendar", scope="shared").memory
+    own = eng.store_memory("Team B's launch", scope=TEAM_B).memory
+    eng.link(shared.id, own.id, "lists", scope="shared")
+    token, _ = eng.tokens.create("b", read_scopes=["shared"], write_scope=TEAM_B)
+    seq = eng.current_seq()
+    with granted(Grant.of(token)), pytest.raises(Forbidden, match="relations in scopes it may not write touch it"):
+        eng.items.forget([own.id])
+    assert eng.current_seq() == seq
+    assert eng.get_memory(own.hash, scopes=[TEAM_B]) is not None

@@ -303,6 +303,7 @@ def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
+TEAM_C = "01HV7N8Q3Y2J6W5X4Z9A0B1C2F"
 
 
 @pytest.fixture(scope="module")
@@ -418,6 +419,24 @@ def test_with_a_token_the_server_may_bind_beyond_loopback(tmp_path: Path) -> Non
         with Engine.open(str(db)) as engine:
             engine.tokens.revoke("team")
         assert running.post_mcp(INITIALIZE)[0] == 401
+
+
+def test_revoking_the_last_token_keeps_a_loopback_server_closed(tmp_path: Path) -> None:
+    """Requests without a token read every scope: a server that has had tokens opens to them
+    again only when an operator says so (`mnemodb token reopen`), never by a revocation."""
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        _, secret = engine.tokens.create("team")
+        engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+    with HttpServer.start(db) as running:
+        assert running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {secret}"})[0] == 200
+        with Engine.open(str(db)) as engine:
+            engine.tokens.revoke("team")
+        assert running.post_mcp(INITIALIZE)[0] == 401
+        assert running.get("/metrics")[0] == 401
+        with Engine.open(str(db)) as engine:
+            engine.tokens.reopen()
+        assert running.post_mcp(INITIALIZE)[0] == 200
 
 
 def test_an_existing_database_without_tokens_is_refused_beyond_loopback(tmp_path: Path) -> None:
@@ -564,6 +583,21 @@ def test_a_jwt_grants_the_scopes_its_claim_lists(with_jwt: HttpServer) -> None:
     with Native.connect(with_jwt.url, token=jwt_for(f"read:{TEAM_A}")) as reader:
         assert len(reader.call("recall", {"query": "note"})["items"]) == 1
         assert 'token "jwt:alice" is read-only' in reader.error("remember", {"memories": [{"content": "no"}]})
+
+
+def test_a_jwt_writes_only_its_write_scopes(with_jwt: HttpServer) -> None:
+    """`read:A write:B` reads A and B but changes only B: not a new memory in A, nor A's own."""
+    with Native.connect(with_jwt.url, token=jwt_for(f"write:{TEAM_A}")) as owner:
+        [kept] = owner.call("remember", {"memories": [{"content": "Team A keeps this"}]})["memories"]
+    with Native.connect(with_jwt.url, token=jwt_for(f"read:{TEAM_A} write:{TEAM_C}", sub="bob")) as bob:
+        not_writable = f'scope "{TEAM_A}" is not writable with token "jwt:bob"'
+        assert bob.get(kept["id"])["scope"] == TEAM_A
+        assert not_writable in bob.error("remember", {"memories": [{"content": "planted"}], "scope": TEAM_A})
+        assert not_writable in bob.error("forget", {"refs": [kept["id"]]})
+        assert not_writable in bob.error("update", {"ref": kept["id"], "add_tags": ["planted"]})
+        [own] = bob.call("remember", {"memories": [{"content": "Bob's own note"}]})["memories"]
+        assert bob.get(own["id"])["scope"] == TEAM_C
+        assert "tags" not in bob.get(kept["id"])  # untouched: still no tags
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ from native_support import Native
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
+TEAM_C = "01HV7N8Q3Y2J6W5X4Z9A0B1C2F"
 SHARED = "shared"
 MARKER = "zorblax"
 """In every text of team B, and nowhere else."""
@@ -222,6 +223,12 @@ def _seed(db: Path) -> World:
                 "a-reader", read_scopes=[TEAM_A, SHARED], write_scope=TEAM_A, read_only=True
             )[1],
             "b": engine.tokens.create("team-b", read_scopes=[TEAM_B, SHARED], write_scope=TEAM_B)[1],
+            # Reads what team A reads, writes only a scope of its own: A is readable, not writable.
+            "a-visitor": engine.tokens.create("a-visitor", read_scopes=[TEAM_A, SHARED], write_scope=TEAM_C)[1],
+            # Team A with the shared scope writable too.
+            "a-shared": engine.tokens.create(
+                "team-a-shared", read_scopes=[TEAM_A, SHARED], write_scope=TEAM_A, write_scopes=[SHARED]
+            )[1],
         }
 
         def memory(label: str, content: str, scope: str, **fields: Any) -> None:
@@ -1621,11 +1628,12 @@ SHARED_DELETES: dict[str, tuple[str, Callable[[World], dict[str, Any]]]] = {
 def test_deleting_a_shared_item_takes_none_of_team_b_edges(
     scratch: Callable[[str], Deployment], world: World, profile: str
 ) -> None:
-    """Team A may write the shared scope, but the edges team B drew in its own scope to a
-    shared item are B's: deleting the item must not drop them behind B's back (no entry
-    of B's change log even says they went). Refusing the delete is fine."""
+    """A token of team A that may write the shared scope still may not change the edges
+    team B drew in its own scope to a shared item: deleting the item must not drop them
+    behind B's back (no entry of B's change log even says they went). Refusing the delete
+    is fine."""
     deployment = scratch(profile)
-    t = deployment.a
+    t = Tenant(deployment.server, world.tokens["a-shared"], world, profile, deployment.db)
     t.problems = []
     tool, make = SHARED_DELETES[profile]
     args = make(world)
@@ -1649,3 +1657,76 @@ def test_team_b_is_exactly_as_seeded(deploy: Callable[[str], Deployment], world:
     assert seeded["nodes"] and seeded["edges"] and seeded["vectors"] and seeded["changes"]
     differences = _differences(seeded, now)
     assert not differences, world.labelled("\n".join(differences))
+
+
+NOT_WRITABLE_BY_VISITOR = (f'scope "{TEAM_A}" is not writable with token "a-visitor"', "cannot touch an item in scope")
+
+VISITOR_WRITES: dict[str, dict[str, Callable[[World], dict[str, Any]]]] = {
+    "native": {
+        "remember": lambda w: {"memories": [{"content": "Visitor note"}], "scope": TEAM_A},
+        "remember-entity": lambda w: {"entities": [{"name": "AlphaDb", "observations": ["visited"]}]},
+        "update": lambda w: {"ref": w.id("A2"), "add_tags": ["visited"]},
+        "forget": lambda w: {"refs": [w.id("A2")]},
+        "forget-relation": lambda w: {"relations": [{"from": "AlphaService", "type": "depends_on", "to": "AlphaDb"}]},
+        "relate": lambda w: {"add": [{"from": "AlphaDb", "to": "AlphaService", "type": "visited"}]},
+        "relate-in-a": lambda w: {"add": [{"from": "AlphaDb", "to": "AlphaService", "type": "x"}], "scope": TEAM_A},
+        "relate-close": lambda w: {"close": [{"id": w.id("A_DEPENDS")}]},
+    },
+    "memdb": {
+        "update_memory": lambda w: {"hash": w.hash("A2"), "content": "Visitor rewrite"},
+        "delete_memory": lambda w: {"hash": w.hash("A2")},
+        "delete_memories": lambda w: {"hashes": [w.hash("A2")]},
+        "create_relationship": lambda w: {"from_hash": w.hash("A2"), "to_hash": w.hash("A1"), "relation_type": "v"},
+        "delete_relationship": lambda w: {
+            "from_hash": w.hash("A1"),
+            "to_hash": w.hash("A2"),
+            "relation_type": "follows",
+        },
+    },
+    "topodb": {
+        "create_memory": lambda w: {"content": "Visitor note", "scope": TEAM_A},
+        "create_entity": lambda w: {"name": "VisitorEntity", "scope": TEAM_A},
+        "link": lambda w: {"from_id": w.id("A2"), "to_id": w.id("A_DB"), "edge_type": "visited"},
+        "set_node_props": lambda w: {"id": w.id("A_TASK"), "props": {"visited": True}},
+        "remove_node": lambda w: {"id": w.id("A2")},
+        "close_edge": lambda w: {"id": w.id("A_DEPENDS")},
+        "set_embedding": lambda w: {"id": w.id("A2"), "model": "shared-model", "vector": [0, 1]},
+        "submit_batch": lambda w: {
+            "commands": [
+                {"op": "create_memory", "content": "Visitor note"},
+                {"op": "set_node_props", "id": w.id("A_TASK"), "props": {"visited": True}},
+            ]
+        },
+    },
+    "knowledge-graph": {
+        "create_relations": lambda w: {"relations": [{"from": "AlphaDb", "to": "SharedHub", "relationType": "v"}]},
+        "add_observations": lambda w: {"observations": [{"entityName": "AlphaDb", "contents": ["visited"]}]},
+        "delete_entities": lambda w: {"entityNames": ["AlphaDb"]},
+        "delete_observations": lambda w: {
+            "deletions": [{"entityName": "AlphaDb", "observations": ["Alpha falcon launch storage"]}]
+        },
+        "delete_relations": lambda w: {
+            "relations": [{"from": "AlphaService", "to": "AlphaDb", "relationType": "depends_on"}]
+        },
+    },
+}
+"""Per profile, calls that would change team A's data (a tool may appear under several
+names, `tool-variant`): a token that only reads A is refused each."""
+
+
+@pytest.mark.parametrize(("profile", "case"), [(p, c) for p in PROFILES for c in VISITOR_WRITES[p]])
+def test_a_scope_a_token_only_reads_is_never_written(
+    deploy: Callable[[str], Deployment], world: World, profile: str, case: str
+) -> None:
+    """A token's read scopes are not its write scopes: reading A lets it see A's items, and
+    naming them, or A itself, in a write is refused, with nothing written anywhere."""
+    deployment = deploy(profile)
+    visitor = Tenant(deployment.server, world.tokens["a-visitor"], world, profile, deployment.db)
+    tool = case.partition("-")[0] if profile == "native" else case
+    args = VISITOR_WRITES[profile][case](world)
+    before = snapshot(deployment.db)
+    reply = visitor.call(tool, args)
+    after = snapshot(deployment.db)
+    assert reply.error, reply.text
+    assert any(Tenant.says(reply, text) for text in NOT_WRITABLE_BY_VISITOR), reply.text
+    assert _whole(after) == _whole(before), _differences(_whole(before), _whole(after))

@@ -205,6 +205,38 @@ def test_memories_from_before_turns_are_still_found_by_the_native_search(db_path
         assert [f.item.pk for f in found] == [1]
 
 
+def test_tokens_of_schema_10_write_only_their_write_scope_and_keep_the_server_closed(db_path: Path) -> None:
+    """Schema 10 kept one list of scopes for reading and writing; its tokens wrote only
+    their default write scope in practice. After the upgrade that is what they may write,
+    a read-only one writes nothing, and a database that had tokens keeps requiring one."""
+    make_old_database(db_path, 10)
+    with connect(db_path) as conn:
+        rows = [
+            ("01HV7N8Q3Y2J6W5X4Z9A0B1C51", "team", json.dumps([SCOPE_A, "shared"]), SCOPE_A, 0, None),
+            ("01HV7N8Q3Y2J6W5X4Z9A0B1C52", "reader", json.dumps(["shared"]), "shared", 1, None),
+            ("01HV7N8Q3Y2J6W5X4Z9A0B1C53", "gone", json.dumps(["shared"]), "shared", 0, T1),
+        ]
+        conn.executemany(
+            "INSERT INTO access_token (id, name, hash, read_scopes, write_scope, read_only, created_at, revoked_at) "
+            f"VALUES (?, ?, ?, ?, ?, ?, {T1}, ?)",
+            [(i, n, sha256(n), r, w, ro, rev) for i, n, r, w, ro, rev in rows],
+        )
+    with Engine.open(str(db_path)) as engine:
+        tokens = {t.name: t for t in engine.tokens.list(revoked=True)}
+        assert (tokens["team"].read_scopes, tokens["team"].write_scopes) == ((SCOPE_A, "shared"), (SCOPE_A,))
+        assert (tokens["reader"].write_scopes, tokens["reader"].read_only) == ((), True)
+        assert tokens["gone"].write_scopes == ("shared",)
+        engine.tokens.revoke("team")
+        engine.tokens.revoke("reader")
+        assert engine.tokens.required() is True
+
+
+def test_a_schema_10_database_that_never_had_tokens_stays_open(db_path: Path) -> None:
+    make_old_database(db_path, 10)
+    with Engine.open(str(db_path)) as engine:
+        assert engine.tokens.required() is False
+
+
 def test_a_new_database_is_created_at_the_latest_version(db_path: Path) -> None:
     with Engine.open(str(db_path)) as engine:
         engine.store_memory("first")

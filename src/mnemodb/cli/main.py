@@ -229,6 +229,7 @@ def _token_fields(token: Token) -> dict[str, Any]:
         "name": token.name,
         "read_scopes": list(token.read_scopes),
         "write_scope": token.write_scope,
+        "write_scopes": list(token.write_scopes),
         "read_only": token.read_only,
         "created": _when(token.created_at),
         "revoked": _when(token.revoked_at) if token.revoked_at is not None else None,
@@ -239,45 +240,75 @@ def cmd_token_create(args: argparse.Namespace) -> int:
     with _open_engine(args) as engine:
         token, secret = engine.tokens.create(
             args.name,
-            read_scopes=[s for s in (args.read_scopes or "").split(",") if s.strip()],
+            read_scopes=_scope_list(args.read_scopes),
             write_scope=args.write_scope,
+            write_scopes=_scope_list(args.write_scopes),
             read_only=args.read_only,
         )
     if args.json:
         _print_json({**_token_fields(token), "token": secret})
     else:
-        mode = "read-only" if token.read_only else f"writes to {token.write_scope} by default"
         print(secret)
         print(
-            f"token {token.name!r} ({token.id}): reads {', '.join(token.read_scopes)}; {mode}. "
+            f"token {token.name!r} ({token.id}): reads {', '.join(token.read_scopes)}; {_token_mode(token)}. "
             "It is shown this once: only its hash is kept.",
             file=sys.stderr,
         )
     return 0
 
 
+def _scope_list(text: str | None) -> list[str]:
+    return [s for s in (text or "").split(",") if s.strip()]
+
+
+def _token_mode(token: Token) -> str:
+    if token.read_only:
+        return "read-only"
+    return f"writes {', '.join(token.write_scopes)} (by default {token.write_scope})"
+
+
 def cmd_token_list(args: argparse.Namespace) -> int:
     with _open_engine(args) as engine:
         tokens = engine.tokens.list(revoked=args.revoked)
+        required = engine.tokens.required()
     if args.json:
         _print_json([_token_fields(t) for t in tokens])
         return 0
     for t in tokens:
         state = f"revoked {_when(t.revoked_at)}" if t.revoked_at is not None else "live"
-        mode = "read-only" if t.read_only else f"writes {t.write_scope}"
-        print(f"{t.id}  {t.name}  reads {','.join(t.read_scopes)}  {mode}  created {_when(t.created_at)}  {state}")
-    if not tokens:
-        print("no tokens: the HTTP server takes requests without one (on loopback only)", file=sys.stderr)
+        reads = ",".join(t.read_scopes)
+        print(f"{t.id}  {t.name}  reads {reads}  {_token_mode(t)}  created {_when(t.created_at)}  {state}")
+    if not any(t.revoked_at is None for t in tokens):
+        print(_open_access_note(required), file=sys.stderr)
     return 0
+
+
+def _open_access_note(required: bool) -> str:
+    if required:
+        return (
+            "no live tokens: the HTTP server refuses every request until one is made "
+            "(`mnemodb token reopen` lets it take requests without one, on loopback only)"
+        )
+    return "no tokens: the HTTP server takes requests without one (on loopback only)"
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
     with _open_engine(args) as engine:
         token = engine.tokens.revoke(args.ref)
+        last = not engine.tokens.list()
     if args.json:
         _print_json(_token_fields(token))
     else:
         print(f"revoked token {token.name!r} ({token.id})")
+    if last:
+        print(_open_access_note(True), file=sys.stderr)
+    return 0
+
+
+def cmd_token_reopen(args: argparse.Namespace) -> int:
+    with _open_engine(args) as engine:
+        engine.tokens.reopen()
+    print("the HTTP server takes requests without a token again, on loopback only", file=sys.stderr)
     return 0
 
 
@@ -686,14 +717,20 @@ def build_parser() -> argparse.ArgumentParser:
     token = commands.add_parser(
         "token",
         help="access tokens for the HTTP server",
-        description="Bearer tokens for `mnemodb serve --http`. Once the database holds one, every HTTP "
-        "request needs one; each token decides which scopes its requests may read and write.",
+        description="Bearer tokens for `mnemodb serve --http`. Once a token has been made, every HTTP "
+        "request needs one (even after the last is revoked, until `token reopen`); each token decides "
+        "which scopes its requests may read and which they may write.",
     )
     token_commands = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
     create = token_commands.add_parser("create", help="make a token and print it (once)")
     create.add_argument("name", help="who or what holds it, e.g. ci-agent")
-    create.add_argument("--read-scopes", metavar="SCOPE,...", help="scopes it may read (its write scope always)")
-    create.add_argument("--write-scope", help='where its writes go by default: "shared" (default) or a ULID')
+    create.add_argument(
+        "--read-scopes", metavar="SCOPE,...", help="scopes it may only read (it reads its write scopes too)"
+    )
+    create.add_argument(
+        "--write-scope", help='where its writes go by default, and a scope it may write: "shared" (default) or a ULID'
+    )
+    create.add_argument("--write-scopes", metavar="SCOPE,...", help="more scopes it may write (and read)")
     create.add_argument("--read-only", action="store_true", help="it may read but never write")
     _store_options(create, scope=False)
     create.set_defaults(run=cmd_token_create)
@@ -705,6 +742,15 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("ref", help="the token's name or id")
     _store_options(revoke, scope=False)
     revoke.set_defaults(run=cmd_token_revoke)
+    reopen = token_commands.add_parser(
+        "reopen",
+        help="let the HTTP server take requests without a token again (loopback only)",
+        description="Once a token has been made, the HTTP server requires one even after the last is "
+        "revoked. With no live token left, this lets it take requests without one again, on a loopback "
+        "address only; those requests read and write every scope.",
+    )
+    _store_options(reopen, scope=False)
+    reopen.set_defaults(run=cmd_token_reopen)
 
     stats = commands.add_parser("stats", help="what the database holds")
     stats.add_argument("--scopes", help="comma-separated scopes to count (default: the --scope)")

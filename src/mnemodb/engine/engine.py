@@ -204,14 +204,24 @@ class Engine:
         return chosen
 
     def _write_scope(self, scope: str | None) -> str:
+        """The scope a new item or relation goes to: `scope`, or the default write scope.
+        Forbidden when the grant in force may not write it."""
         chosen = self.write_scope if scope is None else self.scope(scope)
-        grant = current_grant()
-        if grant is not None:
-            if grant.read_only:
-                raise Forbidden(f'token "{grant.name}" is read-only')
-            if chosen not in grant.read_scopes:
-                raise Forbidden(f'scope "{chosen}" is not writable with token "{grant.name}"')
+        self._check_writable(chosen)
         return chosen
+
+    @staticmethod
+    def _check_writable(scope: str | None) -> None:
+        """Under a grant, refuse a change to `scope` unless the grant may write it. Reading a
+        scope never implies writing it: a token reads its read scopes and writes only its
+        write scopes."""
+        grant = current_grant()
+        if grant is None:
+            return
+        if grant.read_only:
+            raise Forbidden(f'token "{grant.name}" is read-only')
+        if scope not in grant.write_scopes:
+            raise Forbidden(f'scope "{scope}" is not writable with token "{grant.name}"')
 
     def _hidden(self, scope: str, others: Iterable[str] = ()) -> bool:
         """True when a grant is in force and `scope` (or any of `others`, such as the ends of
@@ -233,18 +243,20 @@ class Engine:
                 )
 
     def _check_deletable(self, tx: ReadTx, pk: int) -> None:
-        """Under a grant, refuse to delete an item that relations the grant cannot see
-        touch: they would go with it (by cascade), a change to another tenant's data."""
+        """Under a grant, refuse to delete an item that relations the grant may not change
+        touch: they would go with it (by cascade), a change to another tenant's data. A
+        relation the grant may change is one in a scope it writes, between items it reads."""
         grant = current_grant()
         if grant is None:
             return
         edges = tx.edges_of([pk], "both")
-        ends = tx.labels_of([end for e in edges for end in (e.src_pk, e.dst_pk)])
+        ends = tx.labels_of([pk, *(end for e in edges for end in (e.src_pk, e.dst_pk))])
+        self._check_writable(ends[pk][1])  # the item's own scope first: the plainer refusal
         for edge in edges:
-            scopes = (edge.scope, ends[edge.src_pk][1], ends[edge.dst_pk][1])
-            if any(scope not in grant.read_scopes for scope in scopes):
+            ends_readable = all(ends[end][1] in grant.read_scopes for end in (edge.src_pk, edge.dst_pk))
+            if edge.scope not in grant.write_scopes or not ends_readable:
                 raise Forbidden(
-                    f'it cannot be deleted with token "{grant.name}": relations in scopes it may not read touch it'
+                    f'it cannot be deleted with token "{grant.name}": relations in scopes it may not write touch it'
                 )
 
     def _write_tx(self) -> contextlib.AbstractContextManager[WriteTx]:
@@ -258,7 +270,12 @@ class Engine:
     # -- helpers -------------------------------------------------------------------------------
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
+        """Append a change to the log, inside the change's own transaction. Every change a
+        caller makes is logged here, so this is where the grant's write scopes are checked
+        once for all of them: a change to a scope the grant may only read raises Forbidden
+        and its transaction rolls back, whichever face or lookup led to it."""
         scope, name, target, data = op
+        self._check_writable(scope)
         return tx.append_change(at, scope, name, target, data)
 
     def _record_access(self, pks: Iterable[int]) -> None:
@@ -615,12 +632,19 @@ class Engine:
         props: Props,
         valid_from: int,
         at: int,
+        *,
+        edge_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Edge:
+        """The one way a caller's relation is written (every face comes here): the scope
+        rules, the row, and its change-log entry. Faces that word the cross-scope refusal in
+        their own protocol's terms check it first; the check here stands either way."""
         if src_scope != dst_scope and SHARED not in (src_scope, dst_scope):
             raise InvalidArgument("cross-scope edge requires at least one shared endpoint")
         self._check_edge_scope(scope, src_scope, dst_scope)
-        edge_id = new_ulid()
-        pk = tx.insert_edge(edge_id, src, dst, edge_type, scope, props, valid_from, at)
+        pk = tx.insert_edge(edge_id or new_ulid(), src, dst, edge_type, scope, props, valid_from, at)
+        if extra:
+            tx.set_edge_extra(pk, extra)
         edge = tx.edge_by_pk(pk)
         assert edge is not None
         self._log(tx, ops.edge_created(edge), at)

@@ -220,8 +220,7 @@ class KnowledgeGraph:
         return tuple(dict.fromkeys((*self._reads(scopes), write_scope)))
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> None:
-        scope, name, target, data = op
-        tx.append_change(at, scope, name, target, data)
+        self._engine._log(tx, op, at)
 
     @staticmethod
     def _check_text(value: str, what: str) -> str:
@@ -306,12 +305,9 @@ class KnowledgeGraph:
                         f"{item.from_name} and {item.to_name} live in different private scopes; "
                         "a relation may cross scopes only to or from the shared scope"
                     )
-                edge_pk = tx.insert_edge(new_ulid(), src.pk, dst.pk, item.relation_type, target, {}, at, at)
-                if item.extra:
-                    tx.set_edge_extra(edge_pk, item.extra)
-                edge = tx.edge_by_pk(edge_pk)
-                assert edge is not None
-                self._log(tx, ops.edge_created(edge), at)
+                edge = self._engine._insert_edge(
+                    tx, src.pk, dst.pk, src.scope, dst.scope, item.relation_type, target, {}, at, at, extra=item.extra
+                )
                 created.append(
                     Relation(src.name, dst.name, item.relation_type, edge.pk, src.pk, dst.pk, dict(item.extra))
                 )

@@ -271,9 +271,16 @@ class Token:
     id: str
     name: str
     read_scopes: tuple[str, ...]
-    """The scopes its holder may read (and, unless `read_only`, write)."""
+    """The scopes its holder may read; every scope it may write is among them."""
     write_scope: str
-    """Where its holder's writes go when a call names no scope; one of `read_scopes`."""
-    read_only: bool
+    """Where its holder's writes go when a call names no scope; one of `read_scopes`, and of
+    `write_scopes` unless the token is read-only."""
+    write_scopes: tuple[str, ...]
+    """The scopes its holder may write (create, change, relate, close, delete in); none for
+    a read-only token."""
     created_at: int
     revoked_at: int | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return not self.write_scopes

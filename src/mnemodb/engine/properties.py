@@ -668,8 +668,7 @@ class PropertyGraph:
         return node
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
-        scope, name, target, data = op
-        return tx.append_change(at, scope, name, target, data)
+        return self._engine._log(tx, op, at)
 
     def apply(self, tx: WriteTx, command: Command, at: int) -> str | None:
         """Run one command inside the caller's transaction (no back-references): the id it made."""
@@ -702,11 +701,10 @@ class PropertyGraph:
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine._write_scope(scope)
-                engine._check_edge_scope(edge_scope, a.scope, b.scope)
-                pk = tx.insert_edge(edge_id, a.pk, b.pk, edge_type, edge_scope, dict(props), start, at)
-                edge = tx.edge_by_pk(pk)
-                assert edge is not None
-                return edge_id, self._log(tx, ops.edge_created(edge), at)
+                engine._insert_edge(
+                    tx, a.pk, b.pk, a.scope, b.scope, edge_type, edge_scope, dict(props), start, at, edge_id=edge_id
+                )
+                return edge_id, tx.current_seq()  # the entry `_insert_edge` just appended
             case SetProps(node=ref, props=props):
                 props = {
                     **check_props({k: v for k, v in props.items() if v is not None}),

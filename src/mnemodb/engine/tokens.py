@@ -1,11 +1,16 @@
 """Access tokens, and the grant a token gives the calls made with it.
 
 A team server decides who reads and writes which scopes by the bearer token of each
-request, never by a tool argument. A token names the scopes it may read (and, unless it is
-read-only, write) and the one scope writes go to by default. While a call runs under a
-grant (`Engine.granted`), the engine's default scopes are the grant's, a scope the call
-names outside them is refused with `Forbidden` before anything is read, and a read-only
-grant refuses every write.
+request, never by a tool argument. A token names the scopes it may read, the scopes it may
+write (none when it is read-only; every one of them is readable too), and the one scope
+writes go to by default. While a call runs under a grant (`granted`), the engine's default
+scopes are the grant's, a scope the call names outside them is refused with `Forbidden`
+before anything is read, and every change to a scope the grant does not write is refused
+with `Forbidden` and rolled back (`Engine._log` checks each one).
+
+Once a token has been made, the HTTP server keeps requiring one even after the last is
+revoked (`Tokens.required`): falling back to open access must be an operator's explicit
+choice (`Tokens.reopen`), never the side effect of a revocation.
 
 Only a SHA-256 hash of a token is stored: tokens are 256-bit random strings, so a slow
 password hash would add nothing but cost to every request.
@@ -33,22 +38,32 @@ __all__ = ["TOKEN_PREFIX", "Grant", "Tokens", "current_grant", "granted", "token
 
 TOKEN_PREFIX = "mnemodb_"
 _NAME_CHARS = 100
+# The meta entry that remembers whether the HTTP server requires a token with none live.
+_ACCESS_KEY = "http_access"
+_CLOSED = "tokens"
+_OPEN = "open"
 
 _grant: ContextVar[Grant | None] = ContextVar("mnemodb_grant", default=None)
 
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """What the calls of one request may do: the token's name, scopes and mode."""
+    """What the calls of one request may do: read `read_scopes`, change `write_scopes`
+    (a subset of them; empty for a read-only grant), and write to `write_scope` when a call
+    names no scope."""
 
     name: str
     read_scopes: tuple[str, ...]
     write_scope: str
-    read_only: bool
+    write_scopes: tuple[str, ...]
+
+    @property
+    def read_only(self) -> bool:
+        return not self.write_scopes
 
     @classmethod
     def of(cls, token: Token) -> Grant:
-        return cls(token.name, token.read_scopes, token.write_scope, token.read_only)
+        return cls(token.name, token.read_scopes, token.write_scope, token.write_scopes)
 
 
 def current_grant() -> Grant | None:
@@ -83,23 +98,30 @@ class Tokens:
         *,
         read_scopes: tuple[str, ...] | list[str] | None = None,
         write_scope: str | None = None,
+        write_scopes: tuple[str, ...] | list[str] | None = None,
         read_only: bool = False,
     ) -> tuple[Token, str]:
         """A new token: (what is stored of it, the token itself, which is not kept anywhere).
 
-        Its write scope (default `shared`) is always among the scopes it may read."""
+        It may write its write scope (default `shared`) and `write_scopes`, unless it is
+        `read_only`; it may read those and `read_scopes`. Making the first token closes the
+        HTTP server to requests without one, for good (see `required`)."""
         name = unicodedata.normalize("NFC", name).strip()
         if not name or len(name) > _NAME_CHARS or any(unicodedata.category(c).startswith("C") for c in name):
             raise InvalidArgument(f"a token name is 1 to {_NAME_CHARS} printable characters")
+        if read_only and write_scopes:
+            raise InvalidArgument("a read-only token writes no scope: leave out its write scopes")
         engine = self._engine
-        writes = engine.scope(write_scope or SHARED)
-        reads = tuple(dict.fromkeys([writes, *(engine.scope(s) for s in read_scopes or ())]))
+        default = engine.scope(write_scope or SHARED)
+        writes = () if read_only else tuple(dict.fromkeys([default, *(engine.scope(s) for s in write_scopes or ())]))
+        reads = tuple(dict.fromkeys([default, *writes, *(engine.scope(s) for s in read_scopes or ())]))
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = Token(new_ulid(), name, reads, writes, read_only, engine._clock())
+        token = Token(new_ulid(), name, reads, default, writes, engine._clock())
         with engine.store.write() as tx:
             if any(t.name == name for t in tx.tokens()):
                 raise Conflict(f"a token named {name!r} exists: revoke it first, or choose another name")
             tx.insert_token(token, token_digest(secret))
+            tx.set_meta(_ACCESS_KEY, _CLOSED)
         return token, secret
 
     def list(self, *, revoked: bool = False) -> list[Token]:
@@ -124,6 +146,18 @@ class Tokens:
             return tx.token_by_hash(token_digest(secret))
 
     def required(self) -> bool:
-        """True once the database holds a live token: from then on every HTTP request needs one."""
+        """True once a token has been made: from then on every HTTP request needs one, even
+        after the last token is revoked, until an operator `reopen`s the server."""
         with self._engine.store.read() as tx:
-            return tx.live_token_count() > 0
+            return tx.get_meta(_ACCESS_KEY) == _CLOSED or tx.live_token_count() > 0
+
+    def reopen(self) -> None:
+        """Let the HTTP server take requests without a token again (on loopback only): an
+        operator's explicit choice, refused while a live token exists (it would still be
+        required)."""
+        with self._engine.store.write() as tx:
+            live = tx.live_token_count()
+            if live:
+                tokens = "1 live token remains: revoke it" if live == 1 else f"{live} live tokens remain: revoke them"
+                raise Conflict(f"{tokens} first (while one is live, every request needs one)")
+            tx.set_meta(_ACCESS_KEY, _OPEN)

@@ -222,8 +222,9 @@ class JwtVerifier:
             return f"the JWT's {settings.scope_claim!r} claim names a bad scope: {exc}"
         if not reads and not writes:
             return f"the JWT's {settings.scope_claim!r} claim grants no read:SCOPE or write:SCOPE"
+        # `write:` entries are the scopes it may change (and read); `read:` entries it may only read.
         chosen = tuple(dict.fromkeys([*writes, *reads]))
-        return Grant(f"jwt:{claims['sub']}", chosen, (writes or reads)[0], read_only=not writes)
+        return Grant(f"jwt:{claims['sub']}", chosen, (writes or reads)[0], tuple(dict.fromkeys(writes)))
 
 
 class _Authenticate:

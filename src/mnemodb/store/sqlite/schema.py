@@ -352,6 +352,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE UNIQUE INDEX access_token_live_name ON access_token (name) WHERE revoked_at IS NULL;
     """,
+    # 11: a token's write scopes, apart from the scopes it reads (a JSON list; empty for a
+    # read-only token). Tokens of schema 10 wrote only their default write scope. And a
+    # database that has ever had a token keeps the HTTP server closed to requests without
+    # one after the last is revoked, until an operator reopens it.
+    """
+    ALTER TABLE access_token ADD COLUMN write_scopes TEXT NOT NULL DEFAULT '[]';
+    UPDATE access_token SET write_scopes = json_array(write_scope) WHERE NOT read_only;
+    INSERT OR REPLACE INTO meta (key, value) SELECT 'http_access', 'tokens' WHERE EXISTS (SELECT 1 FROM access_token);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

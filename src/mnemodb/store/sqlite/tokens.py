@@ -8,11 +8,11 @@ from typing import Any
 
 from mnemodb.engine.models import Token
 
-_COLUMNS = "id, name, read_scopes, write_scope, read_only, created_at, revoked_at"
+_COLUMNS = "id, name, read_scopes, write_scope, write_scopes, created_at, revoked_at"
 
 
 def _token(row: Any) -> Token:
-    return Token(row[0], row[1], tuple(json.loads(row[2])), row[3], bool(row[4]), row[5], row[6])
+    return Token(row[0], row[1], tuple(json.loads(row[2])), row[3], tuple(json.loads(row[4])), row[5], row[6])
 
 
 class TokenReads:
@@ -39,15 +39,16 @@ class TokenWrites:
 
     def insert_token(self, token: Token, digest: str) -> None:
         self.conn.execute(
-            f"INSERT INTO access_token ({_COLUMNS}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO access_token ({_COLUMNS}, read_only, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 token.id,
                 token.name,
                 json.dumps(list(token.read_scopes)),
                 token.write_scope,
-                int(token.read_only),
+                json.dumps(list(token.write_scopes)),
                 token.created_at,
                 token.revoked_at,
+                int(token.read_only),
                 digest,
             ],
         )

@@ -371,6 +371,7 @@ def write_newer(path: Path) -> None:
     ],
 )
 def test_bad_input_is_one_line_on_stderr(tmp_path: Path, db: str, args: list[str], expected: str) -> None:
+    Engine.open(db).close()
     (tmp_path / "bad-header.jsonl").write_text('{"type": "header", "format": "mnemodb", "version": 99}\n')
     write_foreign(tmp_path / "foreign.db")
     write_newer(tmp_path / "newer.db")

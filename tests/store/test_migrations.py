@@ -6,7 +6,9 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -455,6 +457,17 @@ def test_memdb_relationships_keep_their_ids(memdb_file: Path) -> None:
             5: (sha256(CAFE), sha256(BUILD), "mentions", ms("2024-03-05 00:00:00")),
         }
         assert engine.stats().edges == 3
+
+
+def test_memdb_backup_is_private(memdb_file: Path) -> None:
+    """The copy holds what the database holds: readable by its owner only, whatever the umask."""
+    memdb_file.chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        Engine.open(str(memdb_file)).close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(backup_of(memdb_file).stat().st_mode) == 0o600
 
 
 def test_memdb_tables_are_gone_after_migration(memdb_file: Path) -> None:

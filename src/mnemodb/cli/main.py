@@ -12,7 +12,6 @@ import io
 import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mnemodb import __version__
+from mnemodb.files import not_a_regular_file, replaced_atomically, same_file
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -126,6 +126,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             jwt_algorithms=args.jwt_algorithms,
             jwt_scope_claim=args.jwt_scope_claim,
             public_url=args.public_url,
+            header_timeout=args.header_timeout,
+            keep_alive_timeout=args.keep_alive_timeout,
+            max_connections=args.max_connections,
         )
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -348,7 +351,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "server-memory":
         return _export_server_memory(args)
     progress = Progress("exporting")
-    with _open_engine(args) as engine, _output(args.file) as out:
+    with _open_engine(args) as engine, _atomic_output(args.file, engine) as out:
         for record in engine.export():
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             progress.advance()
@@ -365,7 +368,7 @@ def _export_server_memory(args: argparse.Namespace) -> int:
     from mnemodb.interop.server_memory import export_server_memory
 
     progress = Progress("exporting")
-    with _open_engine(args) as engine, _atomic_output(args.file) as out:
+    with _open_engine(args) as engine, _atomic_output(args.file, engine) as out:
         counts = export_server_memory(engine, out, progress=progress.advance)
     progress.finish()
     if args.json and args.file != "-":
@@ -384,21 +387,19 @@ def _export_server_memory(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _output(path: str) -> Iterator[TextIO]:
-    """`path` opened for writing, or stdout for `-`."""
-    if path == "-":
-        yield sys.stdout
-        return
-    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        yield handle
+def _check_target(target: Path, engine: Engine) -> None:
+    """Refuse to export over the database itself (or its -wal or -shm): the export would
+    replace what it reads."""
+    if any(same_file(target, file) for file in engine.store.files()):
+        raise CliError(f"{target} is the database itself (or one of its files): export elsewhere")
 
 
 @contextlib.contextmanager
-def _atomic_output(path: str) -> Iterator[TextIO]:
+def _atomic_output(path: str, engine: Engine) -> Iterator[TextIO]:
     """UTF-8 text to `path`, which changes only once everything is written (a reader of the
-    file, such as a running server, never sees half of it); stdout for `-`."""
+    file, such as a running server, never sees half of it, and a failure leaves it as it
+    was); stdout for `-`. A new file is private; one replaced keeps its permissions. A FIFO
+    or a device (`/dev/stdout`) is written to directly: it cannot be replaced."""
     if path == "-":
         sys.stdout.flush()
         stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n", write_through=True)
@@ -409,20 +410,19 @@ def _atomic_output(path: str) -> Iterator[TextIO]:
             stdout.detach()
         return
     target = Path(path).expanduser()
-    if target.is_dir():
+    _check_target(target, engine)
+    kind = not_a_regular_file(target)
+    if kind == "a directory":
         raise CliError(f"{path} is a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f"{target.name}.{os.urandom(8).hex()}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))  # a file replaced keeps its permissions
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+    if kind is not None:
+        with open(target, "w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+        return
+    with (
+        replaced_atomically(target, keep_mode=True) as temporary,
+        open(temporary, "w", encoding="utf-8", newline="\n") as handle,
+    ):
+        yield handle
 
 
 def _read_records(stream: BinaryIO, errors: list[str]) -> Iterator[dict[str, Any]]:
@@ -540,11 +540,14 @@ def _import_server_memory(args: argparse.Namespace, stream: BinaryIO) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    from mnemodb.server.config import DEFAULT_DB, resolve_db_path
+
     target = Path(args.path).expanduser()
-    if target.exists() and not args.force:
+    source = resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB)
+    if not os.path.lexists(source):
+        raise CliError(f"no database at {source}: nothing to back up")
+    if target.exists() and not target.is_dir() and not args.force:
         raise CliError(f"{target} exists; pass --force to overwrite it")
-    if target.exists():
-        target.unlink()
     progress = Progress("backing up")
     with _open_engine(args) as engine:
         started = time.monotonic()
@@ -668,6 +671,27 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PER_SECOND",
         help="requests per second per token (per client address without tokens), in bursts of as many; "
         "more get 429 with Retry-After (default: 0, no limit; or $MNEMODB_RATE_LIMIT)",
+    )
+    http.add_argument(
+        "--header-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="time a client has to send a request's headers; its body gets as long again plus 1 s per 64 KiB, "
+        "and a response it stops reading as long again; then the connection is closed "
+        "(default: 10; or $MNEMODB_HEADER_TIMEOUT)",
+    )
+    http.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="close a connection idle this long between requests (default: 5; or $MNEMODB_KEEP_ALIVE_TIMEOUT)",
+    )
+    http.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="connections served at once; more are refused with 503 (default: half the open-file limit less "
+        "room for the database, at most 1024; or $MNEMODB_MAX_CONNECTIONS)",
     )
     jwt = serve.add_argument_group(
         "JWT bearer tokens (from an identity provider; database tokens keep working beside them)"

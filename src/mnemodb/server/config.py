@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from mnemodb.files import not_a_regular_file
 from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights, parse_fusion
 
 if TYPE_CHECKING:
@@ -57,6 +58,9 @@ class EmbeddingSettings:
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_KEEP_ALIVE_TIMEOUT_S = 5.0
+_MAX_TIMEOUT_S = 3600.0
 _LOOPBACK_NAMES = ("localhost",)
 
 
@@ -94,6 +98,14 @@ class HttpSettings:
     public_url: str | None = None
     """The URL clients reach the server by (behind a proxy, say), for the OAuth
     protected-resource metadata; default http://HOST:PORT."""
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT_S
+    """Seconds a client has to send a request's headers; its body then gets as long again,
+    plus a second for every 64 KiB of it, and a response it stops reading as long again."""
+    keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT_S
+    """Seconds an idle connection is kept open between requests."""
+    max_connections: int | None = None
+    """Connections served at once; more are refused with 503. None: from the process's
+    open-file limit, leaving room for the database (see `http.default_max_connections`)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -125,6 +137,19 @@ class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     http: HttpSettings | None = None
     """Serve Streamable HTTP with these settings; None serves stdio."""
+
+
+def _read_file(path: Path, context: str) -> str:
+    """A setting's file, as UTF-8 text. A FIFO or a device is refused before it is opened:
+    reading a FIFO would block the start for good."""
+    kind = not_a_regular_file(path)
+    if kind is not None:
+        raise ConfigError(f"{context}: it is {kind}, not a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"{context}: {reason}") from None
 
 
 def _env(env: Mapping[str, str], name: str) -> str | None:
@@ -211,6 +236,9 @@ def load(
     jwt_algorithms: str | None = None,
     jwt_scope_claim: str | None = None,
     public_url: str | None = None,
+    header_timeout: float | None = None,
+    keep_alive_timeout: float | None = None,
+    max_connections: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
@@ -235,6 +263,9 @@ def load(
             env,
             jwt=load_jwt(jwt_issuer, jwt_audience, jwt_key, jwt_algorithms, jwt_scope_claim, env) if http else None,
             public_url=public_url or (_env(env, "MNEMODB_PUBLIC_URL") if http else None) or None,
+            header_timeout=header_timeout,
+            keep_alive_timeout=keep_alive_timeout,
+            max_connections=max_connections,
         ),
     )
 
@@ -259,10 +290,7 @@ def load_jwt(
         missing = [n for n, v in (("--jwt-issuer", issuer), ("--jwt-audience", audience), ("--jwt-key", key)) if not v]
         raise ConfigError(f"JWT verification needs --jwt-issuer, --jwt-audience and --jwt-key: {missing[0]} is missing")
     if key.startswith("@"):
-        try:
-            key = Path(key[1:]).expanduser().read_text()
-        except OSError as exc:
-            raise ConfigError(f"Invalid --jwt-key {key}: {exc.strerror or exc}") from None
+        key = _read_file(Path(key[1:]).expanduser(), f"Invalid --jwt-key {key}")
     pem = "-----BEGIN" in key
     names = algorithms or _env(env, "MNEMODB_JWT_ALGORITHMS") or ("RS256,ES256" if pem else "HS256")
     chosen = tuple(a.strip() for a in names.split(",") if a.strip())
@@ -288,10 +316,14 @@ def load_http(
     *,
     jwt: JwtSettings | None = None,
     public_url: str | None = None,
+    header_timeout: float | None = None,
+    keep_alive_timeout: float | None = None,
+    max_connections: int | None = None,
 ) -> HttpSettings | None:
     """HTTP settings from flags, else MNEMODB_HOST, MNEMODB_PORT, MNEMODB_ALLOWED_HOSTS,
-    MNEMODB_ALLOWED_ORIGINS, MNEMODB_MAX_BODY_BYTES and MNEMODB_RATE_LIMIT; None when
-    serving stdio."""
+    MNEMODB_ALLOWED_ORIGINS, MNEMODB_MAX_BODY_BYTES, MNEMODB_RATE_LIMIT,
+    MNEMODB_HEADER_TIMEOUT, MNEMODB_KEEP_ALIVE_TIMEOUT and MNEMODB_MAX_CONNECTIONS; None
+    when serving stdio."""
     if not http:
         flags = (
             ("--host", host),
@@ -300,6 +332,9 @@ def load_http(
             ("--max-body-bytes", max_body_bytes),
             ("--rate-limit", rate_limit),
             ("--public-url", public_url),
+            ("--header-timeout", header_timeout),
+            ("--keep-alive-timeout", keep_alive_timeout),
+            ("--max-connections", max_connections),
         )
         given = [flag for flag, value in flags if value is not None and value is not False]
         if given:
@@ -325,6 +360,24 @@ def load_http(
         rate_limit = _number(env, "MNEMODB_RATE_LIMIT", 0.0)
     if not (rate_limit >= 0 and rate_limit != float("inf")):
         raise ConfigError(f"Invalid --rate-limit {rate_limit}: expected requests per second, 0 for no limit")
+    timeouts: dict[str, float] = {}
+    for flag, variable, given, default in (
+        ("--header-timeout", "MNEMODB_HEADER_TIMEOUT", header_timeout, DEFAULT_HEADER_TIMEOUT_S),
+        ("--keep-alive-timeout", "MNEMODB_KEEP_ALIVE_TIMEOUT", keep_alive_timeout, DEFAULT_KEEP_ALIVE_TIMEOUT_S),
+    ):
+        seconds = _number(env, variable, default) if given is None else given
+        if not 0 < seconds <= _MAX_TIMEOUT_S:
+            raise ConfigError(f"Invalid {flag} {seconds:g}: expected seconds, more than 0 and at most 3600")
+        timeouts[flag] = seconds
+    if max_connections is None:
+        raw_cap = _env(env, "MNEMODB_MAX_CONNECTIONS")
+        if raw_cap:
+            try:
+                max_connections = int(raw_cap)
+            except ValueError:
+                raise ConfigError(f"Invalid MNEMODB_MAX_CONNECTIONS {raw_cap!r}: expected a whole number") from None
+    if max_connections is not None and max_connections < 1:
+        raise ConfigError(f"Invalid --max-connections {max_connections}: expected at least 1")
 
     def listed(value: str | None, name: str) -> tuple[str, ...]:
         return tuple(v.strip() for v in (value or _env(env, name) or "").split(",") if v.strip())
@@ -339,6 +392,9 @@ def load_http(
         rate_limit=rate_limit,
         jwt=jwt,
         public_url=public_url.rstrip("/") if public_url else None,
+        header_timeout=timeouts["--header-timeout"],
+        keep_alive_timeout=timeouts["--keep-alive-timeout"],
+        max_connections=max_connections,
     )
 
 
@@ -513,10 +569,7 @@ def _load_topodb(
             raise ConfigError(str(exc).replace("invalid scope", "invalid --read-scopes entry", 1)) from None
     spec: IndexSpec | None = None
     if spec_path is not None:
-        try:
-            text = Path(spec_path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"reading --spec {spec_path}: {exc.strerror or exc}") from None
+        text = _read_file(Path(spec_path), f"reading --spec {spec_path}")
         try:
             spec = IndexSpec.from_json(json.loads(text))
         except (ValueError, EngineError) as exc:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mnemodb.engine import ops
 from mnemodb.engine.engine import normalize_tag
+from mnemodb.files import create_private_file
 from mnemodb.ids import SHARED, ulid_at
 from mnemodb.store.sqlite.schema import MIGRATIONS
 
@@ -47,6 +48,7 @@ def backup_before_migration(conn: sqlite3.Connection, path: str) -> Path:
     while target.exists():
         n += 1
         target = Path(f"{path}.memdb-backup-{n}")
+    create_private_file(target)  # the copy holds what the database holds: as private
     dest = sqlite3.connect(target)
     try:
         conn.backup(dest)

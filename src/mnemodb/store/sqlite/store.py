@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from mnemodb.engine.errors import OperationTimeout, StoreFailed, StoreUnavailable
 from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
+from mnemodb.files import create_private_file, make_private_dirs, not_a_regular_file, replaced_atomically, same_file
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MEMORY_DB = ":memory:"
+# What SQLite keeps beside a database file while it is in use (WAL mode: -wal and -shm).
+_SIDECARS = ("", "-wal", "-shm", "-journal")
 
 # A writer asks for the write lock in short waits (SQLite's busy timeout on the write
 # connection) inside a retry loop, so a call's time limit is checked between waits; it
@@ -779,6 +782,10 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
         return True
 
 
+def _with_sidecars(path: str) -> list[str]:
+    return [path + suffix for suffix in _SIDECARS]
+
+
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -803,12 +810,18 @@ class SqliteStore:
         self._path = str(path)
         self._in_memory = self._path == MEMORY_DB
         if not self._in_memory:
-            parent = Path(self._path).expanduser().resolve().parent
+            file = Path(self._path).expanduser().resolve()
             if create_parent:
-                parent.mkdir(parents=True, exist_ok=True)
-            elif not parent.is_dir():
-                raise StoreUnavailable(f"database parent directory does not exist: {parent}")
-            self._path = str(Path(self._path).expanduser().resolve())
+                make_private_dirs(file.parent)
+            elif not file.parent.is_dir():
+                raise StoreUnavailable(f"database parent directory does not exist: {file.parent}")
+            kind = not_a_regular_file(file)
+            if kind is not None:  # SQLite would block for good opening a FIFO
+                raise StoreUnavailable(f"cannot open database {file}: it is {kind}, not a database file")
+            self._path = str(file)
+            # Made here, private, before SQLite makes it with the umask's permissions; its
+            # -wal and -shm files take the database file's permissions.
+            create_private_file(file)
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -1048,12 +1061,40 @@ class SqliteStore:
 
     # -- maintenance ----------------------------------------------------------------------
 
+    def files(self) -> list[str]:
+        """The database file and the files SQLite keeps beside it while it is in use."""
+        return [] if self._in_memory else _with_sidecars(self._path)
+
     def backup(self, target: str, progress: Callable[[int, int], None] | None = None) -> None:
-        """A consistent copy of the whole database, taken while it stays in use.
+        """A consistent copy of the whole database, taken while it stays in use, to a private
+        file that replaces `target` only once it is complete: a failure leaves `target` as it
+        was. Refused (StoreFailed) when `target` is the database or one of its files, is not
+        a regular file, or looks like a database something has open.
 
         `progress(done_pages, total_pages)` is called as the copy advances.
         """
-        Path(target).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+        destination = Path(target).expanduser()
+        if any(same_file(destination, file) for file in self.files()):
+            raise StoreFailed(f"{destination} is the database itself (or one of its files): back up elsewhere")
+        kind = not_a_regular_file(destination)
+        if kind is not None:
+            raise StoreFailed(f"{destination} is {kind}: a backup is written to a file")
+        in_use = [file for file in _with_sidecars(str(destination))[1:] if os.path.lexists(file)]
+        if in_use:
+            # Replacing a database that something has open would corrupt it for that process,
+            # and its stale WAL would be read into the copy.
+            raise StoreFailed(f"{in_use[0]} exists: {destination} looks like a database in use; back up elsewhere")
+        with replaced_atomically(destination) as temporary:
+            self._copy_to(str(temporary), progress)
+
+    def _copy_to(self, target: str, progress: Callable[[int, int], None] | None) -> None:
+        try:
+            self._copy_pages(target, progress)
+        except sqlite3.Error as exc:
+            refusal = _refusal(exc)
+            raise refusal or StoreFailed(f"the backup could not be written ({exc}): nothing was replaced") from exc
+
+    def _copy_pages(self, target: str, progress: Callable[[int, int], None] | None) -> None:
         dest = sqlite3.connect(target)
         try:
             if self._in_memory:

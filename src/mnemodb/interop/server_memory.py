@@ -40,7 +40,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from mnemodb.engine.errors import EngineError, InvalidArgument
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.models import Entity, Relation
-from mnemodb.ids import SHARED
+from mnemodb.engine.rules import crosses_private_scopes, unstorable
 from mnemodb.interop import state
 
 if TYPE_CHECKING:
@@ -88,7 +88,6 @@ RELATION_KEYS = ("type", "from", "to", "relationType")
 
 CHUNK_LINES = 500
 """Lines written per engine call (one transaction each)."""
-_MAX_DEPTH = 100
 _META_PREFIX = "server-memory file:"
 
 
@@ -153,29 +152,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the number {text} is out of range")
     return value
-
-
-def _unstorable(value: Any, depth: int = 0) -> str | None:
-    """Why `value` cannot be stored faithfully, or None."""
-    if depth > _MAX_DEPTH:
-        return f"values nested more than {_MAX_DEPTH} deep"
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "text that is not valid Unicode (a lone surrogate)"
-        return None
-    if isinstance(value, list):
-        for item in value:
-            problem = _unstorable(item, depth + 1)
-            if problem:
-                return problem
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            problem = _unstorable(key, depth + 1) or _unstorable(item, depth + 1)
-            if problem:
-                return problem
-    return None
 
 
 def _text_field(record: Mapping[str, Any], key: str, what: str, *, empty_ok: bool = False) -> str | LineError:
@@ -250,7 +226,7 @@ def parse_line(raw: bytes | str, number: int) -> ParsedLine | None:
         return LineError(number, f'"type" must be a string, not {_kind(kind)}')
     if kind not in ("entity", "relation"):
         return OtherLine(number, kind)
-    problem = _unstorable(record)
+    problem = unstorable(record)
     if problem:
         return LineError(number, f"{kind} holds {problem}")
     return _entity(record, number) if kind == "entity" else _relation(record, number)
@@ -565,7 +541,7 @@ class _Importer:
                 self.skipped.append(LineError(item.line, f"{label}: no entity named {names_missing}"))
                 continue
             src, dst = found[relation.from_name], found[relation.to_name]
-            if src.scope != dst.scope and SHARED not in (src.scope, dst.scope):
+            if crosses_private_scopes(src.scope, dst.scope):
                 self.skipped.append(LineError(item.line, f"{label}: the two entities live in different private scopes"))
                 continue
             ready.append(relation)

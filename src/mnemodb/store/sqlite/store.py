@@ -56,6 +56,8 @@ _MEMORY_COLUMNS = (
 _MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+# The largest row id an import keeps (JavaScript's largest exact integer).
+_MAX_KEPT_PK = 2**53 - 1
 
 
 Candidate = tuple[int, float, int, int]
@@ -666,7 +668,9 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
     def load(self, record: Mapping[str, Any]) -> bool:
         """Insert one dumped record unless it is already here. True when something was written.
 
-        ValueError (with the reason) for a record the database cannot take.
+        The record is one the engine checked (`Engine._checked_record`): every field of the
+        shape and type the data model requires. ValueError (with the reason) for a record
+        the database cannot take.
         """
         try:
             return self._load(record)
@@ -674,8 +678,10 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
             raise ValueError(f"the database refused it: {exc}") from exc
 
     def _pk_if_free(self, table: str, pk: Any) -> int | None:
-        """Keep a record's integer id when no other row has it (memdb clients hold these ids)."""
-        if not isinstance(pk, int) or isinstance(pk, bool) or pk < 1:
+        """Keep a record's integer id when no other row has it (memdb clients hold these ids)
+        and it is one a JavaScript client holds exactly. A larger one is not kept: after a
+        row at SQLite's largest rowid, AUTOINCREMENT could give no row an id again."""
+        if not isinstance(pk, int) or isinstance(pk, bool) or not 1 <= pk <= _MAX_KEPT_PK:
             return None
         taken = self.conn.execute(f"SELECT 1 FROM {table} WHERE pk = ?", [pk]).fetchone()
         return None if taken else pk
@@ -698,12 +704,12 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
                 record["edge_type"],
                 record["scope"],
                 record.get("props") or {},
-                int(record["valid_from"]),
-                int(record["created_at"]),
+                record["valid_from"],
+                record["created_at"],
                 pk=self._pk_if_free("edge", record.get("pk")),
             )
             if record.get("valid_to") is not None:
-                self.close_edge(pk, int(record["valid_to"]))
+                self.close_edge(pk, record["valid_to"])
             if record.get("extra"):
                 self.set_edge_extra(pk, record["extra"])
             return True
@@ -716,13 +722,13 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
             ).fetchone()
             if exists:
                 return False
-            made = int(record["updated_at"])
+            made = record["updated_at"]
             changed = self.conn.execute("SELECT updated_at FROM node WHERE pk = ?", [node]).fetchone()[0]
             self.set_embedding(
                 node,
                 record["model"],
                 bytes.fromhex(record["vector"]),
-                int(record["dim"]),
+                record["dim"],
                 made,
                 # Made before the node's last change: stale here too, to be embedded again.
                 node_version=-1 if made < changed else None,
@@ -731,30 +737,22 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
         raise ValueError(f"unknown record type {kind!r}")
 
     def _load_node(self, record: Mapping[str, Any]) -> bool:
-        existing = self.node_pk(record["id"])
         memory = record.get("memory")
         entity = record.get("entity")
-        # The same content under another id is the same memory (content-addressed per scope).
-        if existing is None and memory is not None and self.memory_by_hash([record["scope"]], memory["hash"]):
+        if self.node_pk(record["id"]) is not None:
             return False
-        if existing is not None:
-            if entity is not None:
-                added = self.add_observations(
-                    existing,
-                    [o["content"] for o in entity.get("observations", [])],
-                    int(record["updated_at"]),
-                )
-                return bool(added)
+        # The same content under another id is the same memory (content-addressed per scope).
+        if memory is not None and self.memory_pk(record["scope"], memory["hash"]) is not None:
             return False
         pk = self.insert_node(
             record["id"],
             record["scope"],
             record["label"],
             record.get("props") or {},
-            int(record["created_at"]),
+            record["created_at"],
             pk=self._pk_if_free("node", record.get("pk")),
         )
-        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [int(record["updated_at"]), pk])
+        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [record["updated_at"], pk])
         if memory is not None:
             self.insert_memory(
                 pk,
@@ -762,7 +760,7 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
                 memory["hash"],
                 memory["content"],
                 memory.get("summary"),
-                int(memory.get("importance", 0)),
+                memory.get("importance", 0),
                 memory.get("memory_type", "general"),
             )
             self.add_tags(pk, memory.get("tags", []))
@@ -771,13 +769,13 @@ class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
                 pk, record["scope"], entity["name"], entity.get("entity_type", ""), entity.get("extra") or None
             )
             for obs in entity.get("observations", []):
-                self.add_observations(pk, [obs["content"]], int(obs.get("created_at", record["created_at"])))
+                self.add_observations(pk, [obs["content"]], obs.get("created_at", record["created_at"]))
             # (one observation at a time keeps each one's own time)
         access = record.get("access")
         if access:
             self.conn.execute(
                 "INSERT INTO node_access (node, count, last_at) VALUES (?, ?, ?)",
-                [pk, int(access["count"]), int(access["last_at"])],
+                [pk, access["count"], access["last_at"]],
             )
         return True
 

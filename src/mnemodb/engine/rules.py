@@ -1,0 +1,124 @@
+"""Rules of the data model that more than one write path applies, kept here once.
+
+The live write paths (the faces' tools, the engine API) and import (`mnemodb import` of an
+export, and of a server-memory file) must refuse the same things: each calls the rule
+here rather than keeping its own copy, so what one refuses the others refuse too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mnemodb.engine.checks import check_props, check_text
+from mnemodb.engine.errors import InvalidArgument
+from mnemodb.engine.models import Scalar
+from mnemodb.ids import SHARED
+
+__all__ = [
+    "MAX_EXTRA_DEPTH",
+    "check_edge_ends",
+    "check_extra",
+    "check_model_dim",
+    "check_new_entity",
+    "check_window",
+    "crosses_private_scopes",
+    "unstorable",
+]
+
+MAX_EXTRA_DEPTH = 100
+"""How deep the fields kept from other servers' files (an entity's or relation's `extra`)
+may nest, counting from the line that holds them."""
+
+
+def crosses_private_scopes(src_scope: str, dst_scope: str) -> bool:
+    """Whether an edge between items of these two scopes would join two private scopes. An
+    edge may cross scopes only to or from `shared`."""
+    return src_scope != dst_scope and SHARED not in (src_scope, dst_scope)
+
+
+def check_edge_ends(src_scope: str, dst_scope: str) -> None:
+    """Refuse an edge between two private scopes (see `crosses_private_scopes`)."""
+    if crosses_private_scopes(src_scope, dst_scope):
+        raise InvalidArgument("cross-scope edge requires at least one shared endpoint")
+
+
+def check_window(valid_from: int, valid_to: int | None) -> None:
+    """Refuse a relation that would stop being valid before it became valid."""
+    if valid_to is not None and valid_to < valid_from:
+        raise InvalidArgument("valid_to is before the relation became valid")
+
+
+def check_new_entity(
+    name: str, entity_type: str, observations: Sequence[str], props: Mapping[str, Any] | None
+) -> dict[str, Scalar]:
+    """A new entity's fields, checked before anything is written: a non-empty name, text
+    SQLite stores faithfully, scalar properties. Returns the clean properties."""
+    check_text(name, "entity name")
+    if not name:
+        raise InvalidArgument("entity name must not be empty")
+    check_text(entity_type, "entity type")
+    for observation in observations:
+        check_text(observation, "observation")
+    return check_props(props)
+
+
+def check_model_dim(model: str, size: int, stored: int | None) -> None:
+    """Refuse a vector of `size` values for `model` when the store holds `model` vectors of
+    another length (`stored`): a model's vectors all have one length."""
+    if size < 1:
+        raise InvalidArgument(f"embedding for model {_quoted(model)} must have at least one dimension")
+    if stored is not None and stored != size:
+        raise InvalidArgument(
+            f"embedding dim {size} does not match existing slab dim {stored} for model {_quoted(model)}"
+        )
+
+
+def unstorable(value: Any) -> str | None:
+    """Why a JSON value kept as it is (the `extra` fields of a server-memory line) cannot be
+    stored faithfully, or None: text that is not valid Unicode, nesting deeper than
+    MAX_EXTRA_DEPTH (`value` itself is at depth 0), or what JSON cannot write (a number
+    that is not finite, a key that is not text, a value of another type). Walked with a
+    stack of its own, so no depth of nesting exhausts Python's; the first problem in the
+    order the value is written is the one told."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_EXTRA_DEPTH:
+            return f"values nested more than {MAX_EXTRA_DEPTH} deep"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "text that is not valid Unicode (a lone surrogate)"
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in reversed(item))
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                pending.append((child, depth + 1))
+                pending.append((key, depth + 1))
+            if not all(isinstance(key, str) for key in item):
+                return "an object key that is not text"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "a number that is not finite"
+        elif item is not None and not isinstance(item, bool | int):
+            return f"a value JSON cannot hold ({type(item).__name__})"
+    return None
+
+
+def check_extra(value: Any, what: str) -> dict[str, Any]:
+    """The fields an entity or relation keeps from a server-memory line (`extra`): a JSON
+    object that line could have held (see `unstorable`)."""
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{what} must be a JSON object")
+    problem = unstorable(value)
+    if problem:
+        raise InvalidArgument(f"{what} holds {problem}")
+    return value
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)

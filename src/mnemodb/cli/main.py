@@ -425,24 +425,34 @@ def _atomic_output(path: str, engine: Engine) -> Iterator[TextIO]:
         yield handle
 
 
-def _read_records(stream: BinaryIO, errors: list[str]) -> Iterator[dict[str, Any]]:
+def _read_records(stream: BinaryIO, skipped: list[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for each line of an export that holds a JSON object with a
+    `type`; the other non-blank lines go to `skipped` as (line number, reason)."""
     for number, raw in enumerate(stream, 1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
-            errors.append(f"line {number}: not UTF-8 text")
+            skipped.append((number, "not UTF-8 text"))
             continue
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # a byte-order mark some editors add
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
-            errors.append(f"line {number}: not JSON ({exc})")
+        except json.JSONDecodeError as exc:
+            skipped.append((number, f"not JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        except ValueError as exc:  # an integer of more digits than Python converts
+            skipped.append((number, f"not JSON ({exc})"))
+            continue
+        except RecursionError:
+            skipped.append((number, "not JSON (nested too deeply)"))
             continue
         if not isinstance(record, dict) or "type" not in record:
-            errors.append(f'line {number}: not a record (no "type")')
+            skipped.append((number, 'not a record (no "type")'))
             continue
-        yield record
+        yield number, record
 
 
 @contextlib.contextmanager
@@ -496,22 +506,27 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _import_mnemodb(args: argparse.Namespace, stream: BinaryIO) -> int:
     from mnemodb.engine import InvalidArgument
 
-    parse_errors: list[str] = []
+    skipped: list[tuple[int, str]] = []  # (line, reason): lines that are no record, and records refused
+
+    def refused(line: int, reason: str) -> None:
+        skipped.append((line, reason))
+
     progress = Progress("importing", max(_count_lines(stream) - 1, 0))
     with _open_engine(args) as engine:
         try:
-            report = engine.import_records(_read_records(stream, parse_errors), progress=progress.advance)
+            report = engine.import_records(_read_records(stream, skipped), progress=progress.advance, on_skip=refused)
         except InvalidArgument as exc:
             raise CliError(str(exc)) from None
     progress.finish()
-    errors = [*parse_errors, *report.errors]
+    skipped.sort(key=lambda s: s[0])
     if args.json:
+        errors = [{"line": line, "reason": reason} for line, reason in skipped]
         _print_json({"written": report.written, "unchanged": report.unchanged, "errors": errors})
     else:
         print(f"imported {report.written} records ({report.unchanged} already present)")
-        for error in errors:
-            print(f"mnemodb: skipped {error}", file=sys.stderr)
-    return 1 if errors else 0
+        for line, reason in skipped:
+            print(f"mnemodb: skipped line {line}: {reason}", file=sys.stderr)
+    return 1 if skipped else 0
 
 
 def _import_server_memory(args: argparse.Namespace, stream: BinaryIO) -> int:

@@ -9,7 +9,8 @@ import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
 from mnemodb.engine.checks import MAX_QUERY_CHARS, check_props
-from mnemodb.engine.graph import MAX_PATTERN_STEPS, NewEntity, _pattern_steps
+from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.patterns import MAX_PATTERN_STEPS
 
 
 def test_an_observation_holding_a_nul_is_found_by_a_search_holding_it(eng: Engine) -> None:
@@ -40,27 +41,6 @@ def test_search_text_longer_than_the_limit_is_refused(eng: Engine) -> None:
 def test_repeated_words_count_once(eng: Engine) -> None:
     eng.graph.create_entities([NewEntity("Ada", "person", ("likes maps",))])
     assert [e.name for e in eng.graph.search("maps " * 6000).entities] == ["Ada"]
-
-
-@pytest.mark.parametrize(
-    ("pattern", "steps"),
-    [
-        ("abc", 3),
-        (r"\d{4}-\d{2}-\d{2}", 10),
-        ("[a-z]{5}", 5),
-        ("[]a]{3}", 3),
-        (r"\p{L}{10}", 10),
-        ("a{1000000000}", 10**9),
-        ("(a{1000}){1000}", 10**6),
-        ("((a{100}){100}){100}", 10**6),
-        ("a{100}b{100}c{100}", 300),
-        ("x{2,}", 2),
-        ("x{2,7}", 7),
-        ("a{" + "9" * 5000 + "}", 10**11),  # past int()'s 4,300 digits
-    ],
-)
-def test_pattern_steps_multiply_nested_repeats_and_add_sequences(pattern: str, steps: int) -> None:
-    assert _pattern_steps(pattern) == steps
 
 
 def test_a_pattern_whose_repeats_write_out_too_much_is_refused(eng: Engine) -> None:

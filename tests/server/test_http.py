@@ -393,6 +393,17 @@ def test_a_read_only_token_reads_and_cannot_write(guarded: tuple[HttpServer, dic
         assert reader.call("survey", {})["current_seq"] == before["current_seq"]
 
 
+def test_a_read_only_token_cannot_switch_a_pattern_to_verbose_mode(guarded: tuple[HttpServer, dict[str, str]]) -> None:
+    # Verbose mode made this a million-step repeat the cost guard never saw: its compile
+    # held the process for seconds and kept hundreds of megabytes.
+    server, secrets = guarded
+    with Native.connect(server.url, token=secrets["a-reader"]) as reader:
+        refused = reader.error("recall", {"pattern": "(?x)a{1 0 0 0 0 0 0}"})
+        assert refused.endswith("Invalid group"), refused
+        assert reader.call("recall", {"pattern": "a{1 0 0}"})["items"] == []
+    assert server.get("/healthz")[0] == 200
+
+
 def test_metrics_show_a_token_only_the_scopes_it_reads(guarded: tuple[HttpServer, dict[str, str]]) -> None:
     server, secrets = guarded
     pages = {}

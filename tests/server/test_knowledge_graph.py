@@ -814,10 +814,18 @@ def test_filter_observations_with_a_regular_expression(notes: Graph) -> None:
     assert filtered(notes, "") == ["Journal", "Parser", "Docs", "OldApi", "Cache", "Clock", "Misc"]
 
 
-@pytest.mark.parametrize("pattern", ["(", "[a-", "*", "a{2,1}"])
+@pytest.mark.parametrize("pattern", ["(", "[a-", "*", "a{2,1}", "(?x)a{1 0 0 0 0 0 0}", "(?i)a"])
 def test_filter_observations_refuses_an_invalid_pattern_clearly(notes: Graph, pattern: str) -> None:
     text = notes.error("filter_observations", {"pattern": pattern})
     assert text.startswith(f"Invalid regular expression: /{pattern}/i: "), text
+
+
+def test_filter_observations_reads_braces_javascript_does_not_count_as_text(own: Graph) -> None:
+    # `a{1 0 0}` is no repeat in JavaScript (nor, without verbose mode, in Python): the
+    # braces and spaces are the text to find.
+    own.create(ent("Braces", "t", "a{1 0 0} and a{,3}"), ent("Plain", "t", "a" * 100))
+    assert filtered(own, "a{1 0 0}") == ["Braces"]
+    assert filtered(own, "a{,3}") == ["Braces"]
 
 
 def test_a_catastrophic_pattern_cannot_hang_the_server(own: Graph) -> None:

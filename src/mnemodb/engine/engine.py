@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -124,6 +125,7 @@ class Engine:
         access_interval: float = 0.1,
     ) -> None:
         self.store = store
+        self._deadlines = threading.local()
         self._write_scope_default = self.scope(write_scope)
         self._read_scopes_default = (
             self.scopes(read_scopes) if read_scopes is not None else (self._write_scope_default,)
@@ -166,9 +168,22 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def time_limit(self, seconds: float | None) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
         """Abort and roll back whatever this thread does in the engine after `seconds`."""
-        return self.store.deadline(seconds)
+        previous = getattr(self._deadlines, "at", None)
+        self._deadlines.at = None if seconds is None else time.monotonic() + seconds
+        try:
+            with self.store.deadline(seconds):
+                yield
+        finally:
+            self._deadlines.at = previous
+
+    def time_left(self) -> float | None:
+        """Seconds left of this thread's time limit (none left: 0), None without one. For work
+        the store cannot stop midway, such as compiling a caller's pattern, to fit it in."""
+        at: float | None = getattr(self._deadlines, "at", None)
+        return None if at is None else max(0.0, at - time.monotonic())
 
     def flush_access(self) -> None:
         """Write queued access statistics now (they are otherwise written within ~0.1 s)."""

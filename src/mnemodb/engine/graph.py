@@ -21,8 +21,9 @@ from rapidfuzz.distance import Levenshtein
 
 from mnemodb.engine import ops
 from mnemodb.engine.checks import check_query, check_text
-from mnemodb.engine.errors import InvalidArgument, NotFound
+from mnemodb.engine.errors import InvalidArgument, NotFound, OperationTimeout
 from mnemodb.engine.models import ENTITY, Entity, Relation
+from mnemodb.engine.patterns import COMPILE_SECONDS_PER_STEP, MAX_PATTERN_STEPS, compile_js
 from mnemodb.ids import SHARED, new_ulid
 from mnemodb.search import graph_query as gq
 
@@ -125,80 +126,6 @@ def _decode_cursor(cursor: str, kind: str) -> int:
 
 
 _REGEX_SYNTAX = regex.compile(r"[\\^$.|?*+()\[\]{}]")
-
-
-def _js_pattern(pattern: str) -> str:
-    """A JavaScript pattern's meaning in Python's `regex`: `$` outside a class ends the text."""
-    out: list[str] = []
-    in_class = escaped = False
-    for ch in pattern:
-        if escaped:
-            out.append(ch)
-            escaped = False
-        elif ch == "\\":
-            out.append(ch)
-            escaped = True
-        elif ch == "[":
-            in_class = True
-            out.append(ch)
-        elif ch == "]":
-            in_class = False
-            out.append(ch)
-        elif ch == "$" and not in_class:
-            out.append(r"\Z")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-# The `regex` module compiles a counted repeat by writing its body out that many times, so
-# `a{1000000000}` (or `(a{1000}){1000}`) takes minutes and gigabytes before any time limit
-# can apply; 100,000 steps compile in about 20 ms.
-MAX_PATTERN_STEPS = 100_000
-_COUNTED_REPEAT = regex.compile(r"\{(\d+)(?:,(\d*))?\}")
-
-
-def _pattern_steps(pattern: str) -> int:
-    """About how many steps compiling `pattern` writes out: each atom is one, a counted
-    repeat multiplies what it repeats (nesting multiplies again), sequences and
-    alternatives add up. An over-estimate for group syntax such as `(?P<name>`."""
-    levels = [[0, 0]]  # per open group: [steps before the last atom, steps of the last atom]
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        level = levels[-1]
-        repeat = _COUNTED_REPEAT.match(pattern, i) if ch == "{" else None
-        if repeat is not None:
-            # Past ten digits a count is past any budget (and int() refuses 4,300 or more).
-            counts = [int(c) if len(c) <= 10 else 10**11 for c in repeat.groups("0") if c]
-            level[1] *= max(1, *counts)
-            i = repeat.end()
-            continue
-        if ch == "\\":
-            i += 2
-            if i <= len(pattern) and pattern[i - 1 : i] in ("p", "P", "N", "x") and pattern[i : i + 1] == "{":
-                i = pattern.find("}", i) + 1 or len(pattern)
-        elif ch == "[":
-            i += 2 if pattern[i + 1 : i + 2] != "^" else 3  # a leading ] is literal
-            while i < len(pattern) and pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
-            i += 1
-        elif ch == "(":
-            levels.append([0, 0])
-            i += 1
-            continue
-        elif ch == ")" and len(levels) > 1:
-            steps = sum(levels.pop())
-            parent = levels[-1]
-            parent[0] += parent[1]
-            parent[1] = steps
-            i += 1
-            continue
-        else:
-            i += 1
-        level[0] += level[1]
-        level[1] = 1
-    return sum(sum(level) for level in levels)
 
 
 class KnowledgeGraph:
@@ -780,16 +707,16 @@ class KnowledgeGraph:
 
     def _pattern(self, pattern: str) -> tuple[str, regex.Pattern[str]]:
         source = OBSERVATION_PRESETS.get(check_query(pattern, "pattern").lower(), pattern)
-        steps = _pattern_steps(source)
-        if steps > MAX_PATTERN_STEPS:
-            raise InvalidArgument(
-                f"Invalid regular expression: /{pattern}/i: its repeats write out about {steps:,} steps, "
-                f"at most {MAX_PATTERN_STEPS:,}; use a smaller count or * and +"
-            )
-        try:
-            return source, regex.compile(_js_pattern(source), regex.IGNORECASE | regex.VERSION0)
-        except regex.error as exc:
-            raise InvalidArgument(f"Invalid regular expression: /{pattern}/i: {exc}") from None
+        # A compile cannot be stopped once begun (and holds the GIL), so it must fit in
+        # what is left of the call's time limit.
+        left = self._engine.time_left()
+        budget = MAX_PATTERN_STEPS if left is None else min(MAX_PATTERN_STEPS, int(left / COMPILE_SECONDS_PER_STEP))
+        return source, compile_js(source, shown=pattern, max_steps=budget)
+
+    def _match_limit(self, time_limit: float) -> float:
+        """How long matching may take: `time_limit`, or what is left of the call's, if less."""
+        left = self._engine.time_left()
+        return time_limit if left is None else min(time_limit, left)
 
     def observation_matcher(self, pattern: str, *, time_limit: float = PATTERN_TIME_LIMIT_S) -> Callable[[str], bool]:
         """A test of one observation against `pattern` (as in `with_observations_matching`);
@@ -798,7 +725,7 @@ class KnowledgeGraph:
 
         def matches(observation: str) -> bool:
             try:
-                return compiled.search(observation, timeout=time_limit) is not None
+                return compiled.search(observation, timeout=self._match_limit(time_limit)) is not None
             except TimeoutError:
                 return False
 
@@ -810,21 +737,31 @@ class KnowledgeGraph:
         """Pks of the entities with an observation matching `pattern` (see
         `with_observations_matching`), in creation order, inside a read."""
         source, compiled = self._pattern(pattern)
-        deadline = time.monotonic() + time_limit
+        started = time.monotonic()
+        deadline = started + time_limit
+        # The call's own limit, when it ends sooner, is the call timing out, not the pattern.
+        left = self._engine.time_left()
+        call_deadline = float("inf") if left is None else started + left
         too_long = f"the pattern /{pattern}/ ran longer than {time_limit:g}s over the observations; simplify it"
+
+        def out_of_time() -> Exception:
+            if time.monotonic() >= call_deadline:
+                return OperationTimeout("the call's time limit ran out while matching its pattern")
+            return InvalidArgument(too_long)
+
         hits: list[int] = []
         # A plain word (no regex syntax) is looked up in the substring index first.
         literal = source if not _REGEX_SYNTAX.search(source) and len(source) >= 3 else None
         candidates = tx.entity_text_search([("obs", [literal], [])], reads) if literal else None
         for pk, _name, _kind, _obs, items in tx.entity_texts(reads, candidates):
             for observation in json.loads(items) if items else ():
-                remaining = deadline - time.monotonic()
+                remaining = min(deadline, call_deadline) - time.monotonic()
                 if remaining <= 0:
-                    raise InvalidArgument(too_long)
+                    raise out_of_time()
                 try:
                     matched = compiled.search(observation, timeout=remaining) is not None
                 except TimeoutError:
-                    raise InvalidArgument(too_long) from None
+                    raise out_of_time() from None
                 if matched:
                     hits.append(pk)
                     break

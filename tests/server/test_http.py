@@ -126,6 +126,18 @@ def test_loopback_host_headers_are_accepted(server: HttpServer, host: str) -> No
     assert status == 200, reply
 
 
+@pytest.mark.parametrize("path", ["/metrics", "/healthz", "/.well-known/oauth-protected-resource/mcp", "/nowhere"])
+def test_every_path_checks_the_host_and_the_origin(server: HttpServer, path: str) -> None:
+    # /metrics answered a rebound page with every scope's id and size: no path is exempt.
+    status, _, body = server.raw("GET", path, headers={"Host": "evil.example"})
+    assert status == 421, body
+    assert b"mnemodb_memories" not in body
+    status, _, body = server.raw(
+        "GET", path, headers={"Host": f"127.0.0.1:{server.port}", "Origin": "http://evil.example"}
+    )
+    assert status == 403, body
+
+
 def test_a_foreign_origin_gets_403_and_a_loopback_one_is_accepted(server: HttpServer) -> None:
     status, _ = server.post_mcp(INITIALIZE, {"Origin": "http://evil.example.com"})
     assert status == 403
@@ -151,10 +163,11 @@ def test_allowed_hosts_and_origins_extend_the_lists(tmp_path: Path) -> None:
 # -- health and metrics --------------------------------------------------------------------------------
 
 
-def test_healthz_says_the_database_is_reachable(server: HttpServer) -> None:
+def test_healthz_says_the_database_is_reachable_and_nothing_more(server: HttpServer) -> None:
     status, body = server.get("/healthz")
     assert status == 200
-    assert '"status":"ok"' in body and '"database":"reachable"' in body
+    # Anyone may ask, so the change log's position (everyone's activity) is not told.
+    assert json.loads(body) == {"status": "ok", "database": "reachable"}
 
 
 def test_healthz_says_when_the_database_is_not_reachable(tmp_path: Path) -> None:
@@ -416,6 +429,55 @@ def test_metrics_show_a_token_only_the_scopes_it_reads(guarded: tuple[HttpServer
     assert metric(pages["b"], "mnemodb_memories", scope=TEAM_B) == 1
     assert metric(pages["a"], "mnemodb_memories", scope=TEAM_B) is None
     assert TEAM_B not in pages["a"]
+
+
+def test_a_token_sees_its_own_calls_in_the_metrics_and_not_another_teams(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        a = engine.tokens.create("team-a", read_scopes=[TEAM_A], write_scope=TEAM_A)[1]
+        b = engine.tokens.create("team-b", read_scopes=[TEAM_B], write_scope=TEAM_B)[1]
+    with HttpServer.start(db) as running:
+        with Native.connect(running.url, token=b) as remote:
+            for n in range(3):
+                remote.call("remember", {"memories": [{"content": f"team B note {n}"}]})
+            remote.call("recall", {"query": "note"})
+        with Native.connect(running.url, token=a) as remote:
+            remote.call("survey", {})
+        pages = {}
+        for which, secret in (("a", a), ("b", b)):
+            status, _, body = running.raw(
+                "GET", "/metrics", headers={"Host": f"127.0.0.1:{running.port}", "Authorization": f"Bearer {secret}"}
+            )
+            assert status == 200
+            pages[which] = body.decode()
+    assert metric(pages["b"], "mnemodb_tool_calls_total", tool="remember", outcome="ok") == 3
+    assert metric(pages["b"], "mnemodb_tool_calls_total", tool="recall", outcome="ok") == 1
+    assert metric(pages["b"], "mnemodb_tool_calls_total", tool="survey", outcome="ok") is None
+    assert metric(pages["a"], "mnemodb_tool_calls_total", tool="survey", outcome="ok") == 1
+    assert metric(pages["a"], "mnemodb_tool_calls_total", tool="remember", outcome="ok") is None
+    assert metric(pages["a"], "mnemodb_tool_seconds_count", tool="remember") is None
+    # Requests too: A's page counts A's own, not B's (B made more than A in all).
+    a_posts = metric(pages["a"], "mnemodb_http_requests_total", method="POST", path="/mcp", status="200") or 0
+    b_posts = metric(pages["b"], "mnemodb_http_requests_total", method="POST", path="/mcp", status="200") or 0
+    assert 0 < a_posts < b_posts
+    # The whole file's size counts every team's data.
+    assert metric(pages["a"], "mnemodb_database_bytes") is None
+
+
+def test_topodb_db_info_tells_a_token_the_file_name_only(tmp_path: Path) -> None:
+    db = tmp_path / "private-dir" / "team.db"
+    db.parent.mkdir()
+    with Engine.open(str(db)) as engine:
+        secret = engine.tokens.create("team-a", read_scopes=[TEAM_A], write_scope=TEAM_A)[1]
+    with HttpServer.start(db, profile="topodb") as running:
+        status, reply = running.post_mcp(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "db_info", "arguments": {}}},
+            {"Authorization": f"Bearer {secret}", "MCP-Protocol-Version": "2025-11-25"},
+        )
+    assert status == 200, reply
+    info = reply["result"]["structuredContent"]
+    assert info["path"] == "team.db"
+    assert "private-dir" not in json.dumps(reply)
 
 
 def test_with_a_token_the_server_may_bind_beyond_loopback(tmp_path: Path) -> None:

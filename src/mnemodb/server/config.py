@@ -361,14 +361,14 @@ def load_http(
     if not (rate_limit >= 0 and rate_limit != float("inf")):
         raise ConfigError(f"Invalid --rate-limit {rate_limit}: expected requests per second, 0 for no limit")
     timeouts: dict[str, float] = {}
-    for flag, variable, given, default in (
+    for option, variable, chosen, default in (
         ("--header-timeout", "MNEMODB_HEADER_TIMEOUT", header_timeout, DEFAULT_HEADER_TIMEOUT_S),
         ("--keep-alive-timeout", "MNEMODB_KEEP_ALIVE_TIMEOUT", keep_alive_timeout, DEFAULT_KEEP_ALIVE_TIMEOUT_S),
     ):
-        seconds = _number(env, variable, default) if given is None else given
+        seconds = _number(env, variable, default) if chosen is None else chosen
         if not 0 < seconds <= _MAX_TIMEOUT_S:
-            raise ConfigError(f"Invalid {flag} {seconds:g}: expected seconds, more than 0 and at most 3600")
-        timeouts[flag] = seconds
+            raise ConfigError(f"Invalid {option} {seconds:g}: expected seconds, more than 0 and at most 3600")
+        timeouts[option] = seconds
     if max_connections is None:
         raw_cap = _env(env, "MNEMODB_MAX_CONNECTIONS")
         if raw_cap:

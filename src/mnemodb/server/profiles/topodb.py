@@ -15,6 +15,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import PurePath
 from typing import Any, NoReturn
 
 import numpy as np
@@ -36,6 +37,7 @@ from mnemodb.engine.properties import (
     SetEmbedding,
     SetProps,
 )
+from mnemodb.engine.tokens import current_grant
 from mnemodb.ids import SHARED
 from mnemodb.server.profile import Profile, Tool
 from mnemodb.server.schema import Invalid
@@ -302,11 +304,15 @@ class TopodbTools:
         self.allow_unscoped_changes = allow_unscoped_changes
 
     def db_info(self, engine: Engine, a: dict[str, Any]) -> Any:
+        # A call under a token (a team server) gets the file's name only: where the server
+        # keeps its files is the operator's business, and the directories often name a user.
+        # The key stays, since topodb clients read it.
+        path = self.db_path if current_grant() is None else PurePath(self.db_path).name
         return {
             "current_seq": engine.current_seq(),
             "default_read_scopes": list(engine.read_scopes),
             "default_scope": engine.write_scope,
-            "path": self.db_path,
+            "path": path,
         }
 
     def get_node(self, engine: Engine, a: dict[str, Any]) -> Any:

@@ -7,10 +7,12 @@ transport, and because it is the shortest path per call.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -50,7 +52,8 @@ from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
 
 from mnemodb import __version__
-from mnemodb.engine.errors import OperationTimeout
+from mnemodb.engine.errors import EngineError, OperationTimeout
+from mnemodb.engine.tokens import current_grant
 from mnemodb.server.profile import Profile, Tool
 from mnemodb.server.schema import Invalid
 
@@ -82,20 +85,45 @@ def _listed(tool: Tool, profile: Profile) -> McpTool:
 
 
 async def run_in_worker(engine: Engine, work: Callable[[], T], timeout_ms: int) -> T:
-    """Run engine work on a worker thread, within the tool time limit (0 = none)."""
-    if timeout_ms <= 0:
-        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-    limit = timeout_ms / 1000
-
-    def bounded() -> T:
-        with engine.time_limit(limit):
-            return work()
-
+    """Run engine work on a worker thread, within the tool time limit (0 = none). An engine
+    error that names the database's file says only its name to a call under a token."""
     try:
-        with anyio.fail_after(limit + _BACKSTOP_S):
-            return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
-    except TimeoutError:
-        raise OperationTimeout(f"timed out after {timeout_ms}ms") from None
+        if timeout_ms <= 0:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        limit = timeout_ms / 1000
+
+        def bounded() -> T:
+            with engine.time_limit(limit):
+                return work()
+
+        try:
+            with anyio.fail_after(limit + _BACKSTOP_S):
+                return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+        except TimeoutError:
+            raise OperationTimeout(f"timed out after {timeout_ms}ms") from None
+    except EngineError as exc:
+        told = _as_told(exc, engine)
+        if told is exc:
+            raise
+        raise told from exc
+
+
+def _as_told(error: EngineError, engine: Engine) -> EngineError:
+    """`error` as a caller may read it: under a token (a team server), with the server's
+    path to the database (a file that cannot be opened, say) cut to the file's name, since
+    where the server keeps its files is no tenant's business. Unchanged otherwise."""
+    location = engine.store.location
+    text = str(error)
+    if current_grant() is None or location == ":memory:" or location not in text:
+        return error
+    told = copy.copy(error)
+    told.args = (text.replace(location, PurePath(location).name),)
+    return told
+
+
+def _wire(result: CallToolResult) -> dict[str, Any]:
+    """A tool result as the SDK puts it on the wire (what its server runner makes of a model)."""
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def build_server(
@@ -118,16 +146,23 @@ def build_server(
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=listed)
 
-    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult | dict[str, Any]:
         tool = tools.get(params.name)
         if tool is None:
             log.info("unknown tool %r", params.name)
             return profile.unknown_tool(params.name)
         started = time.perf_counter()
         outcome = "error"
+
+        def work() -> dict[str, Any]:
+            # The result is shaped and dumped to its wire form here, on the worker thread and
+            # within the time limit: a large one (a whole graph) would otherwise hold up every
+            # other request on the event loop while it is built.
+            return _wire(profile.success(tool, tool.run(engine, arguments)))
+
         try:
             arguments = tool.params.validate(params.arguments)
-            value = await run_in_worker(engine, lambda: tool.run(engine, arguments), tool_timeout_ms)
+            result = await run_in_worker(engine, work, tool_timeout_ms)
             outcome = "ok"
         except Invalid as exc:
             outcome = "invalid"
@@ -150,7 +185,7 @@ def build_server(
         if subscribed and tool.annotations is not None and tool.annotations.read_only_hint is False:
             for uri in sorted(subscribed):
                 await ctx.session.send_resource_updated(uri)
-        return profile.success(tool, value)
+        return result
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         resource = resources.get(str(params.uri))
@@ -270,7 +305,6 @@ def build_server(
             title=f"mnemodb ({profile.name} profile)",
             instructions=profile.instructions,
             on_list_tools=list_tools,
-            on_call_tool=call_tool,
             on_list_resources=list_resources if profile.resources or profile.templates else None,
             on_list_resource_templates=list_templates if profile.resources or profile.templates else None,
             on_read_resource=read_resource if profile.resources or profile.templates else None,
@@ -281,6 +315,9 @@ def build_server(
             on_subscribe_resource=subscribe if any(r.subscribable for r in profile.resources) else None,
             on_unsubscribe_resource=unsubscribe if any(r.subscribable for r in profile.resources) else None,
         )
+    # Registered as a plain request handler: it may answer with the result's wire form (a
+    # dict), which the SDK takes as it is instead of dumping the model again on the event loop.
+    server.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     # The OpenTelemetry middleware is a no-op without an exporter but still costs every
     # call; mnemodb does not export traces.
     server.middleware.clear()

@@ -705,8 +705,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-connections",
         type=int,
         metavar="N",
-        help="connections served at once; more are refused with 503 (default: half the open-file limit less "
-        "room for the database, at most 1024; or $MNEMODB_MAX_CONNECTIONS)",
+        help="connections served at once; past it the one waiting longest for a request is closed, or a "
+        "newcomer gets 503 (default: what the open-file limit leaves beside the database's files, at most "
+        "1024; or $MNEMODB_MAX_CONNECTIONS)",
     )
     jwt = serve.add_argument_group(
         "JWT bearer tokens (from an identity provider; database tokens keep working beside them)"

@@ -277,6 +277,14 @@ def test_fuzzy_tolerates_typos(search: Searcher) -> None:
     assert found["scores"][0]["score"] > 0
 
 
+@pytest.mark.parametrize(("typo", "found"), [("Rdeis", "Redis"), ("Atuhsevrice", "AuthService")])
+def test_fuzzy_counts_two_swapped_letters_as_one_typo(search: Searcher, typo: str, found: str) -> None:
+    # The commonest typo: one edit each, not the two substitutions each takes otherwise (past
+    # the one edit a five-letter word, or the two an eleven-letter one, may have).
+    assert search.hits(typo) == []
+    assert search.hits(typo, fuzzy=True) == [found]
+
+
 def test_fuzzy_finds_a_typo_that_shares_no_three_letters_with_the_word(search: Searcher) -> None:
     # "rect" is one edit from "react", but has none of its three-letter pieces.
     assert search.hits("Rect") == []

@@ -419,6 +419,37 @@ def test_recall_kinds(srv: Native) -> None:
     assert srv.ids("recall", {"query": "zebrafish", "kinds": ["entity"]}) == [entity["id"]]
 
 
+def test_recall_finds_entities_by_the_words_of_a_question(srv: Native) -> None:
+    """Models ask questions: their words find entities as they find memories (stemmed, no
+    stop words, no one-letter words), not as substrings, where "I" matched every name with
+    an "i" and "tom" matched "customer"."""
+    tom = srv.entity("Tom Qorvath", type="person", observations=["reach him by phone"])
+    maria = srv.entity("maria qorvathi", type="person", observations=["likes espresso"])
+    desk = srv.entity("Customer Qorvathcare", type="team", observations=["customer support desk"])
+    asked = srv.ids("recall", {"query": "how should I contact Tom Qorvath", "kinds": ["entity"]})
+    assert asked[0] == tom["id"]
+    assert maria["id"] not in asked and desk["id"] not in asked
+    assert srv.ids("recall", {"query": "phones reaching", "kinds": ["entity"]}) == [tom["id"]]  # stemmed
+    # The query language still matches substrings when asked for.
+    named = srv.ids("recall", {"query": "name:qorvath", "kinds": ["entity"]})
+    assert set(named) == {tom["id"], maria["id"], desk["id"]}
+    # A query whose words no entity holds falls back to substrings.
+    assert srv.ids("recall", {"query": "qorvathc", "kinds": ["entity"]}) == [desk["id"]]
+    # A name written as one word is found by the words it is made of, after the entities
+    # that hold the words themselves.
+    glued = srv.entity("QorvathAuthService", type="component")
+    found = srv.ids("recall", {"query": "the qorvath auth service", "kinds": ["entity"], "limit": 50})
+    assert glued["id"] in found and found.index(tom["id"]) < found.index(glued["id"])
+
+
+def test_recall_fuzzy_counts_swapped_letters_as_one_typo(srv: Native) -> None:
+    entity = srv.entity("Xylvarn Atlas", type="map")
+    assert srv.ids("recall", {"query": "Xylvarn Atals", "kinds": ["entity"]}) == [entity["id"]]  # a word matches
+    for typo in ("Xylvran", "Xlyvarn"):
+        assert srv.ids("recall", {"query": typo, "kinds": ["entity"]}) == []
+        assert srv.ids("recall", {"query": typo, "kinds": ["entity"], "fuzzy": True}) == [entity["id"]], typo
+
+
 def test_recall_fuzzy_tolerates_typos(srv: Native) -> None:
     entity = srv.entity("Zanzibarian Spice Guild", type="org")
     assert srv.ids("recall", {"query": "Zanzibarain", "kinds": ["entity"]}) == []

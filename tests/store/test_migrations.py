@@ -239,6 +239,38 @@ def test_a_schema_10_database_that_never_had_tokens_stays_open(db_path: Path) ->
         assert engine.tokens.required() is False
 
 
+def test_entities_of_schema_11_are_found_by_their_words_and_forgotten_when_deleted(db_path: Path) -> None:
+    """Schema 12 indexes entities by words over the substring index's text: the entities an
+    older file holds are in it at once, and it follows every later change of them."""
+    make_old_database(db_path, 11)
+    with connect(db_path) as conn:
+        conn.execute("BEGIN")
+        for pk, name, observations in ((10, "Tom Becker", ["prefers phone calls"]), (11, "Customer Desk", [])):
+            conn.execute(
+                "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) "
+                "VALUES (?, ?, 'shared', 'Entity', '{}', ?, ?)",
+                [pk, f"01HV7N8Q3Y2J6W5X4Z9A0B1C{pk + 50}", T1, T1],
+            )
+            conn.execute("INSERT INTO entity (node, scope, name, entity_type) VALUES (?, 'shared', ?, 'x')", [pk, name])
+            conn.execute(
+                "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, 'x', ?, ?)",
+                [pk, name, " ".join(observations), json.dumps(observations)],
+            )
+        conn.execute("COMMIT")
+
+    def found(engine: Engine, query: str) -> list[str]:
+        return [f.item.name for f in engine.items.search(query, kinds=["entity"]).found]  # type: ignore[union-attr]
+
+    with Engine.open(str(db_path)) as engine:
+        assert found(engine, "how should I call Tom") == ["Tom Becker"]
+        assert found(engine, "phone calling") == ["Tom Becker"]
+        engine.graph.add_observations([("Customer Desk", ["answers the phone"])])
+        engine.graph.delete_entities(["Tom Becker"])
+        assert found(engine, "phone") == ["Customer Desk"]
+    with connect(db_path) as conn:
+        conn.execute("INSERT INTO entity_words (entity_words) VALUES ('integrity-check')")
+
+
 def test_a_new_database_is_created_at_the_latest_version(db_path: Path) -> None:
     with Engine.open(str(db_path)) as engine:
         engine.store_memory("first")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import regex
 from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from mnemodb.engine import ops
 from mnemodb.engine.checks import check_query, check_text
@@ -26,6 +26,7 @@ from mnemodb.engine.models import ENTITY, Entity, Relation
 from mnemodb.engine.patterns import COMPILE_SECONDS_PER_STEP, MAX_PATTERN_STEPS, compile_js
 from mnemodb.ids import SHARED, new_ulid
 from mnemodb.search import graph_query as gq
+from mnemodb.search.analyzer import query_terms
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -56,6 +57,8 @@ OBSERVATION_PRESETS: dict[str, str] = {
 PATTERN_TIME_LIMIT_S = 2.0
 # Near words per term that typo-tolerant search looks entities up by.
 FUZZY_WORDS = 64
+# The shortest word a name is searched for as a substring (what the trigram index can look up).
+_MIN_SUBSTRING = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +402,7 @@ class KnowledgeGraph:
         for term in terms:
             distance = max(1, len(term) // 4)
             for word, _, _ in process.extract(
-                term, words, scorer=Levenshtein.distance, score_cutoff=distance, limit=FUZZY_WORDS
+                term, words, scorer=OSA.distance, score_cutoff=distance, limit=FUZZY_WORDS
             ):
                 if len(word) >= 3:
                     near.setdefault(word, None)
@@ -512,6 +515,44 @@ class KnowledgeGraph:
         scored: list[tuple[int, float]] = [(pk, gq.score_entity(text, terms, fuzzy=fuzzy)) for pk, text, _ in matching]
         scored.sort(key=lambda s: (-s[1], s[0]))
         return scored
+
+    def ranked_by_words(
+        self, tx: ReadTx, query: str, reads: Sequence[str], *, limit: int
+    ) -> list[tuple[int, float]] | None:
+        """(entity pk, score) of the entities a plain question's words find, best first, at
+        most `limit`, inside a read; None when the words find nothing, or the query speaks the
+        query language (`name:` fields, `+required`, `-excluded`, `"phrases"`), which the
+        caller then answers by substrings (`ranked`).
+
+        The words are a memory search's: stemmed, without stop words and one-letter words,
+        so "how should I contact Tom" looks for "contact" and "tom", and finds "Tom Becker"
+        but not "customer", which only holds "tom" in the middle. Names written as one word
+        (`AuthService`) are also found when they hold every such word as a substring ("auth
+        service"), ranked after the entities that hold the words themselves."""
+        parsed = gq.parse(check_query(query))
+        plain = parsed.all
+        if parsed.fields or plain is None or plain.required or plain.excluded or plain.phrases:
+            return None
+        terms = [t for t in query_terms(query) if len(t) > 1]
+        if not terms:
+            return None
+        hits = tx.entity_word_search(terms, reads, limit)
+        found = {pk for pk, _ in hits}
+        spelled = [t for t in terms if len(t) >= _MIN_SUBSTRING]
+        joined: list[int] = []
+        if spelled and len(hits) < limit:
+            candidates = tx.entity_text_search([("name", spelled, [])], reads) or []
+            fresh = [pk for pk in candidates if pk not in found]
+            for pk, name, _kind, _obs, _items in tx.entity_texts(reads, fresh[: limit * 4]):
+                lowered = name.lower()
+                if all(t in lowered for t in spelled):
+                    joined.append(pk)
+        if not hits and not joined:
+            return None
+        # Below every word hit, in the order they were made.
+        floor = min((score for _, score in hits), default=1.0)
+        ranked = list(hits) + [(pk, floor / 2) for pk in joined]
+        return ranked[:limit]
 
     def search_observations(
         self,

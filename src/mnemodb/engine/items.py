@@ -672,8 +672,13 @@ class Items:
     def _entity_ranking(
         self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, fuzzy: bool
     ) -> list[tuple[int, float]]:
-        """Entities by the knowledge-graph query language, filtered by `where`."""
-        matches = self._engine.graph.ranked(tx, query, reads, fuzzy=fuzzy)
+        """Entities by a question's words, or else (and when asked: `fuzzy`, the query
+        language's fields and signs) by the knowledge-graph query language's substrings;
+        filtered by `where`."""
+        graph = self._engine.graph
+        matches = None if fuzzy else graph.ranked_by_words(tx, query, reads, limit=RANKED_POOL)
+        if matches is None:
+            matches = graph.ranked(tx, query, reads, fuzzy=fuzzy)
         admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now, reads)
         return [(pk, score) for pk, score in matches if pk in admitted][:RANKED_POOL]
 

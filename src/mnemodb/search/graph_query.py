@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 __all__ = [
     "EntityText",
@@ -131,15 +131,14 @@ class EntityText:
 
 
 def fuzzy_matches(text: str, term: str) -> bool:
-    """A word of `text` contains `term`, or is within `max(1, len(term) // 4)` edits of it."""
+    """A word of `text` contains `term`, or is within `max(1, len(term) // 4)` edits of it.
+    Edits are optimal string alignment's: a swap of two neighbouring letters, the commonest
+    typo (`atals`), is one, as an insertion, a deletion or a substitution is."""
     distance = max(1, len(term) // 4)
     for word in text.split():
         if term in word:
             return True
-        if (
-            abs(len(word) - len(term)) <= distance
-            and Levenshtein.distance(word, term, score_cutoff=distance) <= distance
-        ):
+        if abs(len(word) - len(term)) <= distance and OSA.distance(word, term, score_cutoff=distance) <= distance:
             return True
     return False
 

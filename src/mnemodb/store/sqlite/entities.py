@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mnemodb.engine.models import Entity, Relation
-from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_phrase, marks
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks
 
 __all__ = ["EntityReads", "EntityWrites", "TextClause"]
 
@@ -26,6 +26,9 @@ _ENTITY_COLUMNS = "n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.create
 _RELATION_COLUMNS = "r.pk, r.src, r.dst, r.type, es.name, ed.name, r.extra"
 _RELATION_FROM = "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.node = r.dst"
 _MIN_TRIGRAM = 3
+# How much a word in an entity's name, and in its type, counts beside one in its observations.
+_NAME_WEIGHT = 4.0
+_TYPE_WEIGHT = 1.5
 
 
 def _trigram_pieces(term: str) -> list[str]:
@@ -204,6 +207,23 @@ class EntityReads:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def entity_word_search(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Entities whose name, type or observations hold any of `terms` as words (stemmed,
+        as memories are searched), best first, at most `limit`: (pk, relevance), higher is
+        better. A word in the name counts most, then the type, then the observations."""
+        if not terms or limit <= 0:
+            return []
+        canonical, params = _canonical("e", scopes)
+        rows = self.conn.execute(
+            f"SELECT w.rowid, bm25(entity_words, {_NAME_WEIGHT}, {_TYPE_WEIGHT}, 1.0) AS rank "
+            "FROM entity_words w JOIN entity e ON e.node = w.rowid "
+            f"WHERE entity_words MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} "
+            "ORDER BY rank LIMIT ?",
+            [fts_any(terms), *scopes, *params, limit],
+        ).fetchall()
+        # FTS5's bm25 is negative, more so for a better match.
+        return [(int(pk), -float(rank)) for pk, rank in rows]
+
     def entity_texts(
         self, scopes: Sequence[str], pks: Sequence[int] | None = None
     ) -> Iterator[tuple[int, str, str, str, str]]:
@@ -351,11 +371,19 @@ class EntityWrites(EntityReads):
             "INSERT INTO observation (entity, position, content, created_at) VALUES (?, ?, ?, ?)",
             [(pk, position, content, at) for position, content in enumerate(kept)],
         )
+        self._index_text(pk, name, entity_type, kept)
+        return kept
+
+    def _index_text(self, pk: int, name: str, entity_type: str, observations: Sequence[str]) -> None:
+        """Put a new entity's text in the substring index and the word index over it."""
+        joined = " ".join(observations)
         self.conn.execute(
             "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, ?, ?, ?)",
-            [pk, name, entity_type, " ".join(kept), _dumps_items(kept)],
+            [pk, name, entity_type, joined, _dumps_items(observations)],
         )
-        return kept
+        self.conn.execute(
+            "INSERT INTO entity_words (rowid, name, type, obs) VALUES (?, ?, ?, ?)", [pk, name, entity_type, joined]
+        )
 
     def sync_entity_text(self, pk: int) -> None:
         """Rewrite the entity's row in the substring index (after its name, type or observations change)."""
@@ -363,12 +391,15 @@ class EntityWrites(EntityReads):
         observations = [
             r[0] for r in self.conn.execute("SELECT content FROM observation WHERE entity = ? ORDER BY position", [pk])
         ]
+        # The word index forgets the old text while its content table still holds it.
+        self.conn.execute(
+            "INSERT INTO entity_words (entity_words, rowid, name, type, obs) "
+            "SELECT 'delete', rowid, name, type, obs FROM entity_text WHERE rowid = ?",
+            [pk],
+        )
         self.conn.execute("DELETE FROM entity_text WHERE rowid = ?", [pk])
         if row is not None:
-            self.conn.execute(
-                "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, ?, ?, ?)",
-                [pk, row[0], row[1], " ".join(observations), _dumps_items(observations)],
-            )
+            self._index_text(pk, row[0], row[1], observations)
 
     def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
         row = self.conn.execute(

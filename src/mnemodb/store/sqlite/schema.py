@@ -361,6 +361,24 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE access_token SET write_scopes = json_array(write_scope) WHERE NOT read_only;
     INSERT OR REPLACE INTO meta (key, value) SELECT 'http_access', 'tokens' WHERE EXISTS (SELECT 1 FROM access_token);
     """,
+    # 12: entities by words, as memories are found: the text of the substring index
+    # (its content table), stemmed, for ranked word search. Trigrams alone let a question's
+    # "I" or "tom" match every name holding an "i" or "customer". Kept by the store where it
+    # keeps `entity_text` (an external-content index needs the old text to forget a row,
+    # so it goes before `entity_text` forgets it). FTS5's 'rebuild' cannot read another
+    # FTS5 table ("SQL logic error"): the rows are copied in instead.
+    f"""
+    CREATE VIRTUAL TABLE entity_words USING fts5 (
+        name, type, obs, content = 'entity_text', tokenize = '{TEXT_TOKENIZER}'
+    );
+    INSERT INTO entity_words (rowid, name, type, obs) SELECT rowid, name, type, obs FROM entity_text;
+    DROP TRIGGER entity_text_delete;
+    CREATE TRIGGER entity_text_delete AFTER DELETE ON entity BEGIN
+        INSERT INTO entity_words (entity_words, rowid, name, type, obs)
+            SELECT 'delete', rowid, name, type, obs FROM entity_text WHERE rowid = old.node;
+        DELETE FROM entity_text WHERE rowid = old.node;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

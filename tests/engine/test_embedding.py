@@ -28,6 +28,7 @@ from mnemodb.search.embedders import (
     EmbedderUnavailable,
     HttpEmbedder,
     LocalEmbedder,
+    local_available,
 )
 from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, parse_fusion
 from mnemodb.store.sqlite import SqliteStore
@@ -733,3 +734,41 @@ def test_often_read_items_are_raised_by_the_access_weight(tmp_path: Path, local:
         boost = 1 + weight * min(1.0, math.log1p(reads) / math.log1p(ACCESS_SATURATION))
         assert lower_why["access"]["boost"] == pytest.approx(boost, abs=1e-4)
         assert by_id[lower].score == pytest.approx(lower_why["fused"] * boost, abs=1e-5)
+
+
+# -- loading the local model only when it is needed -------------------------------------------------
+
+
+@pytest.mark.skipif(not local_available(), reason="the local embedding model is not installed")
+def test_the_local_model_is_loaded_only_once_something_needs_it(db_path: Path) -> None:
+    """Loading the model costs seconds of CPU and hundreds of MB: a server on an empty
+    database, or on one whose vectors are all current, must not pay it at start. It loads
+    once an item needs a vector, or once a search would have used one."""
+    fresh = LocalEmbedder()
+    with open_engine(db_path, fresh) as eng:
+        background = BackgroundEmbedder(eng.embeddings, poll=0.05).start()
+        try:
+            assert background.wait_idle(WAIT_S)
+            assert fresh.loaded is False  # nothing to embed, nothing to search
+            memory = mem(eng, "The deploy pipeline runs on Fridays")
+            assert background.wait_idle(60)
+            assert fresh.loaded is True
+            assert eng.embeddings.coverage() == (1, 1)
+        finally:
+            background.stop()
+
+    again = LocalEmbedder()
+    with open_engine(db_path, again) as eng:
+        background = BackgroundEmbedder(eng.embeddings, poll=0.05).start()
+        try:
+            assert background.wait_idle(WAIT_S)
+            assert again.loaded is False  # every vector is current
+            # The first search that would have used the model goes by words, and asks for it.
+            first = eng.items.search("when does the build ship", explain=True).found
+            assert first == ()
+            assert background.wait_idle(60)
+            assert again.loaded is True
+            [hit] = eng.items.search("when does the build ship", explain=True).found
+            assert hit.item.id == memory.id and hit.why is not None and "vector" in hit.why
+        finally:
+            background.stop()

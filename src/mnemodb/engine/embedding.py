@@ -59,6 +59,10 @@ class Embeddings:
         self.unavailable: str | None = None
         """Why the embedder cannot run here, once that is known (search then uses words only)."""
         self._queries_paused_until = 0.0
+        self._wanted = threading.Event()
+        self.on_wanted: Callable[[], None] | None = None
+        """Told when a search would have used the embedder but it is not loaded yet (the
+        background thread then loads it)."""
 
     @property
     def model(self) -> str | None:
@@ -70,6 +74,29 @@ class Embeddings:
             return False
         loaded = getattr(self.embedder, "loaded", None)
         return True if loaded is None else bool(loaded)
+
+    def needs_loading(self) -> bool:
+        """True for an embedder that must load (a local model) before it can embed."""
+        embedder = self.embedder
+        return embedder is not None and not self.unavailable and hasattr(embedder, "load") and not self.ready()
+
+    def want(self) -> None:
+        """A search would have embedded its query: have the model loaded for the next ones."""
+        if not self._wanted.is_set():
+            self._wanted.set()
+            if self.on_wanted is not None:
+                self.on_wanted()
+
+    @property
+    def wanted(self) -> bool:
+        return self._wanted.is_set()
+
+    def pending(self) -> bool:
+        """True when some item needs a vector from the embedder."""
+        if self.embedder is None:
+            return False
+        with self._engine.store.read() as tx:
+            return bool(tx.unembedded(self.embedder.model, EMBEDDED_LABELS, 1))
 
     def query_vector(self, text: str) -> np.ndarray[Any, Any] | None:
         """`text` as a vector, or None when the embedder is not ready or failed (words only).
@@ -180,10 +207,19 @@ class BackgroundEmbedder:
     def wake(self) -> None:
         self._wake.set()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 0.5) -> bool:
+        """Ask the thread to stop and wait up to `timeout` seconds: False when it is still
+        busy then (loading a model, which cannot be interrupted, or embedding a batch). What
+        it was doing is lost, not damaged: vectors are written in whole transactions, and
+        the work is found again at the next start."""
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until the thread has looked for work and found none left (for tests and
@@ -205,13 +241,28 @@ class BackgroundEmbedder:
         engine = embeddings._engine
         seen = -1
         pause = self._poll
+        embeddings.on_wanted = self.wake
         while not self._stop.is_set():
             try:
-                embedder = embeddings.embedder
-                if embedder is not None and hasattr(embedder, "load"):
-                    embedder.load()
                 with engine.store.read() as tx:
                     seq = tx.current_seq()
+                if embeddings.needs_loading():
+                    # A model takes seconds of CPU and hundreds of MB to load: only once
+                    # something needs a vector, or a search would have used one.
+                    if not embeddings.wanted and not ((seq != seen or self._wake.is_set()) and embeddings.pending()):
+                        seen = seq
+                        self._wake.clear()
+                        self._idle.set()
+                        self._wake.wait(self._poll)
+                        continue
+                    embedder = embeddings.embedder
+                    load = getattr(embedder, "load", None)  # only embedders with a model to load have one
+                    if embedder is not None and load is not None:
+                        log.info("loading the embedding model %s", embedder.model)
+                        load()
+                    if self._stop.is_set():
+                        return
+                    seen = -1
                 if seq != seen or self._wake.is_set():
                     self._wake.clear()
                     after = -1
@@ -237,6 +288,8 @@ class BackgroundEmbedder:
                 pause = min(self._max_pause, max(pause * 2, 1.0))
                 log.warning("embedding paused for %.0f s: %s", pause, exc)
             except Exception as exc:  # a store error must not kill the thread silently
+                if self._stop.is_set():
+                    return  # the store closed under a round that was ending anyway
                 self.last_error = repr(exc)
                 pause = min(self._max_pause, max(pause * 2, 1.0))
                 log.exception("embedding paused for %.0f s", pause)

@@ -606,12 +606,17 @@ class Items:
         """The query by meaning, when the engine's embedder is ready and has stored vectors."""
         embeddings = self._engine.embeddings
         model = embeddings.model
-        if model is None or not embeddings.ready() or self._engine.fusion.vector <= 0:
+        if model is None or self._engine.fusion.vector <= 0:
             return None
         with self._engine.store.read() as tx:
             if not tx.embedding_generation(model):
                 return None
             stored_dim = tx.embedding_dim(model)
+        if not embeddings.ready():
+            # There are vectors to search, but the model is not loaded: words this time,
+            # and the model is loaded for the next searches.
+            embeddings.want()
+            return None
         values = embeddings.query_vector(query)
         if values is None:
             return None

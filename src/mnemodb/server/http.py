@@ -40,6 +40,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import h11
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -753,24 +754,27 @@ async def serve_http(server: Server[Any], engine: Engine, settings: HttpSettings
     )
     http = Quiet(config)
 
-    async def stop_on_signal() -> None:
+    async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for signum in signals:
                 log.info("Received %s, shutting down", signal.Signals(signum).name)
                 http.should_exit = True
                 return
 
-    log.info(
-        "at most %d connections; %g s for a request's headers, %g s idle between requests",
-        cap,
-        settings.header_timeout,
-        settings.keep_alive_timeout,
-    )
-    # The line tests and scripts wait for: where the server listens, with the real port.
-    log.info("listening on http://%s:%d%s", shown, bound_port, MCP_PATH)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stop_on_signal)
+            # Signals are taken before the server says it listens: a client (or a person at
+            # the terminal) that acts on that line is never met by Python's default handler.
+            await tg.start(stop_on_signal)
+            log.info(
+                "at most %d connections; %g s for a request's headers, %g s idle between requests",
+                cap,
+                settings.header_timeout,
+                settings.keep_alive_timeout,
+            )
+            # The line tests and scripts wait for: where the server listens, with the real port.
+            log.info("listening on http://%s:%d%s", shown, bound_port, MCP_PATH)
             await http.serve(sockets=[sock])
             tg.cancel_scope.cancel()
     finally:

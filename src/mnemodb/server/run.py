@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
+import anyio.abc
 
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.embedding import BackgroundEmbedder
@@ -19,6 +21,9 @@ from mnemodb.server.profiles import build_profile
 from mnemodb.server.stdio import serve_stdio
 
 log = logging.getLogger("mnemodb")
+
+# How long a stopping server waits for the background embedder.
+_EMBEDDER_GRACE_S = 0.3
 
 
 def serve(settings: Settings) -> int:
@@ -85,14 +90,17 @@ def serve(settings: Settings) -> int:
     async def serve_stdio_until_signal() -> int:
         async with anyio.create_task_group() as tg:
 
-            async def stop_on_signal() -> None:
+            async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    task_status.started()
                     async for signum in signals:
                         log.info("Received %s, shutting down", signal.Signals(signum).name)
                         tg.cancel_scope.cancel()
                         return
 
-            tg.start_soon(stop_on_signal)
+            # Signals are taken before the server says it serves (see serve_http).
+            await tg.start(stop_on_signal)
+            log.info("mnemodb serving the %s profile on stdio, database %s", profile.name, engine.store.location)
             await serve_stdio(server, profile.rules)
             tg.cancel_scope.cancel()
         return 0
@@ -104,17 +112,28 @@ def serve(settings: Settings) -> int:
         assert metrics is not None
         main = functools.partial(serve_http, server, engine, settings.http, metrics)
         log.info("mnemodb serving the %s profile over HTTP, database %s", profile.name, engine.store.location)
-    else:
-        log.info("mnemodb serving the %s profile on stdio, database %s", profile.name, engine.store.location)
     status = 0
     try:
         status = anyio.run(main)
     except KeyboardInterrupt:
         pass
     finally:
-        if background is not None:
-            background.stop()
+        # A client gives a server about a second after closing its stdin, or after SIGTERM,
+        # before it kills it: the embedder gets a moment to finish what it is writing.
+        stopped = background is None or background.stop(timeout=_EMBEDDER_GRACE_S)
         engine.close()
+    if not stopped or getattr(embedder, "loaded", False):
+        # The embedder is loading a model (an import that cannot be interrupted, and that
+        # interpreter shutdown would wait out for seconds), or has loaded one, whose
+        # runtime's teardown takes a second or more and saves nothing. Everything
+        # acknowledged is in the closed database; what the embedder was doing is derived
+        # and is found again at the next start.
+        # Nothing is flushed first: log records are written as they are made, replies go
+        # straight to their file descriptor, and the loading thread may hold the locks of
+        # the streams it prints progress to.
+        if not stopped:
+            log.info("exiting while the embedding model was still loading")
+        os._exit(status)
     return status
 
 

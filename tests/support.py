@@ -16,6 +16,24 @@ from typing import Any
 
 from mcp.client.stdio import StdioServerParameters
 
+# Run with `python -c LAUNCHER FILE_SIZE READ_ONLY ARGS...`: execs `python ARGS...` under the
+# fault. FILE_SIZE is a byte limit on every file the server writes ("" for none); READ_ONLY
+# "1" takes root's power to write through permission bits away from it.
+LAUNCHER = """
+import ctypes, os, resource, signal, sys
+file_size, read_only, *command = sys.argv[1:]
+if read_only == "1" and os.geteuid() == 0:
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise SystemExit(f"launcher: cannot drop capability {capability} (errno {ctypes.get_errno()})")
+if file_size:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(file_size), int(file_size)))
+os.execv(sys.executable, [sys.executable, *command])
+"""
+
+
 START_MS = 1_700_000_000_000
 SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from mnemodb.cli.main import build_parser
-from mnemodb.engine import Engine
+from mnemodb.engine import Engine, NewMemory
 from support import sha256
 
 TIMEOUT_S = 60  # a hang guard only
@@ -122,7 +123,16 @@ def test_remember_json_with_tags_importance_and_type(tmp_path: Path, db: str) ->
 def test_remember_reads_stdin(tmp_path: Path, db: str) -> None:
     text = "from standard input\nwith two lines\n"
     out = as_json(run(tmp_path, "remember", "-", "--json", "--db", db, stdin=text))
-    assert out["hash"] == sha256(text)
+    assert out["hash"] == sha256(text.removesuffix("\n"))  # the newline ending the input is not part of it
+
+
+@pytest.mark.parametrize("piped", ["piped text\n", "piped text\r\n", "piped text"])
+def test_remembering_from_stdin_and_as_an_argument_is_the_same_memory(tmp_path: Path, db: str, piped: str) -> None:
+    first = as_json(run(tmp_path, "remember", "-", "--json", "--db", db, stdin=piped))
+    again = as_json(run(tmp_path, "remember", "piped text", "--json", "--db", db))
+    assert (first["new"], again["new"], again["hash"]) == (True, False, first["hash"])
+    blank_last = as_json(run(tmp_path, "remember", "-", "--json", "--db", db, stdin="two endings\n\n"))
+    assert blank_last["hash"] == sha256("two endings\n")  # only one is taken off
 
 
 def test_remember_uses_the_database_from_the_environment(tmp_path: Path, db: str) -> None:
@@ -164,7 +174,8 @@ def test_search_json_output(tmp_path: Path, filled: str) -> None:
     assert first["tags"] == ["health"]
     assert first["importance"] == 5
     assert isinstance(first["score"], float)
-    assert isinstance(first["created_at"], int)
+    # ISO 8601 in UTC, as the text output and the native tools give times.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z", first["created_at"]), first["created_at"]
     assert hits == sorted(hits, key=lambda h: -h["score"])
     assert len(as_json(run(tmp_path, "search", "running", "--json", "-n", "1", "--db", filled))) == 1
     assert as_json(run(tmp_path, "search", "bicycle", "--json", "--db", filled)) == []
@@ -189,7 +200,25 @@ def test_stats_json(tmp_path: Path, filled: str) -> None:
     assert (stats["relations"], stats["embeddings"]) == (0, 0)
     assert stats["change_log_seq"] == 4
     assert stats["size_bytes"] > 0
-    assert stats["oldest_memory"] != "-"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z", stats["oldest_memory"]), stats
+
+
+def test_an_export_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path, filled: str) -> None:
+    """`mnemodb export | head -1`: the reader goes away; no "Broken pipe" message, no traceback."""
+    with Engine.open(filled) as engine:  # more than the pipe holds, so the export meets the closed end
+        engine.store_memories([NewMemory(f"filler memory number {i} " + "words " * 50) for i in range(300)])
+    export = f'"{sys.executable}" -m mnemodb export - --db "{filled}"'
+    result = subprocess.run(
+        f'{export} | head -c 10 > /dev/null; echo "status=${{PIPESTATUS[0]}}" >&2',
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert result.stderr.strip() == "status=141", result.stderr
 
 
 def test_stats_text(tmp_path: Path, filled: str) -> None:
@@ -202,11 +231,12 @@ def test_stats_text(tmp_path: Path, filled: str) -> None:
 
 
 def test_stats_of_an_empty_database(tmp_path: Path, db: str) -> None:
+    Engine.open(db).close()
     stats = as_json(run(tmp_path, "stats", "--json", "--db", db))
     assert (stats["memories"], stats["oldest_memory"], stats["newest_memory"], stats["change_log_seq"]) == (
         0,
-        "-",
-        "-",
+        None,
+        None,
         0,
     )
 

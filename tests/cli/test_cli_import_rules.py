@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mnemodb.engine import Engine
 from support import SCOPE_A, START_MS, RawServer, sha256
 
@@ -145,6 +147,18 @@ def test_each_refused_record_is_a_skipped_line_on_stderr(tmp_path: Path) -> None
         stats = engine.stats(scopes=["shared", SCOPE_A, SCOPE_B])
         assert (stats.memories, stats.entities, stats.nodes, stats.edges, stats.embeddings) == (3, 1, 4, 0, 0)
         assert engine.get_entity("Ada") is not None
+
+
+@pytest.mark.parametrize("kind", ["mnemodb", "server-memory"])
+def test_a_line_cut_short_is_reported_at_its_own_column(tmp_path: Path, kind: str) -> None:
+    # The line ending was parsed with the line, so an error at its end was "column 1" (of
+    # the line after it).
+    first = {"type": "header", "format": "mnemodb", "version": 1} if kind == "mnemodb" else {"type": "entity",
+        "name": "Ada", "entityType": "person", "observations": []}  # fmt: skip
+    source = tmp_path / "cut.jsonl"
+    source.write_text(json.dumps(first) + '\n{"broken": \r\n', encoding="utf-8")
+    result = refused(run(tmp_path, "import", str(source), "--db", str(tmp_path / "fresh.db")))
+    assert "mnemodb: skipped line 2: not JSON (Expecting value at column 12)" in result.stderr.splitlines()
 
 
 def test_json_gives_each_refused_line_and_its_reason(tmp_path: Path) -> None:

@@ -219,6 +219,7 @@ def test_abort_is_refused_for_a_mnemodb_export(tmp_path: Path) -> None:
 
 def test_export_to_a_directory_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "a-directory").mkdir()
+    ok(run(tmp_path, "remember", "a memory", "--db", str(tmp_path / "kg.db")))
     result = run(tmp_path, "export", "--format", "server-memory", "a-directory", "--db", str(tmp_path / "kg.db"))
     assert result.returncode == 1
     assert result.stderr == "mnemodb: a-directory is a directory\n"

@@ -45,26 +45,9 @@ from http_support import HttpServer
 from mnemodb.engine import Engine, NewMemory
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from native_support import Native, text_of
-from support import REPLY_TIMEOUT_S, server_env
+from support import LAUNCHER, REPLY_TIMEOUT_S, server_env
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the faults are made with Linux limits")
-
-# Run with `python -c LAUNCHER FILE_SIZE READ_ONLY ARGS...`: execs `python ARGS...` under the
-# fault. FILE_SIZE is a byte limit on every file the server writes ("" for none); READ_ONLY
-# "1" takes root's power to write through permission bits away from it.
-LAUNCHER = """
-import ctypes, os, resource, signal, sys
-file_size, read_only, *command = sys.argv[1:]
-if read_only == "1" and os.geteuid() == 0:
-    libc = ctypes.CDLL(None, use_errno=True)
-    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-            raise SystemExit(f"launcher: cannot drop capability {capability} (errno {ctypes.get_errno()})")
-if file_size:
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (int(file_size), int(file_size)))
-os.execv(sys.executable, [sys.executable, *command])
-"""
 
 READ_ONLY = re.compile(r"read-?only|permission", re.IGNORECASE)
 DISK_FULL = re.compile(r"disk|full|space|I/O|size limit|too large", re.IGNORECASE)

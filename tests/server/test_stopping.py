@@ -99,7 +99,10 @@ def test_a_server_stops_while_its_model_loads_and_keeps_every_write(tmp_path: Pa
                 "jsonrpc": "2.0",
                 "id": 2,
                 "method": "tools/call",
-                "params": {"name": "store_memory", "arguments": {"content": "acknowledged while loading", "tags": ["t"]}},
+                "params": {
+                    "name": "store_memory",
+                    "arguments": {"content": "acknowledged while loading", "tags": ["t"]},
+                },
             },
         )
         assert stored["result"]["isError"] is False  # type: ignore[index]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mnemodb import __version__
 from mnemodb.files import not_a_regular_file, replaced_atomically, same_file
+from mnemodb.times import iso_utc
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -76,19 +77,32 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
-def _when(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000))
+def _when(ms: int | None) -> str | None:
+    """A time as people read it (ISO 8601, UTC); None for none."""
+    return None if ms is None else iso_utc(ms)
 
 
-def _open_engine(args: argparse.Namespace) -> Engine:
+def _open_engine(args: argparse.Namespace, *, reading: bool = False) -> Engine:
+    """The engine over the command's database. A command that only reads (`reading`) needs
+    the database to exist, and opens it read-only, saying so, where this process may not
+    write the file or its directory."""
     from mnemodb.engine import Engine
     from mnemodb.server.config import DEFAULT_DB, resolve_db_path
 
-    db = args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB
+    db = resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB)
     scope = getattr(args, "scope", None) or os.environ.get("MNEMODB_SCOPE") or "shared"
-    return Engine.open(resolve_db_path(db), write_scope=scope)
+    if db == ":memory:":
+        return Engine.open(db, write_scope=scope)
+    file = Path(db).expanduser()
+    if reading and not file.exists():
+        raise CliError(f"no database at {file}")
+    writable = not file.exists() or (os.access(file, os.W_OK) and os.access(file.resolve().parent, os.W_OK))
+    if writable:
+        return Engine.open(db, write_scope=scope)
+    if not reading:
+        raise CliError(f"{file} is read-only here (the file or its directory): this command writes to it")
+    print(f"mnemodb: {file} is read-only here: reading it without changing anything", file=sys.stderr)
+    return Engine.open(db, write_scope=scope, read_only=True)
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -183,7 +197,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    text = args.text if args.text != "-" else sys.stdin.read()
+    text = args.text
+    if text == "-":
+        # `echo X | mnemodb remember -` means X: the newline ending the input is not part of
+        # it (kept, `mnemodb remember X` would later be another memory).
+        text = sys.stdin.read()
+        text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
     with _open_engine(args) as engine:
         stored = engine.store_memory(text, args.tag or (), args.importance, args.type)
     memory = stored.memory
@@ -196,7 +215,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with _open_engine(args, reading=True) as engine:
         hits = engine.search_memories(args.query, limit=args.limit)
     if args.json:
         _print_json(
@@ -208,7 +227,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                     "content": h.memory.content,
                     "tags": list(h.memory.tags),
                     "importance": h.memory.importance,
-                    "created_at": h.memory.created_at,
+                    "created_at": iso_utc(h.memory.created_at),
                 }
                 for h in hits
             ]
@@ -271,7 +290,7 @@ def _token_mode(token: Token) -> str:
 
 
 def cmd_token_list(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with _open_engine(args, reading=True) as engine:
         tokens = engine.tokens.list(revoked=args.revoked)
         required = engine.tokens.required()
     if args.json:
@@ -316,7 +335,7 @@ def cmd_token_reopen(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with _open_engine(args, reading=True) as engine:
         stats = engine.stats(scopes=args.scopes.split(",") if args.scopes else None)
         location = engine.store.location
     fields = {
@@ -337,7 +356,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     else:
         width = max(map(len, fields))
         for key, value in fields.items():
-            print(f"{key.replace('_', ' '):<{width}}  {value}")
+            print(f"{key.replace('_', ' '):<{width}}  {'-' if value is None else value}")
     return 0
 
 
@@ -351,7 +370,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "server-memory":
         return _export_server_memory(args)
     progress = Progress("exporting")
-    with _open_engine(args) as engine, _atomic_output(args.file, engine) as out:
+    with _open_engine(args, reading=True) as engine, _atomic_output(args.file, engine) as out:
         for record in engine.export():
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             progress.advance()
@@ -368,7 +387,7 @@ def _export_server_memory(args: argparse.Namespace) -> int:
     from mnemodb.interop.server_memory import export_server_memory
 
     progress = Progress("exporting")
-    with _open_engine(args) as engine, _atomic_output(args.file, engine) as out:
+    with _open_engine(args, reading=True) as engine, _atomic_output(args.file, engine) as out:
         counts = export_server_memory(engine, out, progress=progress.advance)
     progress.finish()
     if args.json and args.file != "-":
@@ -439,7 +458,9 @@ def _read_records(stream: BinaryIO, skipped: list[tuple[int, str]]) -> Iterator[
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            # Without its line ending, or an error at the end of the line would be "column 1"
+            # of the next.
+            record = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             skipped.append((number, f"not JSON ({exc.msg} at column {exc.colno})"))
             continue
@@ -564,7 +585,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     if target.exists() and not target.is_dir() and not args.force:
         raise CliError(f"{target} exists; pass --force to overwrite it")
     progress = Progress("backing up")
-    with _open_engine(args) as engine:
+    with _open_engine(args, reading=True) as engine:
         started = time.monotonic()
 
         def report(done: int, total: int) -> None:
@@ -857,6 +878,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EngineError as exc:
         print(f"mnemodb: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`mnemodb export | head`): not worth a message, as for any
+        # Unix tool; what is still buffered for stdout goes nowhere.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13  # as if killed by SIGPIPE
     except OSError as exc:
         detail = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
         print(f"mnemodb: {detail}", file=sys.stderr)

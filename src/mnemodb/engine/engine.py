@@ -146,12 +146,15 @@ class Engine:
         """Access tokens for the HTTP server."""
 
     @classmethod
-    def open(cls, path: str = ":memory:", *, create_parent: bool = True, **options: Any) -> Engine:
+    def open(
+        cls, path: str = ":memory:", *, create_parent: bool = True, read_only: bool = False, **options: Any
+    ) -> Engine:
         """An engine over the SQLite database at `path` (created if missing, and its directory
-        too unless `create_parent` is false)."""
+        too unless `create_parent` is false). With `read_only`, an existing database is only
+        read: nothing is created or written (writes raise StoreFailed)."""
         from mnemodb.store.sqlite import SqliteStore
 
-        store = SqliteStore(path, create_parent=create_parent)
+        store = SqliteStore(path, create_parent=create_parent, read_only=read_only)
         try:
             return cls(store, **options)
         except BaseException:

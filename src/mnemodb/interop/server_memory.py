@@ -210,7 +210,9 @@ def parse_line(raw: bytes | str, number: int) -> ParsedLine | None:
     if not text.strip():
         return None
     try:
-        record = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        # Without its line ending, or an error at the end of the line would be "column 1"
+        # of the next.
+        record = json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         return LineError(number, f"not JSON ({exc.msg} at column {exc.colno})")
     except ValueError as exc:

@@ -174,18 +174,14 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another event loop than asyncio's
         loop = None
-    transport: asyncio.ReadTransport | None = None
-    if loop is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+    if loop is not None and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
         # A pipe, a socket or a terminal is watched by the event loop itself: no thread hop
         # per message, and nothing left blocked in a read when the server stops (a thread
         # reading a terminal kept the process alive after Ctrl-C until a key was pressed).
+        # Other devices (/dev/null) cannot be watched, and never block a read.
         reader = asyncio.StreamReader(limit=_READ_CHUNK, loop=loop)
         pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-        try:
-            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
-        except OSError:  # a device the loop cannot watch (/dev/null, say): read it on a thread
-            pipe.close()
-    if transport is not None:
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
         try:
             while chunk := await reader.read(_READ_CHUNK):
                 yield chunk

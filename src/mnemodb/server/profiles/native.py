@@ -17,7 +17,6 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -31,6 +30,7 @@ from mnemodb.search.analyzer import words
 from mnemodb.server.profile import Profile, Prompt, PromptArgument, Resource, TemplateResource, Tool, tool
 from mnemodb.server.profiles import native_text
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Int, Invalid, Map, Num, Obj, OneOrMany, Scalar, Str, Time
+from mnemodb.times import iso_utc as iso
 
 log = logging.getLogger("mnemodb.server")
 
@@ -47,13 +47,6 @@ MAX_COMPLETIONS = 100
 
 
 # -- shapes ---------------------------------------------------------------------------------------
-
-
-def iso(ms: int) -> str:
-    """A time as an ISO 8601 UTC string, to the second (the millisecond when it has one)."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{text}.{ms % 1000:03d}Z" if ms % 1000 else f"{text}Z"
 
 
 def _cut(text: str, full: bool) -> tuple[str, bool]:

@@ -804,12 +804,22 @@ def _foreign_format(path: str) -> str:
 class SqliteStore:
     """A mnemodb graph in one SQLite file (or `:memory:`)."""
 
-    def __init__(self, path: str | os.PathLike[str] = MEMORY_DB, *, create_parent: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = MEMORY_DB, *, create_parent: bool = True, read_only: bool = False
+    ) -> None:
+        """Open (or create) the database at `path`. With `read_only`, an existing database is
+        opened for reading only: nothing is created, migrated or written, not even the WAL's
+        index beside a file in a directory this process may not write to; a write raises
+        StoreFailed."""
         self._path = str(path)
         self._in_memory = self._path == MEMORY_DB
+        self.read_only = read_only and not self._in_memory
+        self._uri: str | None = None
         if not self._in_memory:
             file = Path(self._path).expanduser().resolve()
-            if create_parent:
+            if self.read_only:
+                self._uri = _read_only_uri(file)
+            elif create_parent:
                 make_private_dirs(file.parent)
             elif not file.parent.is_dir():
                 raise StoreUnavailable(f"database parent directory does not exist: {file.parent}")
@@ -817,9 +827,10 @@ class SqliteStore:
             if kind is not None:  # SQLite would block for good opening a FIFO
                 raise StoreUnavailable(f"cannot open database {file}: it is {kind}, not a database file")
             self._path = str(file)
-            # Made here, private, before SQLite makes it with the umask's permissions; its
-            # -wal and -shm files take the database file's permissions.
-            create_private_file(file)
+            if not self.read_only:
+                # Made here, private, before SQLite makes it with the umask's permissions; its
+                # -wal and -shm files take the database file's permissions.
+                create_private_file(file)
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -844,11 +855,12 @@ class SqliteStore:
     def _connect(self, busy_timeout: float = _READ_BUSY_TIMEOUT_S) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self._path,
+                self._uri or self._path,
                 timeout=busy_timeout,
                 isolation_level=None,
                 check_same_thread=False,
                 cached_statements=512,
+                uri=self._uri is not None,
             )
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -925,6 +937,14 @@ class SqliteStore:
                 conn.execute("COMMIT")
 
         version = self._retry_busy(check, "read the database's schema")
+        if self.read_only:
+            if version != SCHEMA_VERSION:
+                raise StoreUnavailable(
+                    f"database {self._path} has schema version {version}, older than this mnemodb's "
+                    f"({SCHEMA_VERSION}), and was opened read-only: open it once where it may be written "
+                    "to upgrade it"
+                )
+            return
         if not self._in_memory:
             # WAL is a property of the file; setting it needs a moment of exclusive access.
             mode = self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), "enable WAL")
@@ -976,6 +996,8 @@ class SqliteStore:
 
     @contextlib.contextmanager
     def _write_tx(self) -> Iterator[_WriteTx]:
+        if self.read_only:
+            raise StoreFailed(f"the database {self._path} was opened read-only: nothing was changed")
         with self._write_lock:
             self._ensure_open()
             conn = self._writer
@@ -1047,7 +1069,7 @@ class SqliteStore:
 
     def bump_access(self, hits: Mapping[int, tuple[int, int]]) -> None:
         """Add read counts: `hits` maps node pk to (count, last access ms). Best effort."""
-        if not hits:
+        if not hits or self.read_only:  # statistics: a read-only store keeps none
             return
         with self.write() as tx:
             tx.conn.executemany(
@@ -1135,6 +1157,18 @@ class SqliteStore:
                         conn.close()
                 self._readers.clear()
             self._writer.close()
+
+
+def _read_only_uri(file: Path) -> str:
+    """The URI SQLite opens `file` read-only with. In WAL mode a reader needs the WAL's
+    index (`-shm`) beside the file; where this process cannot create it (a directory it may
+    not write to) and it is not there, no process can have written to the database either,
+    so it is opened as immutable, which needs no index."""
+    if not file.is_file():
+        raise StoreUnavailable(f"no database at {file}")
+    sidecars = [Path(f"{file}{suffix}") for suffix in ("-wal", "-shm")]
+    immutable = not os.access(file.parent, os.W_OK) and not any(p.exists() for p in sidecars)
+    return f"{file.as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
 
 
 def _split_sql(script: str) -> list[str]:

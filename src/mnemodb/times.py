@@ -1,0 +1,17 @@
+"""Times as people read them: ISO 8601 in UTC, wherever mnemodb shows one to a person (CLI
+text and JSON, the native tools). Milliseconds since the epoch stay where a format fixes
+them (exports, upstream profiles' fields)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+__all__ = ["iso_utc"]
+
+
+def iso_utc(ms: int) -> str:
+    """`ms` since the epoch as an ISO 8601 UTC string, to the second (with the millisecond
+    when it has one): `2026-12-04T03:57:02Z`, `2026-12-04T03:57:02.123Z`."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{ms % 1000:03d}Z" if ms % 1000 else f"{text}Z"

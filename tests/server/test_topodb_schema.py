@@ -197,7 +197,7 @@ def test_no_parameter_lacks_a_type(schemas: dict[str, dict[str, Any]]) -> None:
                 continue
             assert "type" in spec, (name, param)
     commands = props_of(schemas, "submit_batch")["commands"]
-    assert commands["type"] == "array" and commands["items"] is True
+    assert commands["type"] == "array" and commands["items"] == {}  # any command: checked when run
     for tool_name, field in (("get_changes", "since_seq"), ("close_edge", "valid_to"), ("link", "valid_from")):
         assert "integer" in types_of(props_of(schemas, tool_name)[field]), (tool_name, field)
 

@@ -29,7 +29,10 @@ JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 U64_MAX = 2**64 - 1
 _INTEGER_RANGES = {"u8": (0, 255), "u64": (0, U64_MAX), "usize": (0, U64_MAX), "i64": (I64_MIN, I64_MAX)}
-_FORMATS = {"u8": "uint8", "u64": "uint64", "usize": "uint", "i64": "int64"}
+# Integer kinds, and the `format` each is advertised with: upstream's schemars wrote uint8,
+# uint64 and uint too, which are no format a validator knows (the TypeScript SDK warns about
+# each one); their range says the same, with `minimum`. int64 is a known format.
+_FORMATS: dict[str, str | None] = {"u8": None, "u64": None, "usize": None, "i64": "int64"}
 _NO_DEFAULT = object()
 
 
@@ -118,7 +121,9 @@ class Param:
             out["items"] = {"type": "string"}
         elif kind in _FORMATS:
             out["type"] = "integer"
-            out["format"] = _FORMATS[kind]
+            known = _FORMATS[kind]
+            if known is not None:
+                out["format"] = known
             if kind != "i64":
                 out["minimum"] = 0
         if self.minimum is not None:

@@ -597,7 +597,6 @@ _SEQ_OUT = _output(
     {
         "seq": {
             "description": "The change-log sequence number of this write.",
-            "format": "uint64",
             "minimum": 0,
             "type": "integer",
         }
@@ -652,7 +651,6 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
                 {
                     "access_count": {
                         "description": "Times the node was returned by a read.",
-                        "format": "uint64",
                         "minimum": 0,
                         "type": ["integer", "null"],
                     },
@@ -721,7 +719,6 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
                 {
                     "current_seq": {
                         "description": "The latest change-log sequence number (0 when empty).",
-                        "format": "uint64",
                         "minimum": 0,
                         "type": "integer",
                     },
@@ -759,7 +756,7 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
                 _SCOPES_READ,
             ],
             bodies.find_by_prop,
-            _output({"nodes": {"description": "The matching nodes, by id.", "items": True, "type": "array"}}, "nodes"),
+            _output({"nodes": {"description": "The matching nodes, by id.", "items": {}, "type": "array"}}, "nodes"),
         ),
         tool(
             "get_changes",
@@ -797,7 +794,6 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
                             "op": {"description": "The operation."},
                             "seq": {
                                 "description": "Its position in the change log.",
-                                "format": "uint64",
                                 "minimum": 0,
                                 "type": "integer",
                             },
@@ -938,7 +934,7 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
                     "json",
                     'The commands, in order; "#N" in an id field refers to command N (0-based, earlier only).',
                     required=True,
-                    schema={"items": True, "type": "array"},
+                    schema={"items": {}, "type": "array"},
                 )
             ],
             bodies.submit_batch,

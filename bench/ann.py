@@ -60,7 +60,7 @@ index. `--seed` fixes everything.
 Real embeddings (unless `--no-real`): the distinct sentences of the LoCoMo conversations,
 observations, summaries and questions (`--data`, by default shared/data/locomo/locomo-dev.json
 in the directory that holds this repository), about 15,000, embedded with the local
-all-MiniLM-L6-v2 (sentence-transformers, offline). That takes one to four minutes on two
+all-MiniLM-L6-v2 (mnemodb's local embedder, offline). That takes one to four minutes on two
 cores; `--real-cache FILE.npy` keeps the vectors between runs. `--queries` of them are
 held out as queries; the others are indexed at 10,000 and at all of them.
 
@@ -197,18 +197,13 @@ def locomo_sentences(path: Path) -> list[str]:
 def real_embeddings(data: Path, cache: Path | None) -> Vectors:
     if cache is not None and cache.is_file():
         return np.load(cache)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+    from mnemodb.search.embedders import LocalEmbedder, local_available
 
-    from mnemodb.search.embedders import local_model_path
-
-    folder = local_model_path()
-    if folder is None:
+    if not local_available():
         raise RuntimeError("the local all-MiniLM-L6-v2 model is not installed")
     texts = locomo_sentences(data)
     started = time.perf_counter()
-    model = SentenceTransformer(str(folder), device="cpu")
-    vectors = model.encode(texts, batch_size=128, normalize_embeddings=True, convert_to_numpy=True)
+    vectors = LocalEmbedder(batch_size=128).embed(texts)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     print(f"embedded {len(texts):,} LoCoMo sentences in {time.perf_counter() - started:.0f} s", flush=True)
     if cache is not None:
@@ -815,9 +810,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
 
-    versions = {
-        name: lib_version(name) for name in ("numpy", "hnswlib", "usearch", "faiss-cpu", "sentence-transformers")
-    }
+    versions = {name: lib_version(name) for name in ("numpy", "hnswlib", "usearch", "faiss-cpu", "tokenizers")}
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, load {_load()}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))
     print(

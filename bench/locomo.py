@@ -427,10 +427,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--embedder",
-        choices=("none", "local"),
+        choices=("none", "local", "static"),
         default="none",
         help="local: embed every turn with all-MiniLM-L6-v2 after storing, and search by words and meaning "
-        "(implies --method items; default none)",
+        "(implies --method items; default none); static: the same with static token vectors distilled from it "
+        "(bench/static_embedder.py, a candidate measured against it)",
     )
     parser.add_argument(
         "--search-weights", default="", metavar="NAME=VALUE,...", help="rank fusion weights, e.g. words=1,vector=0.5"
@@ -484,10 +485,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report(args, conversations, questions, stats, by_category, overall, latencies, unmapped,
                       load_s, embedded, embed_s, load_start, wall)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
-        embedder = LocalEmbedder() if args.embedder == "local" else None
+        embedder: Any = LocalEmbedder() if args.embedder == "local" else None
+        if args.embedder == "static":
+            from static_embedder import StaticMiniLM
+
+            embedder = StaticMiniLM(Path(work) / "static.npy")
         if embedder is not None:
             args.method = "items"
-            embedder.load()
+            if hasattr(embedder, "load"):
+                embedder.load()
         engine = Engine.open(
             str(Path(work) / "locomo.db"), clock=clock, embedder=embedder, fusion=parse_fusion(args.search_weights)
         )

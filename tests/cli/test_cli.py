@@ -16,6 +16,7 @@ import pytest
 
 from mnemodb.cli.main import build_parser
 from mnemodb.engine import Engine, NewMemory
+from mnemodb.search.embedders import local_available
 from support import sha256
 
 TIMEOUT_S = 60  # a hang guard only
@@ -168,6 +169,7 @@ def test_search_text_output(tmp_path: Path, filled: str) -> None:
 
 def test_search_json_output(tmp_path: Path, filled: str) -> None:
     hits = as_json(run(tmp_path, "search", "running", "--json", "--db", filled))
+    assert {h["kind"] for h in hits} == {"memory"}
     assert {h["content"] for h in hits} == {"She runs every morning", "Running shoes wear out   after 800 km"}
     first = next(h for h in hits if h["content"] == "She runs every morning")
     assert first["hash"] == sha256("She runs every morning")
@@ -181,13 +183,34 @@ def test_search_json_output(tmp_path: Path, filled: str) -> None:
     assert as_json(run(tmp_path, "search", "bicycle", "--json", "--db", filled)) == []
 
 
+def test_search_finds_entities_as_recall_does(tmp_path: Path, filled: str) -> None:
+    hits = as_json(run(tmp_path, "search", "who likes hills", "--json", "--db", filled))
+    assert [(h["kind"], h["name"], h["observations"]) for h in hits] == [("entity", "Runner", ["likes hills"])]
+    assert as_json(run(tmp_path, "search", "hills", "--kinds", "memory", "--json", "--db", filled)) == []
+    text = ok(run(tmp_path, "search", "hills", "--db", filled)).stdout
+    assert "entity  Runner: likes hills" in text
+    refused = run(tmp_path, "search", "hills", "--kinds", "people", "--db", filled)
+    assert refused.returncode == 1 and "--kinds takes memory, entity or both" in refused.stderr
+
+
+@pytest.mark.skipif(not local_available(), reason="the local embedding model is not installed")
+def test_search_finds_by_meaning_with_the_local_model(tmp_path: Path, db: str) -> None:
+    with Engine.open(db) as engine:
+        engine.store_memory("We adopted a puppy named Rex")
+        engine.store_memory("The quarterly report is due on Friday")
+    ok(run(tmp_path, "reindex", "--db", db, "--embedder", "local"))
+    by_meaning = as_json(run(tmp_path, "search", "our new dog", "--json", "--db", db, "--embedder", "local"))
+    assert [h["content"] for h in by_meaning][:1] == ["We adopted a puppy named Rex"]
+    assert as_json(run(tmp_path, "search", "our new dog", "--json", "--db", db, "--embedder", "none")) == []
+
+
 def test_search_reads_only_its_scope(tmp_path: Path, filled: str) -> None:
     scope = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
     ok(run(tmp_path, "remember", "a private run", "--scope", scope, "--db", filled))
     private = as_json(run(tmp_path, "search", "run", "--json", "--scope", scope, "--db", filled))
     assert [h["content"] for h in private] == ["a private run"]
     shared = as_json(run(tmp_path, "search", "run", "--json", "--db", filled))
-    assert "a private run" not in [h["content"] for h in shared]
+    assert "a private run" not in [h.get("content") for h in shared]
 
 
 # -- stats ------------------------------------------------------------------------------------------------------

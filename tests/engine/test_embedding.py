@@ -360,7 +360,7 @@ def test_a_model_that_fails_to_load_stops_the_thread(db_path: Path) -> None:
         loaded = False
 
         def load(self) -> None:
-            raise EmbedderUnavailable("sentence-transformers is not installed")
+            raise EmbedderUnavailable("tokenizers is not installed")
 
         def embed(self, texts: Sequence[str]) -> np.ndarray:
             raise AssertionError("embed() before load()")
@@ -370,7 +370,7 @@ def test_a_model_that_fails_to_load_stops_the_thread(db_path: Path) -> None:
         background = BackgroundEmbedder(eng.embeddings, poll=0.05).start()
         try:
             assert wait_for(lambda: eng.embeddings.unavailable is not None)
-            assert "sentence-transformers" in (eng.embeddings.unavailable or "")
+            assert "tokenizers" in (eng.embeddings.unavailable or "")
             assert [f.item.id for f in eng.items.search("puppy").found] == [pet.id]
         finally:
             background.stop()

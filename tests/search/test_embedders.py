@@ -3,7 +3,9 @@ and the local all-MiniLM-L6-v2 model (loaded once for the module; no network is 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,3 +191,19 @@ def test_local_gives_unit_384_dimensional_rows(
     assert float(dog @ puppy) > float(puppy @ tax) + 0.3
     # The same text always gives the same vector.
     np.testing.assert_allclose(local_embedder.embed([texts[0]])[0], dog, atol=1e-5)
+
+
+@needs_local
+def test_local_gives_the_vectors_sentence_transformers_gives(local_embedder: LocalEmbedder) -> None:
+    """The numpy forward pass against vectors sentence-transformers computed with torch
+    (kept in data/minilm_reference.json): the same to float32 rounding, for an empty text,
+    one character, accents and CJK and emoji, and a text past the 256-token limit."""
+    reference = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+    texts: list[str] = reference["texts"]
+    expected = np.array(reference["vectors"], dtype=np.float32)
+    for batch in (1, 3, 64):  # padding must not change a text's vector
+        local = LocalEmbedder(batch_size=batch)
+        got = local.embed(texts)
+        cosines = (got * expected).sum(axis=1)
+        assert cosines.min() > 0.99999, (batch, cosines)
+        np.testing.assert_allclose(got, expected, atol=2e-5)

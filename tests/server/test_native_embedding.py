@@ -16,7 +16,7 @@ from mnemodb.search.embedders import local_available
 from native_support import Native, serve_fails
 
 WAIT_S = 20.0  # a hang guard: the background thread polls the store twice a second
-LOCAL_WAIT_S = 60.0  # loading torch and the model in a fresh process, under load
+LOCAL_WAIT_S = 60.0  # loading the model in a fresh process and embedding, under load
 
 
 def http_env(url: str) -> dict[str, str]:

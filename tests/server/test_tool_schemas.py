@@ -72,6 +72,9 @@ def test_every_schema_is_valid_json_schema(tmp_path: Path, profile: str) -> None
         if name != profile:
             continue
         validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator.check_schema(schema)
+        try:
+            validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise AssertionError(f"{profile} {where}: {exc.message}") from None
         checked += 1
     assert checked > 0

@@ -82,7 +82,7 @@ def _when(ms: int | None) -> str | None:
     return None if ms is None else iso_utc(ms)
 
 
-def _open_engine(args: argparse.Namespace, *, reading: bool = False) -> Engine:
+def _open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: Any = None) -> Engine:
     """The engine over the command's database. A command that only reads (`reading`) needs
     the database to exist, and opens it read-only, saying so, where this process may not
     write the file or its directory."""
@@ -92,17 +92,17 @@ def _open_engine(args: argparse.Namespace, *, reading: bool = False) -> Engine:
     db = resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB)
     scope = getattr(args, "scope", None) or os.environ.get("MNEMODB_SCOPE") or "shared"
     if db == ":memory:":
-        return Engine.open(db, write_scope=scope)
+        return Engine.open(db, write_scope=scope, embedder=embedder)
     file = Path(db).expanduser()
     if reading and not file.exists():
         raise CliError(f"no database at {file}")
     writable = not file.exists() or (os.access(file, os.W_OK) and os.access(file.resolve().parent, os.W_OK))
     if writable:
-        return Engine.open(db, write_scope=scope)
+        return Engine.open(db, write_scope=scope, embedder=embedder)
     if not reading:
         raise CliError(f"{file} is read-only here (the file or its directory): this command writes to it")
     print(f"mnemodb: {file} is read-only here: reading it without changing anything", file=sys.stderr)
-    return Engine.open(db, write_scope=scope, read_only=True)
+    return Engine.open(db, write_scope=scope, read_only=True, embedder=embedder)
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -215,33 +215,76 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _open_engine(args, reading=True) as engine:
-        hits = engine.search_memories(args.query, limit=args.limit)
-    if args.json:
-        _print_json(
-            [
-                {
-                    "id": h.memory.id,
-                    "hash": h.memory.hash,
-                    "score": round(h.score, 4),
-                    "content": h.memory.content,
-                    "tags": list(h.memory.tags),
-                    "importance": h.memory.importance,
-                    "created_at": iso_utc(h.memory.created_at),
-                }
-                for h in hits
-            ]
+    """Memories and entities as the native `recall` ranks them: by words and, when an
+    embedder is on (the local model, when installed) and the store has vectors, by meaning."""
+    from mnemodb.engine.models import Entity, Memory
+    from mnemodb.server import config
+
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if not kinds or not set(kinds) <= {"memory", "entity"}:
+        raise CliError(f"--kinds takes memory, entity or both, comma-separated, not {args.kinds!r}")
+    try:
+        settings = config.load_embedding(
+            args.embedder, args.embed_url, args.embed_model, args.embed_key, None, os.environ
         )
+        embedder = config.make_embedder(settings, profile="native")
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+    with _open_engine(args, reading=True, embedder=embedder) as engine:
+        model = engine.embeddings.model
+        load = getattr(embedder, "load", None)
+        if model is not None and load is not None:
+            with engine.store.read() as tx:
+                has_vectors = bool(tx.embedding_generation(model))
+            if has_vectors:
+                load()  # the server loads it in the background; a command cannot wait for that
+        page = engine.items.search(args.query, kinds=kinds, limit=args.limit)
+    if args.json:
+        rows: list[dict[str, Any]] = []
+        for found in page.found:
+            item, score = found.item, round(found.score or 0.0, 6)
+            if isinstance(item, Memory):
+                rows.append(
+                    {
+                        "kind": "memory",
+                        "id": item.id,
+                        "hash": item.hash,
+                        "score": score,
+                        "content": item.content,
+                        "tags": list(item.tags),
+                        "importance": item.importance,
+                        "type": item.memory_type,
+                        "created_at": iso_utc(item.created_at),
+                    }
+                )
+            elif isinstance(item, Entity):
+                rows.append(
+                    {
+                        "kind": "entity",
+                        "id": item.id,
+                        "name": item.name,
+                        "score": score,
+                        "type": item.entity_type,
+                        "observations": list(item.observations),
+                        "created_at": iso_utc(item.created_at),
+                    }
+                )
+        _print_json(rows)
         return 0
-    if not hits:
+    if not page.found:
         print("no matches")
         return 0
-    for h in hits:
-        text = " ".join(h.memory.content.split())
+    for found in page.found:
+        item = found.item
+        if isinstance(item, Memory):
+            ref, text = item.hash[:12], " ".join(item.content.split())
+            tags = f"  [{', '.join(item.tags)}]" if item.tags else ""
+        else:
+            assert isinstance(item, Entity)
+            ref, text, tags = "entity", " ".join(f"{item.name}: {'; '.join(item.observations)}".split()), ""
         if len(text) > 100:
             text = text[:97] + "..."
-        tags = f"  [{', '.join(h.memory.tags)}]" if h.memory.tags else ""
-        print(f"{h.score:5.3f}  {h.memory.hash[:12]}  {text}{tags}")
+        print(f"{found.score or 0.0:5.3f}  {ref}  {text}{tags}")
     return 0
 
 
@@ -769,10 +812,14 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(remember)
     remember.set_defaults(run=cmd_remember)
 
-    search = commands.add_parser("search", help="search memories")
+    search = commands.add_parser(
+        "search", help="search memories and entities by words and meaning, as the native recall does"
+    )
     search.add_argument("query")
     search.add_argument("--limit", "-n", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("--kinds", default="memory,entity", help="memory, entity or both (default both)")
     _store_options(search)
+    _embedding_options(search)
     search.set_defaults(run=cmd_search)
 
     token = commands.add_parser(

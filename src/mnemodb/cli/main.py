@@ -901,6 +901,10 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(load)
     load.set_defaults(run=cmd_import)
 
+    from mnemodb.cli import items
+
+    items.add_commands(commands)
+
     backup = commands.add_parser("backup", help="copy the database while it is in use")
     backup.add_argument("path", help="where to write the copy")
     backup.add_argument("--force", action="store_true", help="overwrite an existing file")

@@ -901,9 +901,10 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(load)
     load.set_defaults(run=cmd_import)
 
-    from mnemodb.cli import items
+    from mnemodb.cli import doctor, items
 
     items.add_commands(commands)
+    doctor.add_command(commands, _store_options)
 
     backup = commands.add_parser("backup", help="copy the database while it is in use")
     backup.add_argument("path", help="where to write the copy")

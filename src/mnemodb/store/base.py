@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mnemodb.engine.models import (
@@ -212,6 +213,20 @@ class WriteTx(ReadTx, Protocol):
     def load(self, record: Mapping[str, Any]) -> bool: ...
 
 
+@dataclass(frozen=True, slots=True)
+class StoreHealth:
+    """What a store says of itself when asked to check (`Store.check`)."""
+
+    schema_version: int
+    """The schema the database is at."""
+    latest_schema: int
+    """The schema this mnemodb writes."""
+    problems: tuple[str, ...]
+    """What the database's own consistency checks found wrong (none when sound)."""
+    details: Mapping[str, Any]
+    """Backend facts worth showing an operator (journal mode, WAL size, free pages...)."""
+
+
 class Store(Protocol):
     """A database holding one mnemodb graph."""
 
@@ -227,5 +242,10 @@ class Store(Protocol):
         ...
 
     def backup(self, target: str, progress: Callable[[int, int], None] | None = None) -> None: ...
+    def check(self, *, thorough: bool = False) -> StoreHealth:
+        """Run the database's own consistency checks (`thorough`: every page and index
+        entry, which reads the whole file) and say what was found."""
+        ...
+
     def size_bytes(self) -> int: ...
     def close(self) -> None: ...

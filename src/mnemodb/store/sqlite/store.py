@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from mnemodb.engine.errors import OperationTimeout, StoreFailed, StoreUnavailable
 from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
 from mnemodb.files import create_private_file, make_private_dirs, not_a_regular_file, replaced_atomically, same_file
+from mnemodb.store.base import StoreHealth
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
@@ -1134,6 +1135,49 @@ class SqliteStore:
                 source.close()
         finally:
             dest.close()
+
+    def check(self, *, thorough: bool = False) -> StoreHealth:
+        """SQLite's quick_check (or, `thorough`, integrity_check, which also checks every
+        index against its table), its foreign-key check, and each full-text index's own
+        check; with the journal mode, WAL size and free pages."""
+        problems: list[str] = []
+        with self.read() as tx:
+            conn = tx.conn
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            pragma = "integrity_check" if thorough else "quick_check"
+            found = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}")]
+            if found != ["ok"]:
+                problems.extend(found[:20])
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                problems.append(
+                    f"{len(broken)} rows refer to rows that are gone (foreign keys), e.g. in {broken[0][0]}"
+                )
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+            pages, free = (
+                int(conn.execute(f"PRAGMA {name}").fetchone()[0]) for name in ("page_count", "freelist_count")
+            )
+            page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        if not self.read_only and version == SCHEMA_VERSION:
+            # The full-text indexes' own check; it is a write statement that changes nothing.
+            for table in ("memory_fts", "entity_text", "entity_words", "node_text"):
+                try:
+                    with self._write_tx() as tx:
+                        tx.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+                except sqlite3.DatabaseError as exc:
+                    problems.append(f"the full-text index {table} is damaged ({exc}); restore a backup")
+        wal = 0
+        if not self._in_memory:
+            with contextlib.suppress(OSError):
+                wal = os.path.getsize(self._path + "-wal")
+        details = {
+            "journal_mode": mode,
+            "wal_bytes": wal,
+            "database_bytes": pages * page_size,
+            "free_bytes": free * page_size,
+            "read_only": self.read_only,
+        }
+        return StoreHealth(version, SCHEMA_VERSION, tuple(problems), details)
 
     def size_bytes(self) -> int:
         if self._in_memory:

@@ -49,6 +49,9 @@ MANIFEST_VERSION = "0.2"
 # mnemodb's own tool set, as for `mnemodb serve`; the others are one setting away.
 DEFAULT_PROFILE = "native"
 DEFAULT_DATABASE_DIR = "${HOME}/.mnemodb"
+# The extension's name in Claude Desktop: mnemodb, as the command is (the Python
+# distribution is mnemodb-mcp only because PyPI's name rules need it).
+BUNDLE_NAME = "mnemodb"
 DATABASE_FILE = "memory.db"
 ENTRY_POINT = "server/main.py"
 
@@ -158,7 +161,7 @@ def install(lib: Path, wheels: Path) -> None:
     # pip's cache when it has them.
     binary = "--only-binary=:all:"
     run([*pip, "wheel", "--quiet", binary, "--no-deps", "--wheel-dir", str(wheels), str(ROOT)], "building mnemodb")
-    (wheel,) = wheels.glob("mnemodb-*.whl")
+    (wheel,) = wheels.glob("mnemodb_mcp-*.whl")
     run(
         [*pip, "install", "--quiet", "--target", str(lib), binary, "--no-compile", str(wheel)],
         "installing mnemodb and its dependencies with pip",
@@ -220,7 +223,7 @@ def manifest(meta: dict[str, Any], available: Sequence[str], tools: list[dict[st
     profiles = "; ".join(f"{name}: {PROFILE_BLURBS.get(name, 'see the mnemodb README')}" for name in ordered)
     return {
         "manifest_version": MANIFEST_VERSION,
-        "name": meta["name"],
+        "name": BUNDLE_NAME,
         "display_name": "mnemodb",
         "version": meta["version"],
         "description": meta["description"],
@@ -324,7 +327,7 @@ def build(out_dir: Path) -> Path:
         print(f"validating manifest.json with {MCPB_PACKAGE}")
         run([*npx_mcpb, "validate", str(manifest_path)], "mcpb validate")
         out_dir.mkdir(parents=True, exist_ok=True)
-        bundle = out_dir / f"{meta['name']}-{meta['version']}.mcpb"
+        bundle = out_dir / f"{BUNDLE_NAME}-{meta['version']}.mcpb"
         print("packing with mcpb pack")
         run([*npx_mcpb, "pack", str(stage), str(bundle)], "mcpb pack")
     return bundle

@@ -3,7 +3,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 try:
-    __version__ = version("mnemodb")
+    __version__ = version("mnemodb-mcp")  # the distribution's name (see pyproject.toml)
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 

@@ -901,11 +901,12 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(load)
     load.set_defaults(run=cmd_import)
 
-    from mnemodb.cli import clients, doctor, items
+    from mnemodb.cli import clients, completion, doctor, items
 
     items.add_commands(commands)
     doctor.add_command(commands, _store_options)
     clients.add_command(commands)
+    completion.add_command(commands)
 
     backup = commands.add_parser("backup", help="copy the database while it is in use")
     backup.add_argument("path", help="where to write the copy")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemodb.engine import Engine
+from mnemodb.store.sqlite.schema import SCHEMA_VERSION
 from support import server_env
 
 
@@ -42,7 +43,8 @@ def test_a_sound_database_has_nothing_to_fix(tmp_path: Path) -> None:
     assert status == 0, report
     facts = report["facts"]
     assert (facts["memories"], facts["tokens"], facts["http_needs_a_token"]) == (1, 1, True)
-    assert facts["schema"].startswith("12 ") and facts["journal_mode"] == "wal"
+    assert facts["schema"] == f"{SCHEMA_VERSION} (this mnemodb writes {SCHEMA_VERSION})"
+    assert facts["journal_mode"] == "wal"
     assert facts["environment"]["MEMORY_FILE_PATH"] == "/somewhere/memory.jsonl"
     assert any("MEMORY_FILE_PATH is set" in note for note in report["notes"])
     assert report["fix"] == [] and report["ok"] is True

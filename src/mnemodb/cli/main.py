@@ -901,9 +901,10 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(load)
     load.set_defaults(run=cmd_import)
 
-    from mnemodb.cli import clients, completion, doctor, items
+    from mnemodb.cli import clients, completion, doctor, items, scopes
 
     items.add_commands(commands)
+    scopes.add_command(commands, _store_options)
     doctor.add_command(commands, _store_options)
     clients.add_command(commands)
     completion.add_command(commands)

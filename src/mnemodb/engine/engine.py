@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import unicodedata
@@ -109,6 +110,10 @@ def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+# A person's name for a scope: what the CLI and tool arguments take beside a ULID.
+_SCOPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
 class Engine:
     """Memories, entities, relations and the change log over one store."""
 
@@ -195,11 +200,63 @@ class Engine:
     # -- scopes -------------------------------------------------------------------------------
 
     @staticmethod
-    def scope(text: str) -> str:
+    def parse_scope(text: str) -> str:
+        """`shared` or a ULID, canonical; InvalidArgument for anything else (names too)."""
         try:
             return normalize_scope(text)
         except InvalidId as exc:
             raise InvalidArgument(f'invalid scope "{text}" (expected "shared" or a ULID): {exc}') from None
+
+    def scope(self, text: str) -> str:
+        """The scope `text` names: `shared`, a ULID, or a name given to one (`name_scope`).
+        Under a grant a name stands only for scopes the grant reads: another team's name is
+        an unknown one, so names tell nothing of other tenants."""
+        try:
+            return normalize_scope(text)
+        except InvalidId as exc:
+            name = text.strip()
+            if not _SCOPE_NAME.fullmatch(name):
+                raise InvalidArgument(f'invalid scope "{text}" (expected "shared" or a ULID): {exc}') from None
+            found = self._scope_named(name)
+            grant = current_grant()
+            if found is not None and (grant is None or found in grant.read_scopes):
+                return found
+            raise InvalidArgument(
+                f'invalid scope "{text}": no scope has that name (expected "shared", a ULID, or a name '
+                "given with `mnemodb scope create NAME`)"
+            ) from None
+
+    def _scope_named(self, name: str) -> str | None:
+        with self.store.read() as tx:
+            return tx.scope_named(name)
+
+    def name_scope(self, name: str, scope: str | None = None) -> tuple[str, str]:
+        """Give a scope a name people can use wherever a scope is named: `scope` (a ULID),
+        or a new one. (name, scope). Names are unique ignoring case, and may not look like a
+        scope already ("shared", a ULID)."""
+        name = name.strip()
+        if not _SCOPE_NAME.fullmatch(name) or name.lower() == SHARED or is_ulid(name):
+            raise InvalidArgument(
+                f'invalid scope name "{name}": 1 to 64 letters, digits, ".", "_" or "-", starting with a letter '
+                'or digit, and neither "shared" nor a ULID'
+            )
+        target = new_ulid() if scope is None else self.parse_scope(scope)
+        if target == SHARED:
+            raise InvalidArgument('the shared scope is called "shared" already')
+        with self._write_tx() as tx:
+            taken = tx.scope_named(name)
+            if taken is not None:
+                raise Conflict(f'the name "{name}" is taken: it names scope {taken}')
+            named = [n for n, s, _ in tx.scope_names() if s == target]
+            if named:
+                raise Conflict(f'scope {target} is named "{named[0]}" already')
+            tx.name_scope(name, target, self._clock())
+        return name, target
+
+    def scope_names(self) -> list[tuple[str, str, int]]:
+        """Every named scope: (name, scope, created_at ms), by name."""
+        with self.store.read() as tx:
+            return tx.scope_names()
 
     @property
     def read_scopes(self) -> tuple[str, ...]:
@@ -1125,7 +1182,7 @@ def _ulid(value: Any, what: str) -> str:
 
 
 def _scope(value: Any) -> str:
-    return Engine.scope(_string(value, "scope"))
+    return Engine.parse_scope(_string(value, "scope"))
 
 
 def _instant(value: Any, what: str, *, signed: bool = False) -> int:

@@ -379,6 +379,15 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM entity_text WHERE rowid = old.node;
     END;
     """,
+    # 13: names people give scopes, so that nobody has to make up a ULID: `team-a` stands
+    # for its scope wherever a scope is named. One name per scope, unique ignoring case.
+    """
+    CREATE TABLE scope_name (
+        name       TEXT NOT NULL PRIMARY KEY COLLATE NOCASE,
+        scope      TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

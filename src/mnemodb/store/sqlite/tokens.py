@@ -33,6 +33,16 @@ class TokenReads:
     def live_token_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM access_token WHERE revoked_at IS NULL").fetchone()[0])
 
+    def scope_named(self, name: str) -> str | None:
+        """The scope a name stands for (names ignore case)."""
+        row = self.conn.execute("SELECT scope FROM scope_name WHERE name = ?", [name]).fetchone()
+        return None if row is None else str(row[0])
+
+    def scope_names(self) -> list[tuple[str, str, int]]:
+        """Every (name, scope, created_at), by name."""
+        rows = self.conn.execute("SELECT name, scope, created_at FROM scope_name ORDER BY name")
+        return [(str(n), str(s), int(c)) for n, s, c in rows]
+
 
 class TokenWrites:
     conn: sqlite3.Connection
@@ -52,6 +62,9 @@ class TokenWrites:
                 digest,
             ],
         )
+
+    def name_scope(self, name: str, scope: str, at: int) -> None:
+        self.conn.execute("INSERT INTO scope_name (name, scope, created_at) VALUES (?, ?, ?)", [name, scope, at])
 
     def revoke_token(self, token_id: str, at: int) -> None:
         self.conn.execute("UPDATE access_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at, token_id])

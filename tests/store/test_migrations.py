@@ -613,3 +613,31 @@ def test_a_file_that_is_not_a_database_is_refused_clearly(db_path: Path) -> None
     with pytest.raises(StoreUnavailable):
         Engine.open(str(db_path))
     assert db_path.read_bytes() == before
+
+
+def test_a_command_that_upgrades_the_schema_says_so(db_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from support import server_env
+
+    make_old_database(db_path, 11)
+    result = subprocess.run(
+        [sys.executable, "-m", "mnemodb", "stats", "--db", str(db_path)],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"mnemodb: upgrading database {db_path} from schema 11 to {SCHEMA_VERSION}" in result.stderr
+    again = subprocess.run(
+        [sys.executable, "-m", "mnemodb", "stats", "--db", str(db_path)],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+        check=False,
+    )
+    assert "upgrading" not in again.stderr

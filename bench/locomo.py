@@ -77,7 +77,7 @@ from measure import p50, p95
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, Memory, NewMemory
 from mnemodb.ids import new_ulid
-from mnemodb.search.embedders import LocalEmbedder
+from mnemodb.search.embedders import LOCAL_MODEL, LocalEmbedder
 from mnemodb.search.ranking import parse_fusion
 from serve_client import ServeProcess
 
@@ -427,11 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--embedder",
-        choices=("none", "local", "static"),
+        choices=("none", "local", "local-float", "static"),
         default="none",
         help="local: embed every turn with all-MiniLM-L6-v2 after storing, and search by words and meaning "
-        "(implies --method items; default none); static: the same with static token vectors distilled from it "
-        "(bench/static_embedder.py, a candidate measured against it)",
+        "(implies --method items; default none), int8 on ONNX Runtime where installed; local-float: the float "
+        "model in numpy; static: static token vectors distilled from it (bench/static_embedder.py, a candidate "
+        "measured against it)",
     )
     parser.add_argument(
         "--search-weights", default="", metavar="NAME=VALUE,...", help="rank fusion weights, e.g. words=1,vector=0.5"
@@ -485,7 +486,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report(args, conversations, questions, stats, by_category, overall, latencies, unmapped,
                       load_s, embedded, embed_s, load_start, wall)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
-        embedder: Any = LocalEmbedder() if args.embedder == "local" else None
+        embedder: Any = None
+        if args.embedder in ("local", "local-float"):
+            embedder = LocalEmbedder(LOCAL_MODEL if args.embedder == "local-float" else None)
         if args.embedder == "static":
             from static_embedder import StaticMiniLM
 

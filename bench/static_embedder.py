@@ -36,14 +36,15 @@ class StaticMiniLM:
         if folder is None:
             raise RuntimeError("the local all-MiniLM-L6-v2 model is not installed")
         self.encoder = MiniLM(folder)
-        self.special = {self.encoder.tokenizer.token_to_id(token) for token in ("[CLS]", "[SEP]", "[PAD]", "[UNK]")}
+        vocab = self.encoder.tokenizer.vocab
+        self.special = {vocab[token] for token in ("[CLS]", "[SEP]", "[PAD]", "[UNK]")}
         self.build_s = 0.0
         if cache is not None and cache.is_file():
             self.table: Array = np.load(cache)
             return
         started = time.perf_counter()
         size = self.encoder.words.shape[0]
-        cls, sep = self.encoder.tokenizer.token_to_id("[CLS]"), self.encoder.tokenizer.token_to_id("[SEP]")
+        cls, sep = vocab["[CLS]"], vocab["[SEP]"]
         table = np.zeros((size, self.encoder.width), dtype=np.float32)
         for start in range(0, size, batch):
             ids = np.arange(start, min(size, start + batch))
@@ -57,8 +58,8 @@ class StaticMiniLM:
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
-        for row, encoding in enumerate(self.encoder.tokenizer.encode_batch(list(texts))):
-            ids = [i for i in encoding.ids if i not in self.special]
+        for row, text in enumerate(texts):
+            ids = [i for i in self.encoder.tokenizer.encode(text) if i not in self.special]
             if ids:
                 out[row] = self.table[ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)

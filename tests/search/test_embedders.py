@@ -13,10 +13,13 @@ import pytest
 from embed_support import STUB_DIM, STUB_MODEL, StubEndpoint, free_port, stub_endpoint, stub_unit
 from mnemodb.search.embedders import (
     LOCAL_MODEL,
+    QUANTIZED_MODEL,
     EmbeddingFailed,
     HttpEmbedder,
     LocalEmbedder,
+    default_local_model,
     local_available,
+    onnx_runtime_available,
 )
 
 
@@ -163,7 +166,7 @@ needs_local = pytest.mark.skipif(not local_available(), reason="the local embedd
 def test_local_loads_quietly_on_first_use(capfd: pytest.CaptureFixture[str]) -> None:
     """Loading prints nothing to stdout (stdout is the MCP channel) and happens on first use."""
     local = LocalEmbedder()
-    assert local.model == LOCAL_MODEL
+    assert local.model == default_local_model()
     assert local.loaded is False
     capfd.readouterr()
     vectors = local.embed(["warming up"])
@@ -202,8 +205,45 @@ def test_local_gives_the_vectors_sentence_transformers_gives(local_embedder: Loc
     texts: list[str] = reference["texts"]
     expected = np.array(reference["vectors"], dtype=np.float32)
     for batch in (1, 3, 64):  # padding must not change a text's vector
-        local = LocalEmbedder(batch_size=batch)
+        local = LocalEmbedder(LOCAL_MODEL, batch_size=batch)
         got = local.embed(texts)
         cosines = (got * expected).sum(axis=1)
         assert cosines.min() > 0.99999, (batch, cosines)
         np.testing.assert_allclose(got, expected, atol=2e-5)
+
+
+needs_onnx_runtime = pytest.mark.skipif(
+    not (local_available() and onnx_runtime_available()), reason="the local model or ONNX Runtime is not installed"
+)
+
+
+def test_the_local_embedder_runs_the_int8_model_where_onnx_runtime_is_installed() -> None:
+    assert default_local_model() == (QUANTIZED_MODEL if onnx_runtime_available() else LOCAL_MODEL)
+    with pytest.raises(ValueError, match="all-MiniLM-L6-v2-int8 or all-MiniLM-L6-v2, not 'nomic-embed-text'"):
+        LocalEmbedder("nomic-embed-text")
+
+
+@needs_onnx_runtime
+def test_the_int8_model_stays_close_to_the_float_one_whatever_the_batch() -> None:
+    """The int8 form against the torch reference: close (it is stored under a name of its
+    own), and a text's vector is the same whatever else is in its batch (one scale per
+    token, not per batch), to float32 rounding."""
+    reference = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+    texts: list[str] = reference["texts"]
+    expected = np.array(reference["vectors"], dtype=np.float32)
+    alone = np.vstack([LocalEmbedder(QUANTIZED_MODEL).embed([text]) for text in texts])
+    assert unit_rows(alone)
+    cosines = (alone * expected).sum(axis=1)
+    assert cosines.min() > 0.95, cosines
+    assert cosines.mean() > 0.99, cosines
+    for batch in (3, 64):
+        together = LocalEmbedder(QUANTIZED_MODEL, batch_size=batch).embed(texts)
+        np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+@needs_onnx_runtime
+def test_the_int8_model_ranks_by_meaning() -> None:
+    local = LocalEmbedder(QUANTIZED_MODEL)
+    dog, puppy, tax = local.embed(["the dog barked at the mailman", "a puppy was barking at the postman", "taxes"])
+    assert float(dog @ puppy) > float(dog @ tax) + 0.3
+    assert float(dog @ puppy) > float(puppy @ tax) + 0.3

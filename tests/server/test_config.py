@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 from mnemodb.engine import Engine
+from mnemodb.search.embedders import local_available
 from mnemodb.server import config
 from support import RawServer, serve_params, server_env
 
@@ -156,3 +157,25 @@ async def test_info_level_logs_each_tool_call(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_error_level_keeps_stderr_quiet(tmp_path: Path) -> None:
     assert await logged_session(tmp_path, "error") == ""
+
+
+# -- the local embedder's model --------------------------------------------------------------------
+
+
+def _local(kind: str, model: str | None, env: dict[str, str] | None = None) -> Any:
+    settings = config.load_embedding(kind, None, model, None, None, env or {})
+    return config.make_embedder(settings)
+
+
+@pytest.mark.skipif(not local_available(), reason="the local embedding model is not installed")
+def test_the_local_embedder_takes_either_form_of_its_model_and_nothing_else() -> None:
+    from mnemodb.search.embedders import LOCAL_MODEL, QUANTIZED_MODEL, default_local_model, onnx_runtime_available
+
+    assert _local("local", None).model == default_local_model()
+    assert _local("local", LOCAL_MODEL).model == LOCAL_MODEL
+    if onnx_runtime_available():
+        assert _local("local", QUANTIZED_MODEL).model == QUANTIZED_MODEL
+    with pytest.raises(config.ConfigError, match="Invalid --embed-model 'nomic-embed-text' for the local embedder"):
+        _local("local", "nomic-embed-text")
+    # A model named for an HTTP endpoint does not stop `auto` from taking the local model.
+    assert _local("auto", None, {"MNEMODB_EMBED_MODEL": "nomic-embed-text"}).model == default_local_model()

@@ -667,7 +667,13 @@ def _embedding_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embed-url", help="http embedder: base URL, e.g. http://localhost:11434/v1 ($MNEMODB_EMBED_URL)"
     )
-    parser.add_argument("--embed-model", help="http embedder: the model name ($MNEMODB_EMBED_MODEL)")
+    parser.add_argument(
+        "--embed-model",
+        help=(
+            "http: the endpoint's name for the model; local: all-MiniLM-L6-v2-int8 (the default"
+            " with ONNX Runtime) or all-MiniLM-L6-v2 ($MNEMODB_EMBED_MODEL)"
+        ),
+    )
     parser.add_argument("--embed-key", help="http embedder: API key, sent as a bearer token ($MNEMODB_EMBED_KEY)")
 
 

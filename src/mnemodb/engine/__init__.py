@@ -1,6 +1,6 @@
 """The engine: memories, entities, relations, search and the change log, as a Python API."""
 
-from mnemodb.engine.engine import Engine, content_hash, normalize_tags
+from mnemodb.engine.engine import Engine, content_hash
 from mnemodb.engine.errors import (
     Conflict,
     EngineError,
@@ -10,6 +10,7 @@ from mnemodb.engine.errors import (
     StoreUnavailable,
 )
 from mnemodb.engine.models import Change, Edge, Entity, Memory, NewMemory, SearchHit, Stats
+from mnemodb.engine.rules import normalize_tags
 
 __all__ = [
     "Change",

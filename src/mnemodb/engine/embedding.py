@@ -141,7 +141,7 @@ class Embeddings:
             return 0, (pks[-1] if pks else 0)
         vectors = self.embedder.embed([item_text(item) for _, item in work])
         written = 0
-        with engine.store.write() as tx:
+        with engine.upkeep() as tx:
             dim = tx.embedding_dim(model)
             if dim is not None and dim != vectors.shape[1]:
                 raise EmbedderUnavailable(

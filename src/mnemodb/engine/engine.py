@@ -12,7 +12,6 @@ import json
 import re
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -48,7 +47,14 @@ from mnemodb.engine.models import (
     StoredMemory,
 )
 from mnemodb.engine.properties import PropertyGraph
-from mnemodb.engine.rules import check_edge_ends, check_extra, check_model_dim, check_new_entity, check_window
+from mnemodb.engine.rules import (
+    check_edge_ends,
+    check_extra,
+    check_model_dim,
+    check_new_entity,
+    check_window,
+    normalize_tags,
+)
 from mnemodb.engine.tokens import Tokens, current_grant
 from mnemodb.graph.traversal import expand
 from mnemodb.ids import SHARED, InvalidId, content_hash, is_ulid, new_ulid, normalize_scope, parse_ulid
@@ -66,8 +72,6 @@ from mnemodb.store.base import ReadTx, Store, WriteTx
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Engine", "content_hash", "normalize_tags", "now_ms"]
 
-MAX_TAGS = 100
-MAX_TAG_LENGTH = 50
 MAX_IMPORTANCE = 10
 EXPORT_FORMAT = "mnemodb"
 EXPORT_VERSION = 1
@@ -77,37 +81,6 @@ _DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming"
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# What counts as white space in a tag: JavaScript's `\s` (Unicode space separators, the
-# ASCII controls TAB to CR, line and paragraph separators, and U+FEFF). The servers
-# mnemodb replaces validated tags with it, so a tag they accepted is accepted here.
-WHITESPACE = frozenset(
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def normalize_tag(tag: str) -> str:
-    return unicodedata.normalize("NFKC", tag).lower()
-
-
-def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Tags in canonical form (NFKC, lower case), validated, deduplicated and sorted."""
-    raw_tags = list(tags)
-    if len(raw_tags) > MAX_TAGS:
-        raise InvalidArgument(f"Too many tags (max {MAX_TAGS})")
-    out: dict[str, None] = {}
-    for raw in raw_tags:
-        tag = normalize_tag(check_text(raw, "tag"))
-        if not tag:
-            raise InvalidArgument("Tag must be at least 1 character")
-        if len(tag) > MAX_TAG_LENGTH:
-            raise InvalidArgument(f"Tag exceeds {MAX_TAG_LENGTH} characters")
-        if not WHITESPACE.isdisjoint(tag):
-            raise InvalidArgument("Tag must not contain whitespace")
-        out.setdefault(tag, None)
-    return tuple(sorted(out))
 
 
 # A person's name for a scope: what the CLI and tool arguments take beside a ULID.
@@ -135,8 +108,8 @@ class Engine:
         self._read_scopes_default = (
             self.scopes(read_scopes) if read_scopes is not None else (self._write_scope_default,)
         )
-        self._clock = clock
-        self._weights = weights
+        self.clock = clock
+        self.weights = weights
         self.fusion = fusion
         """How a search's rankings (words, vectors) are fused, and how much reads count."""
         self.embeddings = Embeddings(self, embedder)
@@ -243,14 +216,14 @@ class Engine:
         target = new_ulid() if scope is None else self.parse_scope(scope)
         if target == SHARED:
             raise InvalidArgument('the shared scope is called "shared" already')
-        with self._write_tx() as tx:
+        with self.change() as tx:
             taken = tx.scope_named(name)
             if taken is not None:
                 raise Conflict(f'the name "{name}" is taken: it names scope {taken}')
             named = [n for n, s, _ in tx.scope_names() if s == target]
             if named:
                 raise Conflict(f'scope {target} is named "{named[0]}" already')
-            tx.name_scope(name, target, self._clock())
+            tx.name_scope(name, target, self.clock())
         return name, target
 
     def scope_names(self) -> list[tuple[str, str, int]]:
@@ -283,7 +256,7 @@ class Engine:
                 raise Forbidden(f'scope "{denied[0]}" is not readable with token "{grant.name}"')
         return chosen
 
-    def _write_scope(self, scope: str | None) -> str:
+    def scope_to_write(self, scope: str | None) -> str:
         """The scope a new item or relation goes to: `scope`, or the default write scope.
         Forbidden when the grant in force may not write it."""
         chosen = self.write_scope if scope is None else self.scope(scope)
@@ -303,7 +276,7 @@ class Engine:
         if scope not in grant.write_scopes:
             raise Forbidden(f'scope "{scope}" is not writable with token "{grant.name}"')
 
-    def _hidden(self, scope: str, others: Iterable[str] = ()) -> bool:
+    def hidden(self, scope: str, others: Iterable[str] = ()) -> bool:
         """True when a grant is in force and `scope` (or any of `others`, such as the ends of
         an edge) is not among the scopes it may read."""
         grant = current_grant()
@@ -322,7 +295,7 @@ class Engine:
                     f'"{edge_scope}" may not read it; write the relation to "{end}"'
                 )
 
-    def _check_deletable(self, tx: ReadTx, pk: int) -> None:
+    def check_deletable(self, tx: ReadTx, pk: int) -> None:
         """Under a grant, refuse to delete an item that relations the grant may not change
         touch: they would go with it (by cascade), a change to another tenant's data. A
         relation the grant may change is one in a scope it writes, between items it reads."""
@@ -339,17 +312,27 @@ class Engine:
                     f'it cannot be deleted with token "{grant.name}": relations in scopes it may not write touch it'
                 )
 
-    def _write_tx(self) -> contextlib.AbstractContextManager[WriteTx]:
+    # The two kinds of write transaction. Every write above the store opens one of them.
+
+    def change(self) -> contextlib.AbstractContextManager[WriteTx]:
         """A write transaction for a caller's change: every one opens here, so a read-only
-        grant stops them all, whatever scope they touch."""
+        grant stops them all, whatever scope they touch; each change in it is logged by
+        `log`, which checks the grant's write scopes."""
         grant = current_grant()
         if grant is not None and grant.read_only:
             raise Forbidden(f'token "{grant.name}" is read-only')
         return self.store.write()
 
+    def upkeep(self) -> contextlib.AbstractContextManager[WriteTx]:
+        """A write transaction for derived data the engine keeps current from what callers
+        wrote (the node-text index, vectors): never refused, whatever grant the call that
+        needs it runs under (a read-only token's search catches the index up), and never
+        logged, since it changes nothing a caller wrote."""
+        return self.store.write()
+
     # -- helpers -------------------------------------------------------------------------------
 
-    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
+    def log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
         """Append a change to the log, inside the change's own transaction. Every change a
         caller makes is logged here, so this is where the grant's write scopes are checked
         once for all of them: a change to a scope the grant may only read raises Forbidden
@@ -358,15 +341,15 @@ class Engine:
         self._check_writable(scope)
         return tx.append_change(at, scope, name, target, data)
 
-    def _record_access(self, pks: Iterable[int]) -> None:
-        self._access.record(pks, self._clock())
+    def record_access(self, pks: Iterable[int]) -> None:
+        self._access.record(pks, self.clock())
 
     def _memory_in(self, tx: ReadTx, digest: str, scopes: Sequence[str]) -> Memory | None:
         return tx.memory_by_hash(scopes, check_text(digest, "hash").lower())
 
     # -- memories -------------------------------------------------------------------------------
 
-    def _check_new_memory(self, item: NewMemory) -> NewMemory:
+    def check_new_memory(self, item: NewMemory) -> NewMemory:
         """The item with canonical tags and clean props, or InvalidArgument: checked before any write."""
         content = check_text(item.content, "content")
         if not content:
@@ -379,7 +362,7 @@ class Engine:
             check_text(item.summary, "summary")
         return replace(item, tags=normalize_tags(item.tags), props=check_props(item.props))
 
-    def _store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int, *, turn: bool = False) -> StoredMemory:
+    def store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int, *, turn: bool = False) -> StoredMemory:
         """Write one checked item (see `_check_new_memory`); a `turn` is also found by the
         words of the two turns before it (see `store_memories`)."""
         digest = content_hash(item.content)
@@ -392,7 +375,7 @@ class Engine:
             existing = tx.memory_by_pk(existing_pk)
             assert existing is not None
             if added:
-                self._log(tx, ops.tags_added(scope, existing.id, added), at)
+                self.log(tx, ops.tags_added(scope, existing.id, added), at)
             return StoredMemory(existing, False)
         node_id = new_ulid()
         pk = tx.insert_node(node_id, scope, MEMORY, item.props, at)
@@ -412,7 +395,7 @@ class Engine:
             created_at=at,
             updated_at=at,
         )
-        self._log(tx, ops.memory_created(memory), at)
+        self.log(tx, ops.memory_created(memory), at)
         return StoredMemory(memory, True)
 
     def store_memory(
@@ -427,13 +410,13 @@ class Engine:
         scope: str | None = None,
     ) -> StoredMemory:
         """Store a memory; storing content the scope already holds merges tags and returns it."""
-        item = self._check_new_memory(
+        item = self.check_new_memory(
             NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
         )
-        target = self._write_scope(scope)
-        with self._write_tx() as tx:
-            at = self._clock()
-            return self._store_one(tx, item, target, at)
+        target = self.scope_to_write(scope)
+        with self.change() as tx:
+            at = self.clock()
+            return self.store_one(tx, item, target, at)
 
     def store_memories(
         self, items: Sequence[NewMemory], *, scope: str | None = None, turns: bool = False
@@ -447,17 +430,17 @@ class Engine:
         Every item is checked before anything is written, so a rejected item touches
         nothing and the others are stored together, all or none.
         """
-        target = self._write_scope(scope)
+        target = self.scope_to_write(scope)
         results: list[ItemResult] = []
         checked: list[tuple[int, NewMemory]] = []
         for index, item in enumerate(items):
             try:
-                checked.append((index, self._check_new_memory(item)))
+                checked.append((index, self.check_new_memory(item)))
             except InvalidArgument as exc:
                 results.append(ItemResult(index, error=str(exc)))
-        with self._write_tx() as tx:
-            at = self._clock()
-            results += [ItemResult(index, self._store_one(tx, item, target, at, turn=turns)) for index, item in checked]
+        with self.change() as tx:
+            at = self.clock()
+            results += [ItemResult(index, self.store_one(tx, item, target, at, turn=turns)) for index, item in checked]
         return sorted(results, key=lambda r: r.index)
 
     def get_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> Memory | None:
@@ -465,7 +448,7 @@ class Engine:
         with self.store.read() as tx:
             memory = self._memory_in(tx, digest, self.scopes(scopes))
         if memory is not None:
-            self._record_access([memory.pk])
+            self.record_access([memory.pk])
         return memory
 
     def update_memory(
@@ -488,8 +471,8 @@ class Engine:
             raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
         if memory_type is not None and not check_text(memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
-        with self._write_tx() as tx:
-            at = self._clock()
+        with self.change() as tx:
+            at = self.clock()
             before = self._memory_in(tx, digest, self.scopes(scopes))
             if before is None:
                 raise NotFound("Memory not found")
@@ -511,39 +494,39 @@ class Engine:
                 changes["tags"] = list(new_tags)
             if changes:
                 tx.touch_node(before.pk, at)
-                self._log(tx, ops.node_updated(before.scope, before.id, changes), at)
+                self.log(tx, ops.node_updated(before.scope, before.id, changes), at)
             after = tx.memory_by_pk(before.pk)
             assert after is not None
         return before, after
 
-    def _replace_tags(self, tx: WriteTx, memory: Memory, tags: Iterable[str], at: int) -> None:
+    def replace_tags(self, tx: WriteTx, memory: Memory, tags: Iterable[str], at: int) -> None:
         """Give a memory exactly these tags (normalized), inside the caller's transaction."""
         new_tags = normalize_tags(tags)
         if new_tags != memory.tags:
             tx.replace_tags(memory.pk, new_tags)
             tx.touch_node(memory.pk, at)
-            self._log(tx, ops.node_updated(memory.scope, memory.id, {"tags": list(new_tags)}), at)
+            self.log(tx, ops.node_updated(memory.scope, memory.id, {"tags": list(new_tags)}), at)
 
     def delete_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
         """Delete a memory and its relations. False when there is no such memory."""
-        with self._write_tx() as tx:
-            at = self._clock()
+        with self.change() as tx:
+            at = self.clock()
             return self._delete_one(tx, digest, self.scopes(scopes), at)
 
     def _delete_one(self, tx: WriteTx, digest: str, scopes: Sequence[str], at: int) -> bool:
         memory = self._memory_in(tx, digest, scopes)
         if memory is None:
             return False
-        self._check_deletable(tx, memory.pk)
+        self.check_deletable(tx, memory.pk)
         tx.delete_node(memory.pk)
-        self._log(tx, ops.node_removed(memory.scope, memory.id), at)
+        self.log(tx, ops.node_removed(memory.scope, memory.id), at)
         return True
 
     def delete_memories(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
         """Delete many memories in one transaction; each result says whether it was deleted."""
         read = self.scopes(scopes)
-        with self._write_tx() as tx:
-            at = self._clock()
+        with self.change() as tx:
+            at = self.clock()
             return [ItemResult(i, self._delete_one(tx, d, read, at)) for i, d in enumerate(digests)]
 
     # -- search -------------------------------------------------------------------------------
@@ -567,7 +550,7 @@ class Engine:
         # Rank light candidate rows first; only the winners are read in full. The pool is
         # wider than the limit so importance and recency can lift a slightly weaker match.
         pool = limit + max(limit // 2, 25)
-        now = self._clock()
+        now = self.clock()
         with self.store.read() as tx:
             by_text = tx.search_text(terms, read, pool)
             by_tag = tx.memories_with_tags(tag_terms, read, pool)
@@ -577,13 +560,13 @@ class Engine:
             for pk, _, importance, created_at in (*by_text, *by_tag):
                 if pk not in scored:
                     scored[pk] = relevance(
-                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._weights
+                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self.weights
                     )
             best = sorted(scored, key=lambda pk: (-scored[pk][0], -pk))[:limit]
             memories = tx.memories_by_pk(best)
         hits = [SearchHit(memories[pk], *scored[pk]) for pk in best if pk in memories]
         if record_access:
-            self._record_access(h.memory.pk for h in hits)
+            self.record_access(h.memory.pk for h in hits)
         return hits
 
     def recall(self, query: str, depth: int = 1, *, scopes: Sequence[str] | None = None, limit: int = 50) -> Recall:
@@ -598,9 +581,9 @@ class Engine:
         read = self.scopes(scopes)
         hits = self.search_memories(query, scopes=read, record_access=False)
         if not hits or depth == 0:
-            self._record_access(h.memory.pk for h in hits[:limit])
+            self.record_access(h.memory.pk for h in hits[:limit])
             return Recall(tuple(RelatedMemory(h.memory, 0, h.score) for h in hits), ())
-        now = self._clock()
+        now = self.clock()
         with self.store.read() as tx:
 
             def memories_in_scope(pks: Iterable[int]) -> set[int]:
@@ -622,7 +605,7 @@ class Engine:
         related = tuple(
             RelatedMemory(memories[pk], d, 1.0 / (1 + d)) for pk, d in reached.depth.items() if pk in memories
         )
-        self._record_access(r.memory.pk for r in related)
+        self.record_access(r.memory.pk for r in related)
         return Recall(related, self._memory_links(edges, memories))
 
     @staticmethod
@@ -644,10 +627,10 @@ class Engine:
         check_text(relation_type, "relation type")
         if not relation_type:
             raise InvalidArgument("relation type must not be empty")
-        edge_scope = self._write_scope(scope)
+        edge_scope = self.scope_to_write(scope)
         read = self.read_scopes
-        with self._write_tx() as tx:
-            at = self._clock()
+        with self.change() as tx:
+            at = self.clock()
             src = self._memory_in(tx, from_hash, read)
             if src is None:
                 raise NotFound(f"Memory not found: {from_hash.lower()}")
@@ -660,7 +643,7 @@ class Engine:
             existing = tx.find_edges(src.pk, dst.pk, relation_type, open_only=True)
             if existing:
                 return MemoryLink(existing[0], src.hash, dst.hash), False
-            edge = self._insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at)
+            edge = self.insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at)
             return MemoryLink(edge, src.hash, dst.hash), True
 
     def memory_links(
@@ -671,7 +654,7 @@ class Engine:
         if way is None:
             raise InvalidArgument("direction must be outgoing, incoming or both")
         read = self.scopes(scopes)
-        now = self._clock()
+        now = self.clock()
         with self.store.read() as tx:
             memory = self._memory_in(tx, digest, read)
             if memory is None:
@@ -686,8 +669,8 @@ class Engine:
     ) -> bool:
         """Delete the relation(s) of this type from one memory to the other."""
         read = self.scopes(scopes)
-        with self._write_tx() as tx:
-            at = self._clock()
+        with self.change() as tx:
+            at = self.clock()
             src = self._memory_in(tx, from_hash, read)
             dst = self._memory_in(tx, to_hash, read)
             if src is None or dst is None:
@@ -695,12 +678,12 @@ class Engine:
             edges = [e for e in tx.find_edges(src.pk, dst.pk, relation_type) if e.scope in read]
             for edge in edges:
                 tx.delete_edge(edge.pk)
-                self._log(tx, ops.edge_removed(edge), at)
+                self.log(tx, ops.edge_removed(edge), at)
             return bool(edges)
 
     # -- edges between any nodes ------------------------------------------------------------------
 
-    def _insert_edge(
+    def insert_edge(
         self,
         tx: WriteTx,
         src: int,
@@ -726,7 +709,7 @@ class Engine:
             tx.set_edge_extra(pk, extra)
         edge = tx.edge_by_pk(pk)
         assert edge is not None
-        self._log(tx, ops.edge_created(edge), at)
+        self.log(tx, ops.edge_created(edge), at)
         return edge
 
     def link(
@@ -744,21 +727,21 @@ class Engine:
         if not edge_type:
             raise InvalidArgument("edge type must not be empty")
         clean = check_props(props)
-        edge_scope = self._write_scope(scope)
-        with self._write_tx() as tx:
-            at = self._clock()
+        edge_scope = self.scope_to_write(scope)
+        with self.change() as tx:
+            at = self.clock()
             src, dst = tx.node_by_id(from_id), tx.node_by_id(to_id)
             if src is None:
                 raise NotFound(f"node {from_id} not found")
             if dst is None:
                 raise NotFound(f"node {to_id} not found")
             start = at if valid_from is None else valid_from
-            return self._insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, edge_scope, clean, start, at)
+            return self.insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, edge_scope, clean, start, at)
 
     def close_edge(self, edge_id: str, valid_to: int | None = None) -> Edge:
         """Mark an open edge as no longer true from `valid_to` (default: now)."""
-        with self._write_tx() as tx:
-            at = self._clock()
+        with self.change() as tx:
+            at = self.clock()
             edge = tx.edge_by_id(edge_id)
             if edge is None:
                 raise NotFound(f"edge {edge_id} not found")
@@ -766,7 +749,7 @@ class Engine:
                 raise Conflict(f"edge {edge_id} is already closed")
             end = at if valid_to is None else valid_to
             tx.close_edge(edge.pk, end)
-            self._log(tx, ops.edge_closed(edge, end), at)
+            self.log(tx, ops.edge_closed(edge, end), at)
             closed = tx.edge_by_pk(edge.pk)
             assert closed is not None
             return closed
@@ -785,9 +768,9 @@ class Engine:
     ) -> tuple[Entity, bool]:
         """An entity; with `unique`, an existing entity of that name in the scope is returned."""
         clean = check_new_entity(name, entity_type, observations, props)
-        target = self._write_scope(scope)
-        with self._write_tx() as tx:
-            at = self._clock()
+        target = self.scope_to_write(scope)
+        with self.change() as tx:
+            at = self.clock()
             if unique:
                 existing = tx.entity_by_name([target], name)
                 if existing is not None:
@@ -859,7 +842,7 @@ class Engine:
                 "format": EXPORT_FORMAT,
                 "version": EXPORT_VERSION,
                 "seq": tx.current_seq(),
-                "exported_at": self._clock(),
+                "exported_at": self.clock(),
             }
             yield from tx.dump()
 
@@ -894,8 +877,8 @@ class Engine:
         def flush() -> None:
             nonlocal written, unchanged, pending
             if batch:
-                with self._write_tx() as tx:
-                    at = self._clock()
+                with self.change() as tx:
+                    at = self.clock()
                     for line, record in batch:
                         try:
                             with tx.savepoint():
@@ -1001,7 +984,7 @@ class Engine:
         tags = fields.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
             raise InvalidArgument("tags must be a list of strings")
-        item = self._check_new_memory(NewMemory(content, tuple(tags), importance, memory_type, summary, props))
+        item = self.check_new_memory(NewMemory(content, tuple(tags), importance, memory_type, summary, props))
         digest = content_hash(content)
         given = fields.get("hash")
         if not isinstance(given, str) or given.lower() != digest:
@@ -1050,7 +1033,7 @@ class Engine:
         if not added:
             return False
         tx.touch_node(pk, at)
-        self._log(tx, ops.observations_added(tx.entities_by_pk([pk])[pk], added), at)
+        self.log(tx, ops.observations_added(tx.entities_by_pk([pk])[pk], added), at)
         return True
 
     def _import_edge(self, tx: WriteTx, record: dict[str, Any], at: int) -> bool:
@@ -1084,7 +1067,7 @@ class Engine:
         """The node a record refers to. Under a grant, a node of a scope it may not read is
         not there for it (the same answer as for an id nobody has)."""
         node = tx.node_by_id(node_id)
-        if node is None or self._hidden(node.scope):
+        if node is None or self.hidden(node.scope):
             raise InvalidArgument(f"it refers to node {node_id}, which is not in the store")
         return node
 
@@ -1093,18 +1076,18 @@ class Engine:
         of the same item logs."""
         kind = record["type"]
         if kind == "node":
-            self._log(tx, ops.record_created(record), at)
+            self.log(tx, ops.record_created(record), at)
         elif kind == "edge":
             edge = tx.edge_by_id(record["id"])
             if edge is not None:
-                self._log(tx, ops.edge_created(edge), at)
+                self.log(tx, ops.edge_created(edge), at)
                 if edge.valid_to is not None:
-                    self._log(tx, ops.edge_closed(edge, edge.valid_to), at)
+                    self.log(tx, ops.edge_closed(edge, edge.valid_to), at)
         elif kind == "embedding":
             node = tx.node_by_id(record["node"])
             if node is not None:
                 vector = bytes.fromhex(record["vector"])
-                self._log(tx, ops.embedding_set(node.scope, node.id, record["model"], vector), at)
+                self.log(tx, ops.embedding_set(node.scope, node.id, record["model"], vector), at)
 
 
 # -- import records: their shape, checked before the store is asked -------------------------------------

@@ -150,7 +150,7 @@ class KnowledgeGraph:
         return tuple(dict.fromkeys((*self._reads(scopes), write_scope)))
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> None:
-        self._engine._log(tx, op, at)
+        self._engine.log(tx, op, at)
 
     @staticmethod
     def _check_text(value: str, what: str) -> str:
@@ -172,7 +172,7 @@ class KnowledgeGraph:
             self._check_text(item.entity_type, "entity type")
             for observation in item.observations:
                 self._check_text(observation, "observation")
-        target = self._engine._write_scope(scope)
+        target = self._engine.scope_to_write(scope)
         visible = self._visible(scopes, target)
         merged: dict[str, NewEntity] = {}
         for item in items:
@@ -183,8 +183,8 @@ class KnowledgeGraph:
                 combined = tuple(dict.fromkeys((*first.observations, *item.observations)))
                 merged[item.name] = NewEntity(first.name, first.entity_type, combined, first.extra)
         created: list[Entity] = []
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             existing = tx.entities_named(visible, list(merged))
             for name, item in merged.items():
                 if name in existing:
@@ -213,11 +213,11 @@ class KnowledgeGraph:
             self._check_text(item.relation_type, "relation type")
             if not item.relation_type:
                 raise InvalidArgument("relation type must not be empty")
-        target = self._engine._write_scope(scope)
+        target = self._engine.scope_to_write(scope)
         visible = self._visible(scopes, target)
         created: list[Relation] = []
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             names = [n for item in items for n in (item.from_name, item.to_name)]
             entities = tx.entities_named(visible, [self._check_text(n, "entity name") for n in names])
             for name in names:
@@ -235,7 +235,7 @@ class KnowledgeGraph:
                         f"{item.from_name} and {item.to_name} live in different private scopes; "
                         "a relation may cross scopes only to or from the shared scope"
                     )
-                edge = self._engine._insert_edge(
+                edge = self._engine.insert_edge(
                     tx, src.pk, dst.pk, src.scope, dst.scope, item.relation_type, target, {}, at, at, extra=item.extra
                 )
                 created.append(
@@ -253,8 +253,8 @@ class KnowledgeGraph:
                 self._check_text(content, "observation")
         reads = self._reads(scopes)
         results: list[tuple[str, list[str]]] = []
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             entities = tx.entities_named(reads, [name for name, _ in items])
             for name, contents in items:
                 entity = entities.get(name)
@@ -270,11 +270,11 @@ class KnowledgeGraph:
     def delete_entities(self, names: Sequence[str], *, scopes: Sequence[str] | None = None) -> int:
         """Delete entities (and every relation touching them); unknown names are ignored."""
         reads = self._reads(scopes)
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
             for entity in entities.values():
-                self._engine._check_deletable(tx, entity.pk)
+                self._engine.check_deletable(tx, entity.pk)
                 tx.delete_node(entity.pk)
                 self._log(tx, ops.node_removed(entity.scope, entity.id), at)
             return len(entities)
@@ -285,8 +285,8 @@ class KnowledgeGraph:
         """Remove observations; unknown entities and observations are ignored."""
         reads = self._reads(scopes)
         removed_count = 0
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             entities = tx.entities_named(reads, [self._check_text(name, "entity name") for name, _ in items])
             for name, contents in items:
                 entity = entities.get(name)
@@ -303,8 +303,8 @@ class KnowledgeGraph:
         """Delete relations matching (from, to, type) exactly; the rest is ignored."""
         reads = self._reads(scopes)
         deleted = 0
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             names = [n for item in items for n in (item.from_name, item.to_name)]
             entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
             for item in items:

@@ -191,7 +191,7 @@ class Items:
         self._engine = engine
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
-        return self._engine._log(tx, op, at)
+        return self._engine.log(tx, op, at)
 
     # -- references -------------------------------------------------------------------------------
 
@@ -264,7 +264,7 @@ class Items:
             if as_of is not None:
                 found = [self._then(tx, f, as_of) if f is not None else None for f in found]
         if as_of is None and record_access:
-            self._engine._record_access(f.pk for f in found if isinstance(f, Memory | Entity))
+            self._engine.record_access(f.pk for f in found if isinstance(f, Memory | Entity))
         return found
 
     def _then(self, tx: ReadTx, found: Item | Edge, at: int) -> Item | Edge | None:
@@ -283,7 +283,7 @@ class Items:
         """The edges touching these items (valid now or at `as_of`; every one with
         `include_closed`) and the items at their ends, by pk."""
         reads = self._engine.scopes(scopes)
-        at = self._engine._clock() if as_of is None else as_of
+        at = self._engine.clock() if as_of is None else as_of
         with self._engine.store.read() as tx:
             edges = tx.edges_of([i.pk for i in items], "both", valid_at=None if include_closed else at, scopes=reads)
             ends = self._items(tx, list({e.src_pk for e in edges} | {e.dst_pk for e in edges}), reads)
@@ -304,7 +304,7 @@ class Items:
         if types is not None and not types:
             raise InvalidArgument("name at least one relation type, or none to list them all")
         reads = self._engine.scopes(scopes)
-        now = self._engine._clock()
+        now = self._engine.clock()
         with self._engine.store.read() as tx:
             edges = tx.edges_of_types(types, reads, valid_at=None if include_closed else now, limit=limit + 1)
             ends = self._items(tx, list({e.src_pk for e in edges} | {e.dst_pk for e in edges}), reads)
@@ -375,7 +375,7 @@ class Items:
         checked: dict[int, Note] = {}
         for i, note in enumerate(notes):
             try:
-                memory = engine._check_new_memory(note.memory)
+                memory = engine.check_new_memory(note.memory)
                 for name in note.about:
                     if not check_text(name, "entity name"):
                         raise InvalidArgument("an `about` name must not be empty")
@@ -400,13 +400,13 @@ class Items:
         if problems and atomic:
             listed = "; ".join(f"{kind}[{i}]: {text}" for (kind, i), text in problems.items())
             raise InvalidArgument(listed + " (nothing was written)")
-        target = engine._write_scope(scope)
+        target = engine.scope_to_write(scope)
         reads = engine.scopes(scopes)
         visible = tuple(dict.fromkeys((*reads, target)))
         entity_results: list[Remembered] = []
         memory_results: list[Remembered] = []
-        with engine._write_tx() as tx:
-            at = engine._clock()
+        with engine.change() as tx:
+            at = engine.clock()
             for i, entity_note in enumerate(named):
                 if ("entities", i) in problems:
                     entity_results.append(Remembered(None, "error", error=problems["entities", i]))
@@ -453,7 +453,7 @@ class Items:
     ) -> Remembered:
         engine = self._engine
         before = tx.memory_by_hash([target], content_hash(note.memory.content))
-        memory = engine._store_one(tx, note.memory, target, at, turn=turn).memory
+        memory = engine.store_one(tx, note.memory, target, at, turn=turn).memory
         added = tuple(t for t in memory.tags if t not in before.tags) if before is not None else ()
         linked: list[str] = []
         created: list[str] = []
@@ -464,7 +464,7 @@ class Items:
                 entity = engine.graph.insert(tx, NewEntity(name), target, at)
                 created.append(name)
             if not tx.find_edges(memory.pk, entity.pk, ABOUT, open_only=True):
-                engine._insert_edge(tx, memory.pk, entity.pk, memory.scope, entity.scope, ABOUT, target, {}, at, at)
+                engine.insert_edge(tx, memory.pk, entity.pk, memory.scope, entity.scope, ABOUT, target, {}, at, at)
             linked.append(entity.name)
         replaced: str | None = None
         if note.supersedes is not None:
@@ -474,7 +474,7 @@ class Items:
             if old.pk == memory.pk:
                 raise InvalidArgument("a memory cannot supersede itself")
             if not tx.find_edges(memory.pk, old.pk, SUPERSEDES, open_only=True):
-                engine._insert_edge(tx, memory.pk, old.pk, memory.scope, old.scope, SUPERSEDES, target, {}, at, at)
+                engine.insert_edge(tx, memory.pk, old.pk, memory.scope, old.scope, SUPERSEDES, target, {}, at, at)
             replaced = old.id
         status: Literal["created", "existing", "updated"] = (
             "created" if before is None else "updated" if added else "existing"
@@ -525,7 +525,7 @@ class Items:
                 raise InvalidArgument(f"a property name with a double quote cannot be filtered on: {key!r}")
         engine = self._engine
         reads = engine.scopes(scopes)
-        now = engine._clock()
+        now = engine.clock()
         want = offset + limit + 1
         # Embedded before the read opens: a model or an endpoint may take a while.
         meaning = self._query_vector(query) if semantic and vector is None and query and query.strip() else None
@@ -599,7 +599,7 @@ class Items:
                 extra = self._items(tx, [pk for pk in reached.depth if pk not in on_page], reads)
                 related = tuple(extra[pk] for pk in reached.depth if pk in extra)
                 edges = tuple(reached.edges)
-        engine._record_access(f.item.pk for f in found)
+        engine.record_access(f.item.pk for f in found)
         return ItemPage(found, len(ranked) > offset + limit, edges, related)
 
     def _query_vector(self, query: str) -> tuple[str, Sequence[float]] | None:
@@ -668,7 +668,7 @@ class Items:
         for pk, _, importance, created_at in (*by_text, *by_tag):
             if pk not in scores:
                 scores[pk], parts = relevance(
-                    strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine._weights
+                    strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine.weights
                 )
                 if notes is not None:
                     notes["words"][pk] = parts
@@ -766,8 +766,8 @@ class Items:
         properties and vectors. Forgetting is then forgetting, not hiding."""
         reads = self._engine.scopes(scopes)
         out: list[Item | Edge | None] = []
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             for ref in refs:
                 found = self.resolve(tx, ref, reads) if isinstance(ref, str) else self._open_edge(tx, ref, reads)
                 out.append(found)
@@ -776,7 +776,7 @@ class Items:
                         tx.delete_edge(found.pk)
                         self._log(tx, ops.edge_removed(found), at)
                 elif found is not None and tx.node_by_id(found.id) is not None:
-                    self._engine._check_deletable(tx, found.pk)
+                    self._engine.check_deletable(tx, found.pk)
                     tx.delete_node(found.pk)
                     self._log(tx, ops.node_removed(found.scope, found.id), at)
                     if redact:
@@ -792,8 +792,8 @@ class Items:
         """Change one memory or entity in place (its id and relations stay): (before, after)."""
         engine = self._engine
         reads = engine.scopes(scopes)
-        with engine._write_tx() as tx:
-            at = engine._clock()
+        with engine.change() as tx:
+            at = engine.clock()
             before = self._need_item(tx, ref, reads)
             if patch.type is not None and isinstance(before, Memory):
                 patch = replace(patch, type=None, memory_type=patch.type)
@@ -838,7 +838,7 @@ class Items:
         if props:
             self._engine.nodes.apply_props(tx, memory.id, props, at)
         if tags != set(memory.tags):
-            self._engine._replace_tags(tx, memory, sorted(tags), at)
+            self._engine.replace_tags(tx, memory, sorted(tags), at)
 
     def _revise_entity(self, tx: WriteTx, entity: Entity, patch: Patch, reads: Sequence[str], at: int) -> None:
         props: dict[str, Scalar | None] = dict(patch.props)
@@ -890,13 +890,13 @@ class Items:
         two items is returned as it is (False: not new). A relation to close is named by its
         id or by (from, type, to)."""
         engine = self._engine
-        target = engine._write_scope(scope)
+        target = engine.scope_to_write(scope)
         reads = engine.scopes(scopes)
         visible = tuple(dict.fromkeys((*reads, target)))
         opened: list[tuple[Edge, bool]] = []
         closed: list[Edge] = []
-        with engine._write_tx() as tx:
-            at = engine._clock()
+        with engine.change() as tx:
+            at = engine.clock()
             for i, (ref, valid_to) in enumerate(close):
                 edge = self._edge(tx, ref, visible, at)
                 end = at if valid_to is None else valid_to
@@ -923,9 +923,7 @@ class Items:
                     opened.append((existing[0], False))
                     continue
                 start = at if valid_from is None else valid_from
-                edge = engine._insert_edge(
-                    tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, target, clean, start, at
-                )
+                edge = engine.insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, target, clean, start, at)
                 opened.append((edge, True))
         return opened, closed
 
@@ -983,7 +981,7 @@ class Items:
             raise InvalidArgument(f"hops must be from 1 to {MAX_HOPS}")
         engine = self._engine
         reads = engine.scopes(scopes)
-        at = engine._clock() if as_of is None else as_of
+        at = engine.clock() if as_of is None else as_of
         with engine.store.read() as tx:
             seeds = [self._need_item(tx, ref, reads) for ref in start]
 
@@ -1020,7 +1018,7 @@ class Items:
         kept_set = set(kept)
         edges = [e for e in (*reached.edges, *extra) if e.src_pk in kept_set and e.dst_pk in kept_set]
         if as_of is None:
-            engine._record_access(kept)
+            engine.record_access(kept)
         return Neighbourhood(
             tuple(items[pk] for pk in kept),
             tuple(edges),
@@ -1058,7 +1056,7 @@ class Items:
             raise InvalidArgument(f"a path may be from 1 to {MAX_PATH} hops long")
         engine = self._engine
         reads = engine.scopes(scopes)
-        now = engine._clock()
+        now = engine.clock()
         with engine.store.read() as tx:
             src, dst = self._need_item(tx, start, reads), self._need_item(tx, end, reads)
             parents: dict[int, tuple[int, Edge] | None] = {src.pk: None}

@@ -335,7 +335,7 @@ class PropertyGraph:
     def use_spec(self, spec: IndexSpec | None) -> IndexSpec:
         """Take `spec` (stored, and indexes rebuilt if it differs), or keep the stored one
         (the default for a new store)."""
-        with self._engine._write_tx() as tx:
+        with self._engine.change() as tx:
             stored = tx.get_meta(SPEC_META_KEY)
             current = IndexSpec.from_json(json.loads(stored)) if stored else None
             chosen = spec or current or DEFAULT_SPEC
@@ -377,7 +377,7 @@ class PropertyGraph:
             self._text_seq = seq
             return
         labels = {label for label, _ in spec.text}
-        with self._engine._write_tx() as tx:
+        with self._engine.upkeep() as tx:
             indexed = int(tx.get_meta("node_text_seq") or 0)
             changed: dict[str, None] = {}
             for change in tx.changes(indexed + 1, None):
@@ -405,7 +405,7 @@ class PropertyGraph:
                 node = self._node_at(tx, node_id, as_of, node)
         found = self._visible(node, reads)
         if found is not None and as_of is None:
-            self._engine._record_access([found.pk])
+            self._engine.record_access([found.pk])
         return found
 
     def _node_at(self, tx: ReadTx, node_id: str, at: int, current: Node | None) -> Node | None:
@@ -440,7 +440,7 @@ class PropertyGraph:
             for pk in pks
             if pk in views and _same(views[pk].props.get(prop), value) and views[pk].scope in reads
         ]
-        self._engine._record_access(n.pk for n in found)
+        self._engine.record_access(n.pk for n in found)
         return found
 
     def search_text(self, query: str, *, k: int = 10, scopes: Sequence[str] | None = None) -> list[tuple[Node, float]]:
@@ -467,7 +467,7 @@ class PropertyGraph:
             if pk in views and score > best.get(pk, -1.0):
                 best[pk] = score
         hits = sorted(((score, views[pk]) for pk, score in best.items()), key=lambda h: (-h[0], h[1].id))[:k]
-        self._engine._record_access(node.pk for _, node in hits)
+        self._engine.record_access(node.pk for _, node in hits)
         return [(node, score) for score, node in hits]
 
     def traverse(
@@ -484,7 +484,7 @@ class PropertyGraph:
         if not 1 <= max_hops <= MAX_HOPS:
             raise InvalidArgument(f"max_hops must be in 1..={MAX_HOPS}, got {max_hops}")
         reads = self._engine.scopes(scopes)
-        at = self._engine._clock() if as_of is None else as_of
+        at = self._engine.clock() if as_of is None else as_of
         with self._engine.store.read() as tx:
             seed = tx.node_view_by_id(seed_id)
             if seed is None or seed.scope not in reads or seed.created_at > at:
@@ -522,7 +522,7 @@ class PropertyGraph:
             if as_of is not None:
                 nodes = [self._node_at(tx, n.id, at, n) or n if n.updated_at > at else n for n in nodes]
         if as_of is None:
-            self._engine._record_access(n.pk for n in nodes)
+            self._engine.record_access(n.pk for n in nodes)
         return nodes, list(followed.values())
 
     def access_stats(self, node_id: str, *, scopes: Sequence[str] | None = None) -> tuple[int, int] | None:
@@ -549,7 +549,7 @@ class PropertyGraph:
             picked = self.nearest(tx, model, vector, k=k, candidates=candidates, scopes=reads)
             views = tx.node_views([pk for pk, _ in picked])
         hits = [(views[pk], score) for pk, score in picked if pk in views]
-        self._engine._record_access(node.pk for node, _ in hits)
+        self._engine.record_access(node.pk for node, _ in hits)
         return hits
 
     def nearest(
@@ -631,8 +631,8 @@ class PropertyGraph:
             raise InvalidArgument("empty op batch")
         _check_embeddings(commands)
         produced: list[str | None] = []
-        with self._engine._write_tx() as tx:
-            at = self._engine._clock()
+        with self._engine.change() as tx:
+            at = self._engine.clock()
             seq = 0
             for command in commands:
                 new_id, seq = self._run(tx, command, produced, at, seq)
@@ -663,12 +663,12 @@ class PropertyGraph:
         node = tx.node_view_by_id(node_id)
         # Under a token's grant, a node of a scope it may not use does not exist for it (the
         # same answer as for an id nobody has, so the id's existence is not told either).
-        if node is None or self._engine._hidden(node.scope):
+        if node is None or self._engine.hidden(node.scope):
             raise CommandFailed(op, "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
         return node
 
     def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
-        return self._engine._log(tx, op, at)
+        return self._engine.log(tx, op, at)
 
     def apply(self, tx: WriteTx, command: Command, at: int) -> str | None:
         """Run one command inside the caller's transaction (no back-references): the id it made."""
@@ -686,7 +686,7 @@ class PropertyGraph:
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
-                target = engine._write_scope(scope)
+                target = engine.scope_to_write(scope)
                 return self._create(tx, check_text(label, "label"), check_props(props), target, at)
             case Link(src=src, dst=dst, edge_type=edge_type, props=props, scope=scope, valid_from=valid_from):
                 if not check_text(edge_type, "edge type"):
@@ -700,8 +700,8 @@ class PropertyGraph:
                         "CreateEdge", "cross-scope edge requires at least one Shared endpoint", edge=edge_id
                     )
                 start = at if valid_from is None else valid_from
-                edge_scope = engine._write_scope(scope)
-                engine._insert_edge(
+                edge_scope = engine.scope_to_write(scope)
+                engine.insert_edge(
                     tx, a.pk, b.pk, a.scope, b.scope, edge_type, edge_scope, dict(props), start, at, edge_id=edge_id
                 )
                 return edge_id, tx.current_seq()  # the entry `_insert_edge` just appended
@@ -714,14 +714,14 @@ class PropertyGraph:
                 return None, self._set_props(tx, node, props, at)
             case RemoveNode(node=ref):
                 node = self._node(tx, ref, produced, "RemoveNode")
-                self._engine._check_deletable(tx, node.pk)
+                self._engine.check_deletable(tx, node.pk)
                 tx.delete_node(node.pk)
                 return None, self._log(tx, ops.node_removed(node.scope, node.id), at)
             case CloseEdge(edge=ref, valid_to=valid_to):
                 edge_id = self._resolve(ref, produced)
                 edge = tx.edge_by_id(edge_id)
                 ends = tx.labels_of([edge.src_pk, edge.dst_pk]).values() if edge is not None else ()
-                if edge is None or self._engine._hidden(edge.scope, [scope for _, scope in ends]):
+                if edge is None or self._engine.hidden(edge.scope, [scope for _, scope in ends]):
                     raise CommandFailed("CloseEdge", "not found", subject=edge_id, subject_kind="edge")
                 if edge.valid_to is not None:
                     raise CommandFailed("CloseEdge", "already closed", subject=edge_id, subject_kind="edge")
@@ -755,7 +755,7 @@ class PropertyGraph:
             fields = {k: v for k, v in props.items() if k in MEMORY_FIELDS and _fits(k, v)}
             rest = {k: v for k, v in props.items() if k != "content" and k not in fields}
             summary = fields.get("summary")
-            item = engine._check_new_memory(
+            item = engine.check_new_memory(
                 NewMemory(
                     content,
                     importance=int(fields.get("importance", 0)),
@@ -769,7 +769,7 @@ class PropertyGraph:
                 # The same text in one scope is one memory: its id comes back.
                 node = tx.node_views([existing])[existing]
                 return node.id, tx.current_seq()
-            stored = engine._store_one(tx, item, scope, at)
+            stored = engine.store_one(tx, item, scope, at)
             return stored.memory.id, tx.current_seq()
         if label == ENTITY:
             name = props.get("name")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemodb.engine.checks import check_props, check_text
@@ -19,14 +20,53 @@ from mnemodb.ids import SHARED
 
 __all__ = [
     "MAX_EXTRA_DEPTH",
+    "MAX_TAGS",
+    "MAX_TAG_LENGTH",
+    "WHITESPACE",
     "check_edge_ends",
     "check_extra",
     "check_model_dim",
     "check_new_entity",
     "check_window",
     "crosses_private_scopes",
+    "normalize_tag",
+    "normalize_tags",
     "unstorable",
 ]
+
+MAX_TAGS = 100
+MAX_TAG_LENGTH = 50
+
+# What counts as white space in a tag: JavaScript's `\s` (Unicode space separators, the
+# ASCII controls TAB to CR, line and paragraph separators, and U+FEFF). The servers
+# mnemodb replaces validated tags with it, so a tag they accepted is accepted here.
+WHITESPACE = frozenset(
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def normalize_tag(tag: str) -> str:
+    return unicodedata.normalize("NFKC", tag).lower()
+
+
+def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Tags in canonical form (NFKC, lower case), validated, deduplicated and sorted."""
+    raw_tags = list(tags)
+    if len(raw_tags) > MAX_TAGS:
+        raise InvalidArgument(f"Too many tags (max {MAX_TAGS})")
+    out: dict[str, None] = {}
+    for raw in raw_tags:
+        tag = normalize_tag(check_text(raw, "tag"))
+        if not tag:
+            raise InvalidArgument("Tag must be at least 1 character")
+        if len(tag) > MAX_TAG_LENGTH:
+            raise InvalidArgument(f"Tag exceeds {MAX_TAG_LENGTH} characters")
+        if not WHITESPACE.isdisjoint(tag):
+            raise InvalidArgument("Tag must not contain whitespace")
+        out.setdefault(tag, None)
+    return tuple(sorted(out))
+
 
 MAX_EXTRA_DEPTH = 100
 """How deep the fields kept from other servers' files (an entity's or relation's `extra`)

@@ -116,7 +116,7 @@ class Tokens:
         writes = () if read_only else tuple(dict.fromkeys([default, *(engine.scope(s) for s in write_scopes or ())]))
         reads = tuple(dict.fromkeys([default, *writes, *(engine.scope(s) for s in read_scopes or ())]))
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = Token(new_ulid(), name, reads, default, writes, engine._clock())
+        token = Token(new_ulid(), name, reads, default, writes, engine.clock())
         with engine.store.write() as tx:
             if any(t.name == name for t in tx.tokens()):
                 raise Conflict(f"a token named {name!r} exists: revoke it first, or choose another name")
@@ -134,7 +134,7 @@ class Tokens:
             matches = [t for t in tx.tokens() if ref in (t.id, t.name)]
             if not matches:
                 raise NotFound(f"no live token named or with id {ref!r}")
-            at = self._engine._clock()
+            at = self._engine.clock()
             tx.revoke_token(matches[0].id, at)
         return replace(matches[0], revoked_at=at)
 

@@ -87,7 +87,7 @@ def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
     return result
 
 
-class _Layer:
+class Layer:
     """One encoder layer's weights, transposed once for `x @ w` products."""
 
     def __init__(self, weights: dict[str, Array], prefix: str) -> None:
@@ -130,7 +130,7 @@ class MiniLM:
             np.asarray(weights[f"{prefix}LayerNorm.bias"], dtype=np.float32),
             np.asarray(weights[f"{prefix}LayerNorm.weight"], dtype=np.float32),
         )
-        self.layers = [_Layer(weights, f"{base}encoder.layer.{i}") for i in range(int(config["num_hidden_layers"]))]
+        self.layers = [Layer(weights, f"{base}encoder.layer.{i}") for i in range(int(config["num_hidden_layers"]))]
         self.tokenizer = WordPiece.from_file(folder / "tokenizer.json", max_tokens=self.max_tokens)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> Array:

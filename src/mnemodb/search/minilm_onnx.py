@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemodb.search.minilm import MiniLM, _Layer
+from mnemodb.search.minilm import Layer, MiniLM
 from mnemodb.search.onnx_proto import Graph, model_bytes
 
 __all__ = ["QUANTIZED_MODEL", "QuantizedMiniLM"]
@@ -74,7 +74,7 @@ class QuantizedMiniLM(MiniLM):
         except Exception as exc:  # ONNX Runtime's exception classes are not part of its API
             raise RuntimeError(f"ONNX Runtime refused the model's graph: {exc}") from exc
 
-    def _graph(self, layers: list[_Layer]) -> bytes:
+    def _graph(self, layers: list[Layer]) -> bytes:
         g = Graph()
         heads, width = self.heads, self.width
         size = width // heads

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mnemodb.engine.checks import is_finite_number
-from mnemodb.engine.engine import WHITESPACE
+from mnemodb.engine.rules import WHITESPACE
 
 __all__ = [
     "Arr",

@@ -46,7 +46,7 @@ def _dumps_items(observations: Sequence[str]) -> str:
     return json.dumps(list(observations), ensure_ascii=False)
 
 
-def _canonical(alias: str, scopes: Sequence[str]) -> tuple[str, list[str]]:
+def oldest_of_each_name(alias: str, scopes: Sequence[str]) -> tuple[str, list[str]]:
     """SQL keeping only the oldest entity of each name within `scopes`."""
     return (
         f"{alias}.node = (SELECT MIN(c.node) FROM entity c WHERE c.name = {alias}.name "
@@ -144,7 +144,7 @@ class EntityReads:
 
     def entity_pks(self, scopes: Sequence[str], *, after: int = 0, limit: int | None = None) -> list[int]:
         """Entities in creation order (one per name), from just after `after`."""
-        canonical, params = _canonical("e", scopes)
+        canonical, params = oldest_of_each_name("e", scopes)
         sql = (
             f"SELECT e.node FROM entity e WHERE e.node > ? AND e.scope IN ({marks(len(scopes))}) "
             f"AND {canonical} ORDER BY e.node"
@@ -168,7 +168,7 @@ class EntityReads:
 
     def entity_pks_of_type(self, scopes: Sequence[str], entity_type: str) -> list[int]:
         """Entities whose type equals `entity_type` ignoring case, in creation order."""
-        canonical, params = _canonical("e", scopes)
+        canonical, params = oldest_of_each_name("e", scopes)
         if entity_type.isascii():
             rows = self.conn.execute(
                 f"SELECT e.node FROM entity e WHERE e.entity_type = ? COLLATE NOCASE "
@@ -199,7 +199,7 @@ class EntityReads:
             parts.append(f"{column} : ({expression})" if column else f"({expression})")
         if not parts:
             return None
-        canonical, params = _canonical("e", scopes)
+        canonical, params = oldest_of_each_name("e", scopes)
         rows = self.conn.execute(
             "SELECT t.rowid FROM entity_text t JOIN entity e ON e.node = t.rowid "
             f"WHERE entity_text MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
@@ -213,7 +213,7 @@ class EntityReads:
         better. A word in the name counts most, then the type, then the observations."""
         if not terms or limit <= 0:
             return []
-        canonical, params = _canonical("e", scopes)
+        canonical, params = oldest_of_each_name("e", scopes)
         rows = self.conn.execute(
             f"SELECT w.rowid, bm25(entity_words, {_NAME_WEIGHT}, {_TYPE_WEIGHT}, 1.0) AS rank "
             "FROM entity_words w JOIN entity e ON e.node = w.rowid "
@@ -231,7 +231,7 @@ class EntityReads:
         the given entities, or of every entity in `scopes`, in creation order: one query,
         for search (which parses the array only for the entities that match)."""
         if pks is None:
-            canonical, params = _canonical("e", scopes)
+            canonical, params = oldest_of_each_name("e", scopes)
             yield from self.conn.execute(
                 "SELECT t.rowid, t.name, t.type, t.obs, t.items FROM entity_text t JOIN entity e ON e.node = t.rowid "
                 f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
@@ -249,7 +249,7 @@ class EntityReads:
 
     def observations_in(self, scopes: Sequence[str]) -> Iterator[tuple[int, str]]:
         """Every observation of the entities in `scopes`: (entity pk, text), entity by entity."""
-        canonical, params = _canonical("e", scopes)
+        canonical, params = oldest_of_each_name("e", scopes)
         yield from self.conn.execute(
             "SELECT o.entity, o.content FROM observation o JOIN entity e ON e.node = o.entity "
             f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY o.entity, o.position",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnemodb.engine.models import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
-from mnemodb.store.sqlite.entities import _canonical
+from mnemodb.store.sqlite.entities import oldest_of_each_name
 from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["ItemReads", "filter_sql"]
@@ -193,7 +193,7 @@ class ItemReads:
     def list_entities(self, scopes: Sequence[str], where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
         """Entities (the oldest of each name) that meet `where`, newest first."""
         condition, params = filter_sql(where, "entity", at, scopes)
-        canonical, names = _canonical("e", scopes)
+        canonical, names = oldest_of_each_name("e", scopes)
         return self._newest(ENTITY, scopes, f"{canonical} AND {condition}", [*names, *params], offset, limit)
 
     def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int, scopes: Sequence[str]) -> set[int]:

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnemodb.engine import ops
-from mnemodb.engine.engine import normalize_tag
+from mnemodb.engine.rules import normalize_tag
 from mnemodb.files import create_private_file
 from mnemodb.ids import SHARED, ulid_at
 from mnemodb.store.sqlite.schema import MIGRATIONS
 
 if TYPE_CHECKING:
-    from mnemodb.store.sqlite.store import _WriteTx
+    from mnemodb.store.sqlite.store import SqliteWriteTx
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def parse_timestamp(text: Any) -> int:
     return 0
 
 
-def migrate_in_place(tx: _WriteTx) -> tuple[int, int]:
+def migrate_in_place(tx: SqliteWriteTx) -> tuple[int, int]:
     """Move memdb's rows into mnemodb's tables (already created in this transaction)."""
     conn = tx.conn
     memory_columns = _columns(conn, "memories")

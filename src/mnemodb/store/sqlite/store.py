@@ -510,7 +510,7 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
             }
 
 
-class _WriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
+class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -982,7 +982,7 @@ class SqliteStore:
                 )
         return version
 
-    def _migrate(self, tx: _WriteTx) -> None:
+    def _migrate(self, tx: SqliteWriteTx) -> None:
         conn = tx.conn
         # Checked again inside the write lock: another process may have migrated meanwhile.
         version = self._check_usable(conn)
@@ -998,7 +998,7 @@ class SqliteStore:
     # -- transactions ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _write_tx(self) -> Iterator[_WriteTx]:
+    def _write_tx(self) -> Iterator[SqliteWriteTx]:
         if self.read_only:
             raise StoreFailed(f"the database {self._path} was opened read-only: nothing was changed")
         with self._write_lock:
@@ -1006,7 +1006,7 @@ class SqliteStore:
             conn = self._writer
             self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), "start a write")
             try:
-                yield _WriteTx(conn)
+                yield SqliteWriteTx(conn)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -1023,7 +1023,7 @@ class SqliteStore:
                 self._local.deadline = deadline
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[_WriteTx]:
+    def write(self) -> Iterator[SqliteWriteTx]:
         try:
             with self._write_tx() as tx:
                 yield tx

@@ -52,7 +52,7 @@ from typing import IO, Any, NoReturn
 from measure import p50, p95, rss_mb
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, NewMemory
-from mnemodb.engine.models import MEMORY_TYPES
+from mnemodb.model.records import MEMORY_TYPES
 
 PROTOCOL_VERSION = "2025-06-18"
 REPLY_TIMEOUT_S = 120.0

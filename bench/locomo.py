@@ -76,7 +76,7 @@ from typing import Any
 from measure import p50, p95
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, Memory, NewMemory
-from mnemodb.ids import new_ulid
+from mnemodb.model.ids import new_ulid
 from mnemodb.search.embedders import LOCAL_MODEL, LocalEmbedder
 from mnemodb.search.ranking import parse_fusion
 from serve_client import ServeProcess

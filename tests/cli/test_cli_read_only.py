@@ -104,7 +104,7 @@ def test_reading_commands_refuse_a_missing_database_instead_of_creating_one(tmp_
 
 
 def test_a_read_only_engine_reads_and_refuses_writes(tmp_path: Path) -> None:
-    from mnemodb.engine.errors import StoreFailed
+    from mnemodb.model.errors import StoreFailed
 
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine
-from mnemodb.engine.errors import Forbidden
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
+from mnemodb.model.errors import Forbidden
 from support import server_env
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, OperationTimeout
-from mnemodb.ids import new_ulid
+from mnemodb.model.ids import new_ulid
 from mnemodb.store.sqlite import SqliteStore
 from support import START_MS, Clock, sha256
 

@@ -22,8 +22,8 @@ from mnemodb.engine import Engine, InvalidArgument
 from mnemodb.engine.embedding import BackgroundEmbedder, item_text
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import Found, Note, Patch
-from mnemodb.engine.models import Entity, Memory, NewMemory
 from mnemodb.engine.properties import SetEmbedding
+from mnemodb.model.records import Entity, Memory, NewMemory
 from mnemodb.search.embedders import (
     EmbedderUnavailable,
     HttpEmbedder,

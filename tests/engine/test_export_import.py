@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
-from mnemodb.engine import ops as ops_module
 from mnemodb.engine.graph import NewRelation
+from mnemodb.model import ops as ops_module
 from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, START_MS, Clock, sha256
 

@@ -8,9 +8,9 @@ import base64
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
-from mnemodb.engine.checks import MAX_QUERY_CHARS, check_props
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.patterns import MAX_PATTERN_STEPS
+from mnemodb.model.checks import MAX_QUERY_CHARS, check_props
 
 
 def test_an_observation_holding_a_nul_is_found_by_a_search_holding_it(eng: Engine) -> None:

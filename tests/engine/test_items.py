@@ -17,11 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound, ops
+from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import EntityNote, Item, ItemPage, Neighbourhood, Note, Patch, Remembered
-from mnemodb.engine.models import ABOUT, SUPERSEDES, Edge, Entity, ItemFilter, Memory, NewMemory, Props, Stats
 from mnemodb.engine.properties import CreateNode, SetEmbedding
+from mnemodb.model import ops
+from mnemodb.model.records import ABOUT, SUPERSEDES, Edge, Entity, ItemFilter, Memory, NewMemory, Props, Stats
 from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, START_MS, Clock, sha256
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine
-from mnemodb.engine.errors import Forbidden
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.properties import CreateNode, IndexSpec, Link
 from mnemodb.engine.tokens import Grant, granted
+from mnemodb.model.errors import Forbidden
 
 A, B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D", "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
 REFUSAL = f'a relation in scope "{B}" cannot touch an item in scope "{A}"'

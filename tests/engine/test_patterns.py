@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from mnemodb.engine import Engine, InvalidArgument
 from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.models import Entity
 from mnemodb.engine.patterns import MAX_PATTERN_STEPS, PatternSyntaxError, compile_js, translate_js
+from mnemodb.model.records import Entity
 
 # Bytes of compiled pattern per counted step, at most (about 110 for a letter, 165 for a
 # class of ranges under case folding), and what an empty pattern takes.

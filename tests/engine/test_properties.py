@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from mnemodb.engine import Engine, EngineError, InvalidArgument, content_hash, ops
+from mnemodb.engine import Engine, EngineError, InvalidArgument, content_hash
 from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.models import Edge, Node
 from mnemodb.engine.properties import (
     DEFAULT_SPEC,
     CloseEdge,
@@ -26,6 +25,8 @@ from mnemodb.engine.properties import (
     SetEmbedding,
     SetProps,
 )
+from mnemodb.model import ops
+from mnemodb.model.records import Edge, Node
 from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, Clock
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
-from mnemodb.engine.models import Edge
+from mnemodb.model.records import Edge
 from support import SCOPE_A, Clock, sha256
 
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"

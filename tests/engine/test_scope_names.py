@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
-from mnemodb.engine.errors import Conflict, Forbidden
 from mnemodb.engine.tokens import Grant, granted
-from mnemodb.ids import is_ulid
+from mnemodb.model.errors import Conflict, Forbidden
+from mnemodb.model.ids import is_ulid
 from support import server_env
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine
-from mnemodb.engine.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
+from mnemodb.model.errors import Conflict, Forbidden, InvalidArgument, NotFound
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
 TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
@@ -203,8 +203,8 @@ def test_a_scope_a_token_only_reads_is_never_changed(eng: Engine) -> None:
     by any face: not a new item, an edit, a deletion, a relation or its end, observations,
     properties, vectors, nor in a batch, where the whole batch is refused."""
     from mnemodb.engine.items import Note, Patch
-    from mnemodb.engine.models import NewMemory
     from mnemodb.engine.properties import CloseEdge, CreateNode, Link, RemoveNode, SetEmbedding, SetProps
+    from mnemodb.model.records import NewMemory
 
     ids = _seed_team_a(eng)
     token, _ = eng.tokens.create("a", read_scopes=[TEAM_A], write_scope=TEAM_B)

@@ -11,7 +11,7 @@ import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.engine.items import Note, Patch
-from mnemodb.engine.models import Memory, NewMemory
+from mnemodb.model.records import Memory, NewMemory
 from support import SCOPE_A, START_MS, Clock
 
 QUESTION = "Where did you go hiking last weekend?"

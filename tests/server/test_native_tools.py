@@ -17,7 +17,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 from mcp_types import TextContent, TextResourceContents
 
-from mnemodb.ids import new_ulid
+from mnemodb.model.ids import new_ulid
 from native_support import (
     INVALID_PARAMS,
     PREVIEW_CHARS,

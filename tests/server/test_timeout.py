@@ -87,8 +87,8 @@ def test_an_engine_error_naming_the_database_file_tells_a_token_only_its_name(tm
     the database (a file the server cannot open, say) names only the file under a token."""
     import anyio
 
-    from mnemodb.engine.errors import StoreUnavailable
     from mnemodb.engine.tokens import Grant, granted
+    from mnemodb.model.errors import StoreUnavailable
     from mnemodb.server.app import run_in_worker
 
     db = tmp_path / "operator-home" / "team.db"

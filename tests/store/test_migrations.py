@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mnemodb.engine import Engine, InvalidArgument, StoreUnavailable, ops
+from mnemodb.engine import Engine, InvalidArgument, StoreUnavailable
 from mnemodb.engine.properties import SetEmbedding
+from mnemodb.model import ops
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from support import SCOPE_A, sha256

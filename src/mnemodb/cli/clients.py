@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemodb.cli.main import PROFILES, CliError
-from mnemodb.files import replaced_atomically
+from mnemodb.store.files import replaced_atomically
 
 __all__ = ["CLIENTS", "add_command"]
 

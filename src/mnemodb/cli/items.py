@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemodb.cli.main import CliError, open_engine, print_json, store_options
-from mnemodb.times import iso_utc
+from mnemodb.model.times import iso_utc
 
 __all__ = ["add_commands"]
 
@@ -34,7 +34,7 @@ def _one_line(text: str, width: int = 100) -> str:
 
 
 def _line(item: Any) -> str:
-    from mnemodb.engine.models import Memory
+    from mnemodb.model.records import Memory
 
     if isinstance(item, Memory):
         tags = f"  [{', '.join(item.tags)}]" if item.tags else ""
@@ -45,7 +45,7 @@ def _line(item: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from mnemodb.engine.models import ItemFilter
+    from mnemodb.model.records import ItemFilter
     from mnemodb.server.profiles.native import item_shape
 
     kinds = _kinds(args.kinds)
@@ -70,7 +70,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mnemodb.engine.models import Edge, Memory
+    from mnemodb.model.records import Edge, Memory
     from mnemodb.server.profiles.native import change_shape, item_shape, relation_shape
 
     with open_engine(args, reading=True) as engine:
@@ -117,7 +117,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from mnemodb.engine.models import Edge, Memory
+    from mnemodb.model.records import Edge, Memory
 
     with open_engine(args) as engine:
         gone = engine.items.forget(list(args.refs))
@@ -165,7 +165,7 @@ def _run_editor(path: Path) -> None:
 
 def cmd_edit(args: argparse.Namespace) -> int:
     from mnemodb.engine.items import Patch
-    from mnemodb.engine.models import Edge, Memory
+    from mnemodb.model.records import Edge, Memory
 
     with open_engine(args) as engine:
         [found] = engine.items.get([args.ref], record_access=False)

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mnemodb import __version__
-from mnemodb.files import not_a_regular_file, replaced_atomically, same_file
-from mnemodb.times import iso_utc
+from mnemodb.model.times import iso_utc
+from mnemodb.store.files import not_a_regular_file, replaced_atomically, same_file
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
-    from mnemodb.engine.models import Token
+    from mnemodb.model.records import Token
 
 PROFILES = ("memdb", "native", "topodb", "knowledge-graph")
 DEFAULT_PROFILE = "native"
@@ -218,7 +218,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     """Memories and entities as the native `recall` ranks them: by words and, when an
     embedder is on (the local model, when installed) and the store has vectors, by meaning."""
-    from mnemodb.engine.models import Entity, Memory
+    from mnemodb.model.records import Entity, Memory
     from mnemodb.server import config
 
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())

@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from mnemodb.cli.main import open_engine, print_json
-from mnemodb.times import iso_utc
+from mnemodb.model.times import iso_utc
 
 __all__ = ["add_command"]
 

@@ -1,7 +1,7 @@
 """The engine: memories, entities, relations, search and the change log, as a Python API."""
 
 from mnemodb.engine.engine import Engine, content_hash
-from mnemodb.engine.errors import (
+from mnemodb.model.errors import (
     Conflict,
     EngineError,
     InvalidArgument,
@@ -9,8 +9,8 @@ from mnemodb.engine.errors import (
     OperationTimeout,
     StoreUnavailable,
 )
-from mnemodb.engine.models import Change, Edge, Entity, Memory, NewMemory, SearchHit, Stats
-from mnemodb.engine.rules import normalize_tags
+from mnemodb.model.records import Change, Edge, Entity, Memory, NewMemory, SearchHit, Stats
+from mnemodb.model.rules import normalize_tags
 
 __all__ = [
     "Change",

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from mnemodb.engine.errors import EngineError
+from mnemodb.model.errors import EngineError
 
 log = logging.getLogger(__name__)
 

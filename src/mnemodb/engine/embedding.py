@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mnemodb.engine.models import ENTITY, MEMORY, Entity, Memory
+from mnemodb.model.records import ENTITY, MEMORY, Entity, Memory
 from mnemodb.search.embedders import Embedder, EmbedderUnavailable, EmbeddingFailed
 
 if TYPE_CHECKING:

@@ -18,14 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from mnemodb.engine import ops
 from mnemodb.engine.access import AccessRecorder
-from mnemodb.engine.checks import check_props, check_query, check_text
 from mnemodb.engine.embedding import Embeddings
-from mnemodb.engine.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
 from mnemodb.engine.items import Items
-from mnemodb.engine.models import (
+from mnemodb.engine.properties import PropertyGraph
+from mnemodb.engine.tokens import Tokens, current_grant
+from mnemodb.graph.traversal import expand
+from mnemodb.model import ops
+from mnemodb.model.checks import check_props, check_query, check_text
+from mnemodb.model.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from mnemodb.model.ids import SHARED, InvalidId, content_hash, is_ulid, new_ulid, normalize_scope, parse_ulid
+from mnemodb.model.records import (
     ENTITY,
     MEMORY,
     Change,
@@ -46,8 +50,7 @@ from mnemodb.engine.models import (
     Stats,
     StoredMemory,
 )
-from mnemodb.engine.properties import PropertyGraph
-from mnemodb.engine.rules import (
+from mnemodb.model.rules import (
     check_edge_ends,
     check_extra,
     check_model_dim,
@@ -55,9 +58,6 @@ from mnemodb.engine.rules import (
     check_window,
     normalize_tags,
 )
-from mnemodb.engine.tokens import Tokens, current_grant
-from mnemodb.graph.traversal import expand
-from mnemodb.ids import SHARED, InvalidId, content_hash, is_ulid, new_ulid, normalize_scope, parse_ulid
 from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.embedders import Embedder
 from mnemodb.search.ranking import (

@@ -19,12 +19,12 @@ import regex
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from mnemodb.engine import ops
-from mnemodb.engine.checks import check_query, check_text
-from mnemodb.engine.errors import InvalidArgument, NotFound, OperationTimeout
-from mnemodb.engine.models import ENTITY, Entity, Relation
 from mnemodb.engine.patterns import COMPILE_SECONDS_PER_STEP, MAX_PATTERN_STEPS, compile_js
-from mnemodb.ids import SHARED, new_ulid
+from mnemodb.model import ops
+from mnemodb.model.checks import check_query, check_text
+from mnemodb.model.errors import InvalidArgument, NotFound, OperationTimeout
+from mnemodb.model.ids import SHARED, new_ulid
+from mnemodb.model.records import ENTITY, Entity, Relation
 from mnemodb.search import graph_query as gq
 from mnemodb.search.analyzer import query_terms
 

@@ -17,11 +17,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from mnemodb.engine import ops
-from mnemodb.engine.checks import check_props, check_query, check_text
-from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.models import (
+from mnemodb.engine.properties import SetEmbedding
+from mnemodb.graph.traversal import expand
+from mnemodb.model import ops
+from mnemodb.model.checks import check_props, check_query, check_text
+from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.model.ids import content_hash, is_ulid
+from mnemodb.model.records import (
     ABOUT,
     ENTITY,
     MEMORY,
@@ -36,9 +39,6 @@ from mnemodb.engine.models import (
     Props,
     Scalar,
 )
-from mnemodb.engine.properties import SetEmbedding
-from mnemodb.graph.traversal import expand
-from mnemodb.ids import content_hash, is_ulid
 from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, relevance, text_strengths
 

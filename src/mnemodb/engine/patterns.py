@@ -24,7 +24,7 @@ import dataclasses
 
 import regex
 
-from mnemodb.engine.errors import InvalidArgument
+from mnemodb.model.errors import InvalidArgument
 
 __all__ = ["MAX_PATTERN_STEPS", "JsPattern", "compile_js", "translate_js"]
 

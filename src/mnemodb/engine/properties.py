@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mnemodb.engine import ops
-from mnemodb.engine.checks import check_props, check_query, check_text
-from mnemodb.engine.errors import Conflict, InvalidArgument
 from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.models import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
-from mnemodb.ids import SHARED, content_hash, new_ulid
+from mnemodb.model import ops
+from mnemodb.model.checks import check_props, check_query, check_text
+from mnemodb.model.errors import Conflict, InvalidArgument
+from mnemodb.model.ids import SHARED, content_hash, new_ulid
+from mnemodb.model.records import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from mnemodb.engine.errors import Conflict, InvalidArgument, NotFound
-from mnemodb.engine.models import Token
-from mnemodb.ids import SHARED, new_ulid
+from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.model.ids import SHARED, new_ulid
+from mnemodb.model.records import Token
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine

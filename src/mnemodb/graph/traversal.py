@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from mnemodb.engine.models import Direction, Edge
+from mnemodb.model.records import Direction, Edge
 from mnemodb.store.base import ReadTx
 
 

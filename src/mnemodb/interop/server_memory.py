@@ -37,11 +37,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from mnemodb.engine.errors import EngineError, InvalidArgument
 from mnemodb.engine.graph import NewEntity, NewRelation
-from mnemodb.engine.models import Entity, Relation
-from mnemodb.engine.rules import crosses_private_scopes, unstorable
 from mnemodb.interop import state
+from mnemodb.model.errors import EngineError, InvalidArgument
+from mnemodb.model.records import Entity, Relation
+from mnemodb.model.rules import crosses_private_scopes, unstorable
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine

@@ -52,8 +52,8 @@ from mcp_types import Resource as McpResource
 from mcp_types import Tool as McpTool
 
 from mnemodb import __version__
-from mnemodb.engine.errors import EngineError, OperationTimeout
 from mnemodb.engine.tokens import current_grant
+from mnemodb.model.errors import EngineError, OperationTimeout
 from mnemodb.server.profile import Profile, Tool
 from mnemodb.server.schema import Invalid
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from mnemodb.files import not_a_regular_file
 from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights, parse_fusion
+from mnemodb.store.files import not_a_regular_file
 
 if TYPE_CHECKING:
     from mnemodb.search.embedders import Embedder
 
-from mnemodb.engine.errors import EngineError
 from mnemodb.engine.properties import IndexSpec
+from mnemodb.model.errors import EngineError
 
 DEFAULT_DB = ".mnemodb/memory.db"
 MEMDB_DEFAULT_DB = ".memdb/memory.db"

@@ -53,8 +53,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from mnemodb.engine.errors import EngineError
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, current_grant, granted
+from mnemodb.model.errors import EngineError
 from mnemodb.server.config import HttpSettings, JwtSettings, is_loopback
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemodb.engine.checks import is_finite_number
-from mnemodb.engine.rules import WHITESPACE
+from mnemodb.model.checks import is_finite_number
+from mnemodb.model.rules import WHITESPACE
 
 __all__ = [
     "Arr",

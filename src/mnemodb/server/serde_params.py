@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemodb.engine.checks import is_finite_number
+from mnemodb.model.checks import is_finite_number
 from mnemodb.server.schema import Invalid
 
 __all__ = ["Param", "ParamError", "Params", "sorted_json"]

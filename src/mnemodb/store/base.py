@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mnemodb.engine.models import (
+from mnemodb.model.records import (
     Change,
     Direction,
     Edge,

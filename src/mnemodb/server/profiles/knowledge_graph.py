@@ -20,7 +20,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from mnemodb.engine import Engine, EngineError, Entity
 from mnemodb.engine.graph import Graph, NewEntity, NewRelation
-from mnemodb.engine.models import Relation
+from mnemodb.model.records import Relation
 from mnemodb.server.profile import Profile, Resource, Tool, tool
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Invalid, Num, Obj, Str
 

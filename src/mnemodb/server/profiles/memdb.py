@@ -18,7 +18,7 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from mnemodb.engine import Engine, EngineError, Memory, NewMemory, NotFound
-from mnemodb.engine.models import MEMORY_TYPES, MemoryLink, RelatedMemory
+from mnemodb.model.records import MEMORY_TYPES, MemoryLink, RelatedMemory
 from mnemodb.server.profile import Profile, ProtocolRules, Resource, Tool, tool
 from mnemodb.server.schema import Arr, Enum, Int, Invalid, Obj, Str
 

@@ -22,15 +22,15 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from mnemodb.engine import Engine, EngineError
-from mnemodb.engine.errors import InvalidArgument
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import EntityNote, Found, Item, ItemPage, Neighbourhood, Note, Patch
-from mnemodb.engine.models import SUPERSEDES, Change, Edge, Entity, ItemFilter, Memory, NewMemory
+from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.records import SUPERSEDES, Change, Edge, Entity, ItemFilter, Memory, NewMemory
+from mnemodb.model.times import iso_utc as iso
 from mnemodb.search.analyzer import words
 from mnemodb.server.profile import Profile, Prompt, PromptArgument, Resource, TemplateResource, Tool, tool
 from mnemodb.server.profiles import native_text
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Int, Invalid, Map, Num, Obj, OneOrMany, Scalar, Str, Time
-from mnemodb.times import iso_utc as iso
 
 log = logging.getLogger("mnemodb.server")
 
@@ -657,7 +657,7 @@ def change_shape(change: Change) -> dict[str, Any]:
     data = dict(change.data)
     if "vector" in data or "f32" in data:
         # A vector is thousands of characters of numbers a model cannot use: its size instead.
-        from mnemodb.engine.ops import embedding_vector
+        from mnemodb.model.ops import embedding_vector
 
         data = {"id": data.get("id"), "model": data.get("model"), "dim": len(embedding_vector(data))} | (
             {"redacted": True} if data.get("redacted") else {}

@@ -22,8 +22,7 @@ import numpy as np
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
 
-from mnemodb.engine import Engine, EngineError, ops
-from mnemodb.engine.models import Change, Edge, Node, Scalar
+from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.properties import (
     MEMORY_FIELDS,
     CloseEdge,
@@ -38,7 +37,9 @@ from mnemodb.engine.properties import (
     SetProps,
 )
 from mnemodb.engine.tokens import current_grant
-from mnemodb.ids import SHARED
+from mnemodb.model import ops
+from mnemodb.model.ids import SHARED
+from mnemodb.model.records import Change, Edge, Node, Scalar
 from mnemodb.server.profile import Profile, Tool
 from mnemodb.server.schema import Invalid
 from mnemodb.server.serde_params import I64_MAX, I64_MIN, JSON_SCHEMA_2020_12, U64_MAX, Param, Params, sorted_json

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mnemodb.engine.models import Entity, Relation
+from mnemodb.model.records import Entity, Relation
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks
 
 __all__ = ["EntityReads", "EntityWrites", "TextClause"]

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from mnemodb.engine.models import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
+from mnemodb.model.records import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
 from mnemodb.store.sqlite.entities import oldest_of_each_name
 from mnemodb.store.sqlite.sql import fts_any, marks
 

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mnemodb.engine import ops
-from mnemodb.engine.rules import normalize_tag
-from mnemodb.files import create_private_file
-from mnemodb.ids import SHARED, ulid_at
+from mnemodb.model import ops
+from mnemodb.model.ids import SHARED, ulid_at
+from mnemodb.model.rules import normalize_tag
+from mnemodb.store.files import create_private_file
 from mnemodb.store.sqlite.schema import MIGRATIONS
 
 if TYPE_CHECKING:

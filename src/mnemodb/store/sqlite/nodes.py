@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemodb.engine.models import Change, Node, Scalar
+from mnemodb.model.records import Change, Node, Scalar
 from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["NodeReads", "NodeWrites"]

@@ -20,10 +20,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mnemodb.engine.errors import OperationTimeout, StoreFailed, StoreUnavailable
-from mnemodb.engine.models import Change, Direction, Edge, Memory, Node, Props
-from mnemodb.files import create_private_file, make_private_dirs, not_a_regular_file, replaced_atomically, same_file
+from mnemodb.model.errors import OperationTimeout, StoreFailed, StoreUnavailable
+from mnemodb.model.records import Change, Direction, Edge, Memory, Node, Props
 from mnemodb.store.base import StoreHealth
+from mnemodb.store.files import (
+    create_private_file,
+    make_private_dirs,
+    not_a_regular_file,
+    replaced_atomically,
+    same_file,
+)
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from mnemodb.engine.models import Token
+from mnemodb.model.records import Token
 
 _COLUMNS = "id, name, read_scopes, write_scope, write_scopes, created_at, revoked_at"
 

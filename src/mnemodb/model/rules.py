@@ -13,10 +13,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mnemodb.engine.checks import check_props, check_text
-from mnemodb.engine.errors import InvalidArgument
-from mnemodb.engine.models import Scalar
-from mnemodb.ids import SHARED
+from mnemodb.model.checks import check_props, check_text
+from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.ids import SHARED
+from mnemodb.model.records import Scalar
 
 __all__ = [
     "MAX_EXTRA_DEPTH",

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemodb.engine.models import Edge, Entity, Memory, Props
+from mnemodb.model.records import Edge, Entity, Memory, Props
 
 Op = tuple[str | None, str, str | None, dict[str, Any]]
 

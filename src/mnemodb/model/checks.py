@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from mnemodb.engine.errors import InvalidArgument
-from mnemodb.engine.models import Scalar
+from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.records import Scalar
 
 __all__ = ["MAX_QUERY_CHARS", "check_props", "check_query", "check_text", "is_finite_number"]
 

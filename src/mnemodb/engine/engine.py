@@ -53,6 +53,7 @@ from mnemodb.model.records import (
 from mnemodb.model.rules import (
     check_edge_ends,
     check_extra,
+    check_importance,
     check_model_dim,
     check_new_entity,
     check_window,
@@ -72,7 +73,6 @@ from mnemodb.store.base import ReadTx, Store, WriteTx
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Engine", "content_hash", "normalize_tags", "now_ms"]
 
-MAX_IMPORTANCE = 10
 EXPORT_FORMAT = "mnemodb"
 EXPORT_VERSION = 1
 _IMPORT_CHUNK = 500
@@ -354,8 +354,7 @@ class Engine:
         content = check_text(item.content, "content")
         if not content:
             raise InvalidArgument("content must not be empty")
-        if not 0 <= item.importance <= MAX_IMPORTANCE:
-            raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+        check_importance(item.importance)
         if not check_text(item.memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
         if item.summary is not None:
@@ -467,8 +466,8 @@ class Engine:
             check_text(content, "content")
             if not content:
                 raise InvalidArgument("content must not be empty")
-        if importance is not None and not 0 <= importance <= MAX_IMPORTANCE:
-            raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+        if importance is not None:
+            check_importance(importance)
         if memory_type is not None and not check_text(memory_type, "memory_type"):
             raise InvalidArgument("memory_type must not be empty")
         with self.change() as tx:
@@ -977,9 +976,7 @@ class Engine:
         summary = fields.get("summary")
         if summary is not None:
             _string(summary, "summary")
-        importance = fields.get("importance", 0)
-        if isinstance(importance, bool) or not isinstance(importance, int):
-            raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+        importance = check_importance(fields.get("importance", 0))
         memory_type = _string(fields.get("memory_type", "general"), "memory_type")
         tags = fields.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):

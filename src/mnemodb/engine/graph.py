@@ -20,6 +20,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from mnemodb.engine.patterns import COMPILE_SECONDS_PER_STEP, MAX_PATTERN_STEPS, compile_js
+from mnemodb.graph.paths import shortest_path
 from mnemodb.model import ops
 from mnemodb.model.checks import check_query, check_text
 from mnemodb.model.errors import InvalidArgument, NotFound, OperationTimeout
@@ -622,8 +623,8 @@ class KnowledgeGraph:
         """A shortest chain of relations (followed either way) between two entities, at most
         `max_depth` long; None when there is none or either entity is unknown.
 
-        The search grows from both ends, always the smaller side first, one hop at a
-        time, over light (relation, from, to) rows; only the path found is read in full.
+        The search (`graph.paths`) reads light (relation, from, to) rows hop by hop; only
+        the path found is read in full.
         """
         reads = self._reads(scopes)
         with self._engine.store.read() as tx:
@@ -631,52 +632,15 @@ class KnowledgeGraph:
             start, goal = named.get(from_name), named.get(to_name)
             if start is None or goal is None:
                 return None
-            if start.pk == goal.pk:
-                return Graph((start,), ())
-            # node -> (previous node on its side, relation pk), per side.
-            sides: tuple[dict[int, tuple[int, int] | None], dict[int, tuple[int, int] | None]] = (
-                {start.pk: None},
-                {goal.pk: None},
+            found = shortest_path(
+                start.pk, goal.pk, lambda frontier: tx.entity_links(frontier, reads), max_hops=max_depth
             )
-            frontiers = ([start.pk], [goal.pk])
-            meeting: int | None = None
-            hops = 0
-            while hops < max_depth and frontiers[0] and frontiers[1] and meeting is None:
-                side = 0 if len(frontiers[0]) <= len(frontiers[1]) else 1
-                seen, other = sides[side], sides[1 - side]
-                edge_of = set(frontiers[side])
-                grown: list[int] = []
-                for relation_pk, src, dst in tx.entity_links(frontiers[side], reads):
-                    for here, there in ((src, dst), (dst, src)):
-                        if here not in edge_of or there in seen:
-                            continue
-                        seen[there] = (here, relation_pk)
-                        grown.append(there)
-                        if there in other and meeting is None:
-                            meeting = there
-                frontiers = (grown, frontiers[1]) if side == 0 else (frontiers[0], grown)
-                hops += 1
-            if meeting is None:
+            if found is None:
                 return None
-            chain, links = self._walk_back(sides[0], meeting)
-            back_chain, back_links = self._walk_back(sides[1], meeting)
-            chain = [*reversed(chain), *back_chain[1:]]
-            links = [*reversed(links), *back_links]
+            chain, links = found
             entities = tx.entities_by_pk(chain)
             relations = tx.relations_by_pk(links)
         return Graph(self._ordered(entities, chain), tuple(relations[pk] for pk in links))
-
-    @staticmethod
-    def _walk_back(parents: Mapping[int, tuple[int, int] | None], node: int) -> tuple[list[int], list[int]]:
-        """From `node` back to its side's root: the nodes (node first) and relation pks."""
-        chain, links = [node], []
-        step = parents[node]
-        while step is not None:
-            previous, relation_pk = step
-            links.append(relation_pk)
-            chain.append(previous)
-            step = parents[previous]
-        return chain, links
 
     def subgraph(self, names: Sequence[str], *, depth: int = 1, scopes: Sequence[str] | None = None) -> Graph:
         """The named entities grown by `depth` hops over relations, and the relations inside."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import SetEmbedding
+from mnemodb.graph.paths import shortest_path
 from mnemodb.graph.traversal import expand
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
@@ -39,6 +40,7 @@ from mnemodb.model.records import (
     Props,
     Scalar,
 )
+from mnemodb.model.rules import check_importance
 from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, relevance, text_strengths
 
@@ -826,9 +828,7 @@ class Items:
         if patch.summary is not None:
             props["summary"] = patch.summary or None
         if patch.importance is not None:
-            if not 0 <= patch.importance <= 10:
-                raise InvalidArgument("importance must be an integer from 0 to 10")
-            props["importance"] = patch.importance
+            props["importance"] = check_importance(patch.importance)
         if patch.memory_type is not None:
             if not patch.memory_type:
                 raise InvalidArgument("memory_type must not be empty")
@@ -1059,32 +1059,27 @@ class Items:
         now = engine.clock()
         with engine.store.read() as tx:
             src, dst = self._need_item(tx, start, reads), self._need_item(tx, end, reads)
-            parents: dict[int, tuple[int, Edge] | None] = {src.pk: None}
-            frontier = [src.pk]
-            for _ in range(max_hops):
-                if dst.pk in parents or not frontier:
-                    break
+            followed: dict[int, Edge] = {}
+
+            def links(frontier: Sequence[int]) -> list[tuple[int, int, int]]:
+                """Current edges of the wanted types touching the frontier, to items the
+                scopes show."""
                 edges = tx.edges_of(frontier, "both", valid_at=now, scopes=reads, edge_types=types)
                 here = set(frontier)
-                steps = [(e.dst_pk if e.src_pk in here else e.src_pk, e) for e in edges]
-                visible = set(self._items(tx, [pk for pk, _ in steps if pk not in parents], reads))
-                frontier = []
-                for pk, edge in steps:
-                    if pk in visible and pk not in parents:
-                        parents[pk] = (edge.src_pk if pk == edge.dst_pk else edge.dst_pk, edge)
-                        frontier.append(pk)
-            if dst.pk not in parents:
+                far = {e.pk: e.dst_pk if e.src_pk in here else e.src_pk for e in edges}
+                visible = self._items(tx, sorted(set(far.values())), reads)
+                followed.update((e.pk, e) for e in edges)
+                return [(e.pk, e.src_pk, e.dst_pk) for e in edges if far[e.pk] in visible]
+
+            found = shortest_path(src.pk, dst.pk, links, max_hops=max_hops)
+            if found is None:
                 return None
-            chain: list[int] = [dst.pk]
-            edges_on_path: list[Edge] = []
-            while (step := parents[chain[-1]]) is not None:
-                chain.append(step[0])
-                edges_on_path.append(step[1])
-            chain.reverse()
-            edges_on_path.reverse()
+            chain, edge_pks = found
             items = self._items(tx, chain, reads)
         return Neighbourhood(
-            tuple(items[pk] for pk in chain), tuple(edges_on_path), {items[pk].id: i for i, pk in enumerate(chain)}
+            tuple(items[pk] for pk in chain),
+            tuple(followed[pk] for pk in edge_pks),
+            {items[pk].id: i for i, pk in enumerate(chain)},
         )
 
 

@@ -23,6 +23,7 @@ from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument
 from mnemodb.model.ids import SHARED, content_hash, new_ulid
 from mnemodb.model.records import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
+from mnemodb.model.rules import MAX_IMPORTANCE
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:
@@ -841,7 +842,7 @@ MEMORY_FIELDS: dict[str, Any] = {"importance": 0, "memory_type": "general", "sum
 def _fits(key: str, value: Any) -> bool:
     """Whether `value` can be kept in the memory or entity field named `key`."""
     if key == "importance":
-        return type(value) is int and 0 <= value <= 10
+        return type(value) is int and 0 <= value <= MAX_IMPORTANCE
     if key == "memory_type":
         return isinstance(value, str) and bool(value)
     return isinstance(value, str)  # summary, entityType

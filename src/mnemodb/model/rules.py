@@ -20,11 +20,13 @@ from mnemodb.model.records import Scalar
 
 __all__ = [
     "MAX_EXTRA_DEPTH",
+    "MAX_IMPORTANCE",
     "MAX_TAGS",
     "MAX_TAG_LENGTH",
     "WHITESPACE",
     "check_edge_ends",
     "check_extra",
+    "check_importance",
     "check_model_dim",
     "check_new_entity",
     "check_window",
@@ -36,6 +38,15 @@ __all__ = [
 
 MAX_TAGS = 100
 MAX_TAG_LENGTH = 50
+MAX_IMPORTANCE = 10
+
+
+def check_importance(value: object) -> int:
+    """A memory's importance: an integer from 0 to MAX_IMPORTANCE (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_IMPORTANCE:
+        raise InvalidArgument(f"importance must be an integer from 0 to {MAX_IMPORTANCE}")
+    return value
+
 
 # What counts as white space in a tag: JavaScript's `\s` (Unicode space separators, the
 # ASCII controls TAB to CR, line and paragraph separators, and U+FEFF). The servers

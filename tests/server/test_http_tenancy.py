@@ -499,7 +499,7 @@ class Tenant:
 
     def model_length(self, tool: str, args: Mapping[str, Any]) -> Reply:
         """A model name is one namespace across scopes: a model's vectors have one length
-        (README, topodb profile), so a vector of another length for a model team B uses is
+        (docs/compatibility.md, topodb profile), so a vector of another length for a model team B uses is
         refused with both lengths. That tells the length, and nothing else of B's."""
         reply = self.call(tool, args)
         self.check(tool, args, reply)

@@ -585,7 +585,7 @@ def test_set_node_props_takes_any_scalar_for_importance(topo: Topo) -> None:
 
 
 def test_an_entitys_name_cannot_be_removed(topo: Topo) -> None:
-    # A deliberate difference (README): an Entity node is an entity for every profile, which
+    # A deliberate difference (docs/compatibility.md): an Entity node is an entity for every profile, which
     # names it; upstream let set_node_props remove the name.
     entity = topo.entity("entity keeping its name", props={"kind": "x"})
     for name in (None, 5, ""):
@@ -611,7 +611,7 @@ def test_set_node_props_updates_the_indexes(topo: Topo) -> None:
 
 
 def test_create_entity_refuses_an_empty_name(topo: Topo) -> None:
-    # A deliberate difference (README): an entity has a name for every profile.
+    # A deliberate difference (docs/compatibility.md): an entity has a name for every profile.
     before = topo.ok("db_info")["current_seq"]
     assert topo.error("create_entity", {"name": ""}) == "an Entity node needs a non-empty string `name` property"
     assert topo.ok("db_info")["current_seq"] == before

@@ -1,7 +1,7 @@
 """The `knowledge-graph` profile: the official server-memory's 9 tools and better-memory's
 7, with their parameters, result shapes and messages, over the engine's graph API.
 
-Deliberate differences (each fixing an upstream data bug) are listed in the README:
+Deliberate differences (each fixing an upstream data bug) are listed in docs/compatibility.md:
 duplicates within one `create_entities` call are stored once, relations to missing
 entities are refused, fuzzy search keeps exclusions and field filters and no longer
 matches every entity without observations, and several processes on one store never

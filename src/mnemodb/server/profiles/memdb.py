@@ -1,7 +1,7 @@
 """The `memdb` profile: memdb's 12 tools, envelopes, codes and shapes over the engine.
 
 A client configured for memdb works unchanged. Differences are deliberate fixes, listed
-in the README's compatibility section: search ranks better matches first, importance
+in docs/compatibility.md: search ranks better matches first, importance
 counts in ranking, and `accessed_at` reports the last read.
 """
 

@@ -6,7 +6,7 @@ that take whatever the model has at hand (an id, a content hash, an entity's nam
 results that are previews sized for a context window, paged with opaque cursors and
 capped by `max_chars`; and time-aware reads that leave out superseded memories and
 closed relations unless asked. Together the tools reach everything the three
-compatibility profiles can do (README: "Native tools for every upstream tool").
+compatibility profiles can do (docs/compatibility.md: "Native tools for every upstream tool").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A client written for `topodb-mcp --db agent.redb --scope X` works unchanged: the same tool
 names, parameters (unknown fields refused), JSON shapes, error transport (argument errors
 as `isError` results worded like serde, every other failure a JSON-RPC error) and
-messages. Deliberate differences, each listed in the README: a vector of the wrong
+messages. Deliberate differences, each listed in docs/compatibility.md: a vector of the wrong
 dimension is an error rather than an empty result, storing the same memory text or
 entity name twice in one scope returns the first node, `get_changes` takes an optional
 `limit`, and `get_node` and `traverse` take `as_of` to read the graph as it was.

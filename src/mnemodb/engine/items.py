@@ -24,6 +24,7 @@ from mnemodb.graph.traversal import expand
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.model.history import as_item, replay
 from mnemodb.model.ids import content_hash, is_ulid
 from mnemodb.model.records import (
     ABOUT,
@@ -1027,19 +1028,13 @@ class Items:
         )
 
     def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:
-        """`item` as it was at `at`, replayed from its change-log entries: text, tags, type,
-        importance, summary, name, observations and properties. What the log has nothing
-        about (an item older than the log) stays as it is now."""
+        """`item` as it was at `at`, replayed from its change-log entries (`model.history`):
+        text, tags, type, importance, summary, name, observations and properties. What the
+        log has nothing about (an item older than the log) stays as it is now."""
         if item.updated_at <= at:
             return item
-        past: Item | None = None
-        for change in tx.changes_of(item.id):
-            # An imported item was logged when it was imported but existed from its own
-            # creation time: its creation entry counts from then.
-            if change.at > at and not (past is None and change.op == ops.CREATE_NODE):
-                break
-            past = _replayed(past, change, item)
-        return item if past is None else past
+        past = replay(tx.changes_of(item.id), at, created_at=item.created_at, as_created=True)
+        return item if past is None else as_item(past, item)
 
     def path(
         self,
@@ -1081,92 +1076,6 @@ class Items:
             tuple(followed[pk] for pk in edge_pks),
             {items[pk].id: i for i, pk in enumerate(chain)},
         )
-
-
-_MEMORY_DEFAULTS: dict[str, Any] = {"importance": 0, "memory_type": "general", "summary": None}
-
-
-def _replayed(past: Item | None, change: Change, now: Item) -> Item | None:
-    """`past` (None before its creation entry) with one change-log entry applied; `now` is
-    the item today, whose identity and creation time the replay keeps."""
-    data = change.data
-    if change.op == ops.CREATE_NODE:
-        props = dict(data.get("props") or {})
-        if isinstance(now, Memory) and data.get("memory"):
-            fields = data["memory"]
-            return replace(
-                now,
-                content=fields["content"],
-                hash=content_hash(fields["content"]),
-                summary=fields.get("summary"),
-                importance=fields.get("importance", 0),
-                memory_type=fields.get("memory_type", "general"),
-                tags=tuple(fields.get("tags", ())),
-                props=props,
-                updated_at=now.created_at,
-            )
-        if isinstance(now, Entity) and data.get("entity"):
-            fields = data["entity"]
-            return replace(
-                now,
-                name=fields["name"],
-                entity_type=fields.get("entity_type", ""),
-                observations=tuple(fields.get("observations", ())),
-                props=props,
-                updated_at=now.created_at,
-            )
-        return now
-    if past is None:
-        return None
-    if change.op == ops.UPDATE_NODE:
-        changed = dict(data.get("set") or {})
-        if "tags" in changed:
-            changed["tags"] = tuple(changed["tags"])
-        if "content" in changed:
-            changed["hash"] = content_hash(changed["content"])
-        known = {k: v for k, v in changed.items() if k in _fields_of(past)}
-        return replace(past, **known, updated_at=change.at)
-    if change.op == ops.ADD_TAGS and isinstance(past, Memory):
-        return replace(past, tags=tuple(dict.fromkeys((*past.tags, *data.get("tags", ())))), updated_at=change.at)
-    if change.op == ops.ADD_OBSERVATIONS and isinstance(past, Entity):
-        added = tuple(dict.fromkeys((*past.observations, *data.get("contents", ()))))
-        return replace(past, observations=added, updated_at=change.at)
-    if change.op == ops.REMOVE_OBSERVATIONS and isinstance(past, Entity):
-        gone = set(data.get("contents", ()))
-        return replace(past, observations=tuple(o for o in past.observations if o not in gone), updated_at=change.at)
-    if change.op == ops.SET_PROPS:
-        return _props_replayed(past, data.get("props") or {}, change.at)
-    return past
-
-
-def _fields_of(item: Item) -> set[str]:
-    if isinstance(item, Memory):
-        return {"content", "hash", "summary", "importance", "memory_type", "tags"}
-    return {"name", "entity_type"}
-
-
-def _props_replayed(past: Item, props: Mapping[str, Any], at: int) -> Item:
-    """A property-graph write replayed: a memory's or an entity's own fields go to the
-    field, the rest to the properties (None removes)."""
-    own = dict(past.props)
-    fields: dict[str, Any] = {}
-    for key, value in props.items():
-        if isinstance(past, Memory) and key == "content" and isinstance(value, str):
-            fields.update(content=value, hash=content_hash(value))
-        elif isinstance(past, Memory) and key in _MEMORY_DEFAULTS:
-            fits = value is not None and (type(value) is int if key == "importance" else isinstance(value, str))
-            fields[key] = value if fits else _MEMORY_DEFAULTS[key]
-            if not fits and value is not None:
-                own[key] = value
-        elif isinstance(past, Entity) and key == "name" and isinstance(value, str):
-            fields["name"] = value
-        elif isinstance(past, Entity) and key == "entityType":
-            fields["entity_type"] = value if isinstance(value, str) else ""
-        elif value is None:
-            own.pop(key, None)
-        else:
-            own[key] = value
-    return replace(past, **fields, props=own, updated_at=at)
 
 
 def _ends_readable(tx: ReadTx, change: Change, reads: set[str], known: dict[str, str | None]) -> bool:

@@ -21,9 +21,10 @@ from mnemodb.engine.graph import NewEntity
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument
+from mnemodb.model.history import as_node, replay
 from mnemodb.model.ids import SHARED, content_hash, new_ulid
-from mnemodb.model.records import ENTITY, MEMORY, Change, Direction, Edge, NewMemory, Node, Scalar
-from mnemodb.model.rules import MAX_IMPORTANCE
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, NewMemory, Node, Scalar
+from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:
@@ -327,9 +328,16 @@ class PropertyGraph:
 
     @property
     def spec(self) -> IndexSpec:
+        if self._spec is not None:
+            return self._spec
+        with self._engine.store.read() as tx:
+            return self._spec_in(tx)
+
+    def _spec_in(self, tx: ReadTx) -> IndexSpec:
+        """The spec, read through `tx` if not known yet: inside a write another transaction
+        cannot begin where reads share the writer's connection (an in-memory store)."""
         if self._spec is None:
-            with self._engine.store.read() as tx:
-                stored = tx.get_meta(SPEC_META_KEY)
+            stored = tx.get_meta(SPEC_META_KEY)
             self._spec = IndexSpec.from_json(json.loads(stored)) if stored else DEFAULT_SPEC
         return self._spec
 
@@ -410,18 +418,11 @@ class PropertyGraph:
         return found
 
     def _node_at(self, tx: ReadTx, node_id: str, at: int, current: Node | None) -> Node | None:
-        """A node rebuilt from its change-log entries up to `at` (None if it did not exist then)."""
-        node: Node | None = None
-        for change in tx.changes_of(node_id):
-            # An imported node was logged when it was imported but existed from its own
-            # creation time: its creation entry counts from then.
-            imported_earlier = (
-                change.op == ops.CREATE_NODE and node is None and current is not None and current.created_at <= at
-            )
-            if change.at > at and not imported_earlier:
-                break
-            node = _apply(node, change, current)
-        return node
+        """A node rebuilt from its change-log entries up to `at` (None if it did not exist
+        then), by the one replay (`model.history`)."""
+        created_at = current.created_at if current is not None else None
+        past = replay(tx.changes_of(node_id), at, created_at=created_at)
+        return None if past is None else as_node(past, current.pk if current is not None else 0)
 
     def find_by_prop(
         self, label: str, prop: str, value: str | int | bool | float, *, scopes: Sequence[str] | None = None
@@ -753,7 +754,7 @@ class PropertyGraph:
             content = props.get("content")
             if not isinstance(content, str):
                 raise InvalidArgument("a Memory node needs a string `content` property")
-            fields = {k: v for k, v in props.items() if k in MEMORY_FIELDS and _fits(k, v)}
+            fields = {k: v for k, v in props.items() if k in MEMORY_FIELDS and fits_memory_field(k, v)}
             rest = {k: v for k, v in props.items() if k != "content" and k not in fields}
             summary = fields.get("summary")
             item = engine.check_new_memory(
@@ -814,7 +815,7 @@ class PropertyGraph:
                     raise InvalidArgument("an entity's name must be a non-empty string (it cannot be removed)")
                 tx.rename_entity(node.pk, name=value)
                 continue
-            fits = value is not None and _fits(key, value)
+            fits = value is not None and fits_memory_field(key, value)
             if node.label == MEMORY and key in MEMORY_FIELDS:
                 memory[key] = value if fits else MEMORY_FIELDS[key]
             elif node.label == ENTITY and key == "entityType":
@@ -828,24 +829,11 @@ class PropertyGraph:
         if memory:
             tx.update_memory(node.pk, memory)
         tx.replace_node_props(node.pk, own, at)
-        spec = self.spec
+        spec = self._spec_in(tx)
         if node.label in {label for label, _ in spec.text}:
             after = tx.node_views([node.pk])[node.pk]
             tx.set_node_text(node.pk, self._text_of(after, spec))
         return self._log(tx, ops.props_set(node.scope, node.id, props), at)
-
-
-# A memory's own fields shown as properties, with the value that means "not set".
-MEMORY_FIELDS: dict[str, Any] = {"importance": 0, "memory_type": "general", "summary": None}
-
-
-def _fits(key: str, value: Any) -> bool:
-    """Whether `value` can be kept in the memory or entity field named `key`."""
-    if key == "importance":
-        return type(value) is int and 0 <= value <= MAX_IMPORTANCE
-    if key == "memory_type":
-        return isinstance(value, str) and bool(value)
-    return isinstance(value, str)  # summary, entityType
 
 
 def _check_embeddings(commands: Sequence[Command]) -> None:
@@ -884,35 +872,3 @@ def _f32_vector(values: Sequence[float]) -> np.ndarray[Any, Any]:
 def _same(a: Any, b: Any) -> bool:
     """Equal in value and in JSON type (True is not 1)."""
     return type(a) is type(b) and a == b
-
-
-def _apply(node: Node | None, change: Change, current: Node | None) -> Node | None:
-    """One change-log entry applied to a node's past state (properties as node views show them)."""
-    data = change.data
-    if change.op == ops.CREATE_NODE:
-        props = ops.node_props(data)
-        pk = current.pk if current is not None else 0
-        born = min(change.at, current.created_at) if current is not None else change.at
-        return Node(pk, data["id"], data["scope"], data["label"], props, born, born)
-    if node is None or change.op == ops.REMOVE_NODE:
-        return None
-    merged = dict(node.props)
-    if change.op == ops.SET_PROPS:
-        for key, value in (data.get("props") or {}).items():
-            if value is None or (node.label == MEMORY and MEMORY_FIELDS.get(key, ...) == value):
-                merged.pop(key, None)
-            else:
-                merged[key] = value
-    elif change.op == ops.UPDATE_NODE:
-        changed = data.get("set") or {}
-        if "content" in changed:
-            merged["content"] = changed["content"]
-        for key, unset in MEMORY_FIELDS.items():
-            if key in changed:
-                if changed[key] == unset:
-                    merged.pop(key, None)
-                else:
-                    merged[key] = changed[key]
-    else:
-        return node
-    return Node(node.pk, node.id, node.scope, node.label, merged, node.created_at, change.at)

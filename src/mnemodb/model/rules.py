@@ -23,6 +23,7 @@ __all__ = [
     "MAX_IMPORTANCE",
     "MAX_TAGS",
     "MAX_TAG_LENGTH",
+    "MEMORY_FIELDS",
     "WHITESPACE",
     "check_edge_ends",
     "check_extra",
@@ -31,6 +32,7 @@ __all__ = [
     "check_new_entity",
     "check_window",
     "crosses_private_scopes",
+    "fits_memory_field",
     "normalize_tag",
     "normalize_tags",
     "unstorable",
@@ -39,6 +41,21 @@ __all__ = [
 MAX_TAGS = 100
 MAX_TAG_LENGTH = 50
 MAX_IMPORTANCE = 10
+
+
+# A memory's own fields that a property write may set (the property-graph face shows them
+# as properties), with the value that means "not set".
+MEMORY_FIELDS: dict[str, Any] = {"importance": 0, "memory_type": "general", "summary": None}
+
+
+def fits_memory_field(key: str, value: object) -> bool:
+    """Whether a property write's `value` can be kept in the memory field `key` (or an
+    entity's type): anything else resets the field and stays a property."""
+    if key == "importance":
+        return type(value) is int and 0 <= value <= MAX_IMPORTANCE
+    if key == "memory_type":
+        return isinstance(value, str) and bool(value)
+    return isinstance(value, str)  # summary, entityType
 
 
 def check_importance(value: object) -> int:

@@ -24,7 +24,6 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.properties import (
-    MEMORY_FIELDS,
     CloseEdge,
     Command,
     CommandFailed,
@@ -40,6 +39,7 @@ from mnemodb.engine.tokens import current_grant
 from mnemodb.model import ops
 from mnemodb.model.ids import SHARED
 from mnemodb.model.records import Change, Edge, Node, Scalar
+from mnemodb.model.rules import MEMORY_FIELDS
 from mnemodb.server.profile import Profile, Tool
 from mnemodb.server.schema import Invalid
 from mnemodb.server.serde_params import I64_MAX, I64_MIN, JSON_SCHEMA_2020_12, U64_MAX, Param, Params, sorted_json

@@ -150,9 +150,6 @@ class KnowledgeGraph:
         the scope it writes to."""
         return tuple(dict.fromkeys((*self._reads(scopes), write_scope)))
 
-    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> None:
-        self._engine.log(tx, op, at)
-
     @staticmethod
     def _check_text(value: str, what: str) -> str:
         return check_text(value, what)
@@ -203,7 +200,7 @@ class KnowledgeGraph:
         entity = Entity(
             pk, node_id, scope, item.name, item.entity_type, tuple(kept), dict(props or {}), at, at, dict(item.extra)
         )
-        self._log(tx, ops.entity_created(entity), at)
+        self._engine.log(tx, ops.entity_created(entity), at)
         return entity
 
     def create_relations(
@@ -264,7 +261,7 @@ class KnowledgeGraph:
                 added = tx.add_observations(entity.pk, list(contents), at)
                 if added:
                     tx.touch_node(entity.pk, at)
-                    self._log(tx, ops.observations_added(entity, added), at)
+                    self._engine.log(tx, ops.observations_added(entity, added), at)
                 results.append((name, added))
         return results
 
@@ -277,7 +274,7 @@ class KnowledgeGraph:
             for entity in entities.values():
                 self._engine.check_deletable(tx, entity.pk)
                 tx.delete_node(entity.pk)
-                self._log(tx, ops.node_removed(entity.scope, entity.id), at)
+                self._engine.log(tx, ops.node_removed(entity.scope, entity.id), at)
             return len(entities)
 
     def delete_observations(
@@ -296,7 +293,7 @@ class KnowledgeGraph:
                 removed = tx.delete_observations(entity.pk, list(contents))
                 if removed:
                     tx.touch_node(entity.pk, at)
-                    self._log(tx, ops.observations_removed(entity, removed), at)
+                    self._engine.log(tx, ops.observations_removed(entity, removed), at)
                     removed_count += len(removed)
         return removed_count
 
@@ -315,7 +312,7 @@ class KnowledgeGraph:
                 for edge in tx.find_edges(src.pk, dst.pk, item.relation_type, open_only=True):
                     if edge.scope in reads:
                         tx.delete_edge(edge.pk)
-                        self._log(tx, ops.edge_removed(edge), at)
+                        self._engine.log(tx, ops.edge_removed(edge), at)
                         deleted += 1
         return deleted
 

@@ -193,9 +193,6 @@ class Items:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
-        return self._engine.log(tx, op, at)
-
     # -- references -------------------------------------------------------------------------------
 
     def resolve(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge | None:
@@ -440,11 +437,11 @@ class Items:
             self._engine.nodes.apply_props(tx, existing.id, props, at)
         added = tx.add_observations(existing.pk, list(item.observations), at) if item.observations else []
         if added:
-            self._log(tx, ops.observations_added(existing, added), at)
+            self._engine.log(tx, ops.observations_added(existing, added), at)
         retyped = bool(item.entity_type) and not existing.entity_type
         if retyped:
             tx.rename_entity(existing.pk, entity_type=item.entity_type)
-            self._log(tx, ops.node_updated(existing.scope, existing.id, {"entity_type": item.entity_type}), at)
+            self._engine.log(tx, ops.node_updated(existing.scope, existing.id, {"entity_type": item.entity_type}), at)
         if not added and not retyped and not props:
             return Remembered(existing, "existing")
         tx.touch_node(existing.pk, at)
@@ -777,11 +774,11 @@ class Items:
                 if isinstance(found, Edge):
                     if tx.edge_by_pk(found.pk) is not None:
                         tx.delete_edge(found.pk)
-                        self._log(tx, ops.edge_removed(found), at)
+                        self._engine.log(tx, ops.edge_removed(found), at)
                 elif found is not None and tx.node_by_id(found.id) is not None:
                     self._engine.check_deletable(tx, found.pk)
                     tx.delete_node(found.pk)
-                    self._log(tx, ops.node_removed(found.scope, found.id), at)
+                    self._engine.log(tx, ops.node_removed(found.scope, found.id), at)
                     if redact:
                         for change in tx.changes_of(found.id):
                             cleaned = ops.redacted(change.op, change.data)
@@ -866,7 +863,7 @@ class Items:
             added = tx.add_observations(entity.pk, list(patch.add_observations), at)
             if added:
                 tx.touch_node(entity.pk, at)
-                self._log(tx, ops.observations_added(entity, added), at)
+                self._engine.log(tx, ops.observations_added(entity, added), at)
         if patch.remove_observations:
             missing = [o for o in patch.remove_observations if o not in entity.observations]
             if missing:
@@ -874,7 +871,7 @@ class Items:
             removed = tx.delete_observations(entity.pk, list(patch.remove_observations))
             if removed:
                 tx.touch_node(entity.pk, at)
-                self._log(tx, ops.observations_removed(entity, removed), at)
+                self._engine.log(tx, ops.observations_removed(entity, removed), at)
 
     # -- relate -----------------------------------------------------------------------------------
 
@@ -904,7 +901,7 @@ class Items:
                 if end < edge.valid_from:
                     raise InvalidArgument(f"close[{i}]: valid_to is before the relation became valid")
                 tx.close_edge(edge.pk, end)
-                self._log(tx, ops.edge_closed(edge, end), at)
+                self._engine.log(tx, ops.edge_closed(edge, end), at)
                 after = tx.edge_by_pk(edge.pk)
                 assert after is not None
                 closed.append(after)

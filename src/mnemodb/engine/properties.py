@@ -669,9 +669,6 @@ class PropertyGraph:
             raise CommandFailed(op, "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
         return node
 
-    def _log(self, tx: WriteTx, op: ops.Op, at: int) -> int:
-        return self._engine.log(tx, op, at)
-
     def apply(self, tx: WriteTx, command: Command, at: int) -> str | None:
         """Run one command inside the caller's transaction (no back-references): the id it made."""
         if isinstance(command, SetEmbedding):
@@ -718,7 +715,7 @@ class PropertyGraph:
                 node = self._node(tx, ref, produced, "RemoveNode")
                 self._engine.check_deletable(tx, node.pk)
                 tx.delete_node(node.pk)
-                return None, self._log(tx, ops.node_removed(node.scope, node.id), at)
+                return None, self._engine.log(tx, ops.node_removed(node.scope, node.id), at)
             case CloseEdge(edge=ref, valid_to=valid_to):
                 edge_id = self._resolve(ref, produced)
                 edge = tx.edge_by_id(edge_id)
@@ -729,7 +726,7 @@ class PropertyGraph:
                     raise CommandFailed("CloseEdge", "already closed", subject=edge_id, subject_kind="edge")
                 end = at if valid_to is None else valid_to
                 tx.close_edge(edge.pk, end)
-                return None, self._log(tx, ops.edge_closed(edge, end), at)
+                return None, self._engine.log(tx, ops.edge_closed(edge, end), at)
             case SetEmbedding(node=ref, model=model, vector=vector):
                 check_text(model, "model")
                 node = self._node(tx, ref, produced, "SetEmbedding")
@@ -745,7 +742,7 @@ class PropertyGraph:
                 tx.delete_embeddings(node.pk)  # one vector per node: a new model replaces the old
                 blob = values.astype("<f4").tobytes()
                 tx.set_embedding(node.pk, model, blob, int(values.size), at)
-                return None, self._log(tx, ops.embedding_set(node.scope, node.id, model, blob), at)
+                return None, self._engine.log(tx, ops.embedding_set(node.scope, node.id, model, blob), at)
         raise InvalidArgument(f"unknown command {command!r}")
 
     def _create(self, tx: WriteTx, label: str, props: Mapping[str, Scalar], scope: str, at: int) -> tuple[str, int]:
@@ -789,7 +786,7 @@ class PropertyGraph:
             return entity.id, tx.current_seq()
         node_id = new_ulid()
         tx.insert_node(node_id, scope, label, dict(props), at)
-        seq = self._log(tx, (scope, ops.CREATE_NODE, node_id, ops.node_record(node_id, scope, label, props)), at)
+        seq = self._engine.log(tx, (scope, ops.CREATE_NODE, node_id, ops.node_record(node_id, scope, label, props)), at)
         return node_id, seq
 
     def _set_props(self, tx: WriteTx, node: Node, props: Mapping[str, Scalar | None], at: int) -> int:
@@ -833,7 +830,7 @@ class PropertyGraph:
         if node.label in {label for label, _ in spec.text}:
             after = tx.node_views([node.pk])[node.pk]
             tx.set_node_text(node.pk, self._text_of(after, spec))
-        return self._log(tx, ops.props_set(node.scope, node.id, props), at)
+        return self._engine.log(tx, ops.props_set(node.scope, node.id, props), at)
 
 
 def _check_embeddings(commands: Sequence[Command]) -> None:

@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mnemodb-semantic-") as work:
         model.batch_size = 64
         engine = Engine.open(str(Path(work) / "reindex.db"), embedder=model)
-        engine.store_memories([NewMemory(t) for t in turns])
+        engine.memories.store_many([NewMemory(t) for t in turns])
         written, seconds = timed(engine.embeddings.reindex, batch=64)
         engine.close()
         figures["reindex_per_s"] = round(written / seconds, 1)
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         texts = [f"{turns[i % len(turns)]}{SUFFIX}{i}" for i in range(args.memories)]
         started = time.perf_counter()
         for start in range(0, len(texts), 5000):
-            engine.store_memories([NewMemory(t) for t in texts[start : start + 5000]])
+            engine.memories.store_many([NewMemory(t) for t in texts[start : start + 5000]])
         store_s = time.perf_counter() - started
         written, fill_s = timed(engine.embeddings.reindex, batch=1000)
         print(f"{args.memories:,} memories stored in {store_s:.1f} s; {written:,} vectors written in {fill_s:.1f} s")
@@ -156,14 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A write moves the generation: the next search appends what was written since.
         reloads = []
         for i in range(5):
-            engine.store_memories([NewMemory(f"{turns[i]}{SUFFIX}new{i}")])
+            engine.memories.store_many([NewMemory(f"{turns[i]}{SUFFIX}new{i}")])
             engine.embeddings.reindex()
             reloads.append(timed(engine.items.search, None, vector=(LOCAL_MODEL, query_vectors[i]))[1] * 1000)
         latency["vector, first after a write"] = {"p50": round(p50(reloads), 2), "p95": round(max(reloads), 2)}
         # A removal too: the matrix learns which rows are gone from the list of embedded nodes.
         removals = []
         for i in range(5):
-            [stored] = engine.store_memories([NewMemory(f"{turns[i]}{SUFFIX}gone{i}")])
+            [stored] = engine.memories.store_many([NewMemory(f"{turns[i]}{SUFFIX}gone{i}")])
             engine.embeddings.reindex()
             engine.items.search(None, vector=(LOCAL_MODEL, query_vectors[i]))
             engine.items.forget([stored.value.memory.id])

@@ -3,9 +3,9 @@
 For each database size (10,000 and 100,000 memories by default) it measures
 
 - batched store throughput: `store_memories` with 50 items per call over stdio, and
-  `Engine.store_memories` in process;
+  `Engine.memories.store_many` in process;
 - single `store_memory` latency (p50/p95) against the populated database;
-- search latency (p50/p95): `search_memories` over stdio and `Engine.search_memories`,
+- search latency (p50/p95): `search_memories` over stdio and `Engine.memories.search`,
   with 1-3-word queries drawn from the corpus, so every query matches something;
 - spawn-to-initialize time of the server (median of several spawns);
 - the server's resident memory (VmRSS) after loading and searching, and the size of
@@ -530,19 +530,19 @@ class EngineRunner:
         settle_gc()
         started = time.perf_counter()
         for batch in batches:
-            for outcome in engine.store_memories(batch):
+            for outcome in engine.memories.store_many(batch):
                 if not outcome.ok:
-                    raise BenchError(f"Engine.store_memories rejected an item: {outcome.error}")
+                    raise BenchError(f"Engine.memories.store_many rejected an item: {outcome.error}")
                 figures.duplicates += not outcome.value.is_new
         figures.batch_seconds = time.perf_counter() - started
         if segment:
             figures.batch_per_s = len(segment) / figures.batch_seconds
         for query in warmup:
-            engine.search_memories(query, limit=100)
+            engine.memories.search(query, limit=100)
         times, hits = [], 0
         for query in queries:
             started = time.perf_counter()
-            found = engine.search_memories(query, limit=100)
+            found = engine.memories.search(query, limit=100)
             times.append(time.perf_counter() - started)
             hits += len(found)
         figures.search_p50_ms, figures.search_p95_ms = p50(times) * 1000, p95(times) * 1000
@@ -550,7 +550,7 @@ class EngineRunner:
         times = []
         for item in singles:
             started = time.perf_counter()
-            engine.store_memory(item.content, item.tags, item.importance, item.memory_type)
+            engine.memories.store(item.content, item.tags, item.importance, item.memory_type)
             times.append(time.perf_counter() - started)
         figures.single_p50_ms, figures.single_p95_ms = p50(times) * 1000, p95(times) * 1000
         figures.loaded = loaded + len(segment) + len(singles)

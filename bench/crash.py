@@ -204,9 +204,9 @@ def make_export(where: Path, memories: int, edges: int) -> Path:
                 NewMemory(f"exported note {i} about topic {i % 37}", ("export", f"t{i % 11}"))
                 for i in range(start, min(memories, start + 500))
             ]
-            hashes += [r.value.memory.hash for r in engine.store_memories(items)]
+            hashes += [r.value.memory.hash for r in engine.memories.store_many(items)]
         for i in range(min(edges, memories - 1)):
-            engine.relate_memories(hashes[i], hashes[i + 1], "follows")
+            engine.memories.relate(hashes[i], hashes[i + 1], "follows")
         with path.open("w", encoding="utf-8") as out:
             for rec in engine.export():
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -21,7 +21,7 @@ How it runs, through the public `Engine` API only:
   content once per scope: should two turns of one conversation read the same, the later
   one gets its dia_id appended, ` (D5:12)`, and the run reports how many did;
 - each question is one query in its conversation's scope, with `--method search`
-  (`Engine.search_memories(question, scopes=[scope], limit=10)`, the default) or
+  (`Engine.memories.search(question, scopes=[scope], limit=10)`, the default) or
   `--method items` (`Engine.items.search(question, kinds=["memory"], limit=10,
   scopes=[scope])`, the native face's ranking). The dia_ids are read back from the hits'
   `props`;
@@ -244,7 +244,7 @@ def store(engine: Engine, clock: Clock, conversation: Conversation, *, turns: bo
     for session in conversation.sessions:
         clock.ms = session.at_ms
         items = [NewMemory(t.content, props={"dia_id": t.dia_id}) for t in session.turns]
-        results = engine.store_memories(items, scope=scope, turns=turns)
+        results = engine.memories.store_many(items, scope=scope, turns=turns)
         for turn, result in zip(session.turns, results, strict=True):
             if not result.ok:
                 raise SystemExit(f"{conversation.sample_id} {turn.dia_id}: not stored: {result.error}")
@@ -343,7 +343,7 @@ def ask(
 
 def query(engine: Engine, method: str, text: str, scope: str) -> list[Memory]:
     if method == "search":
-        return [hit.memory for hit in engine.search_memories(text, scopes=[scope], limit=TOP_K)]
+        return [hit.memory for hit in engine.memories.search(text, scopes=[scope], limit=TOP_K)]
     page = engine.items.search(text, kinds=["memory"], limit=TOP_K, scopes=[scope])
     return [f.item for f in page.found if isinstance(f.item, Memory)]
 
@@ -405,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--method",
         choices=("search", "items", "mcp"),
         default="search",
-        help="search: Engine.search_memories; items: Engine.items.search(kinds=['memory']); mcp: the native "
+        help="search: Engine.memories.search; items: Engine.items.search(kinds=['memory']); mcp: the native "
         "profile's remember and recall tools, over stdio from `mnemodb serve` (default search)",
     )
     parser.add_argument(

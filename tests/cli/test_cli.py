@@ -116,7 +116,7 @@ def test_remember_json_with_tags_importance_and_type(tmp_path: Path, db: str) ->
     again = as_json(run(tmp_path, "remember", "Deploys run on Fridays", "-t", "ops", "--json", "--db", db))
     assert (again["id"], again["new"], again["tags"]) == (out["id"], False, ["deploy", "ops", "schedule"])
     with Engine.open(db) as engine:
-        memory = engine.get_memory(out["hash"])
+        memory = engine.memories.get(out["hash"])
     assert memory is not None
     assert (memory.importance, memory.memory_type, memory.tags) == (8, "decision", ("deploy", "ops", "schedule"))
 
@@ -140,7 +140,7 @@ def test_remember_uses_the_database_from_the_environment(tmp_path: Path, db: str
     env = {**clean_env(), "MNEMODB_DB": db}
     ok(run(tmp_path, "remember", "via the environment", env=env))
     with Engine.open(db) as engine:
-        assert engine.get_memory(sha256("via the environment")) is not None
+        assert engine.memories.get(sha256("via the environment")) is not None
 
 
 # -- search -----------------------------------------------------------------------------------------------------
@@ -149,9 +149,9 @@ def test_remember_uses_the_database_from_the_environment(tmp_path: Path, db: str
 @pytest.fixture
 def filled(tmp_path: Path, db: str) -> str:
     with Engine.open(db) as engine:
-        engine.store_memory("She runs every morning", ["health"], 5)
-        engine.store_memory("He walks to work")
-        engine.store_memory("Running shoes wear out   after 800 km", ["gear"])
+        engine.memories.store("She runs every morning", ["health"], 5)
+        engine.memories.store("He walks to work")
+        engine.memories.store("Running shoes wear out   after 800 km", ["gear"])
         engine.create_entity("Runner", "person", ["likes hills"])
     return db
 
@@ -196,8 +196,8 @@ def test_search_finds_entities_as_recall_does(tmp_path: Path, filled: str) -> No
 @pytest.mark.skipif(not local_available(), reason="the local embedding model is not installed")
 def test_search_finds_by_meaning_with_the_local_model(tmp_path: Path, db: str) -> None:
     with Engine.open(db) as engine:
-        engine.store_memory("We adopted a puppy named Rex")
-        engine.store_memory("The quarterly report is due on Friday")
+        engine.memories.store("We adopted a puppy named Rex")
+        engine.memories.store("The quarterly report is due on Friday")
     ok(run(tmp_path, "reindex", "--db", db, "--embedder", "local"))
     by_meaning = as_json(run(tmp_path, "search", "our new dog", "--json", "--db", db, "--embedder", "local"))
     assert [h["content"] for h in by_meaning][:1] == ["We adopted a puppy named Rex"]
@@ -229,7 +229,7 @@ def test_stats_json(tmp_path: Path, filled: str) -> None:
 def test_an_export_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path, filled: str) -> None:
     """`mnemodb export | head -1`: the reader goes away; no "Broken pipe" message, no traceback."""
     with Engine.open(filled) as engine:  # more than the pipe holds, so the export meets the closed end
-        engine.store_memories([NewMemory(f"filler memory number {i} " + "words " * 50) for i in range(300)])
+        engine.memories.store_many([NewMemory(f"filler memory number {i} " + "words " * 50) for i in range(300)])
     export = f'"{sys.executable}" -m mnemodb export - --db "{filled}"'
     result = subprocess.run(
         f'{export} | head -c 10 > /dev/null; echo "status=${{PIPESTATUS[0]}}" >&2',
@@ -269,11 +269,11 @@ def test_stats_of_an_empty_database(tmp_path: Path, db: str) -> None:
 
 def test_export_and_import_into_a_fresh_database(tmp_path: Path, filled: str) -> None:
     with Engine.open(filled) as engine:
-        a = engine.get_memory(sha256("She runs every morning"))
-        b = engine.get_memory(sha256("He walks to work"))
+        a = engine.memories.get(sha256("She runs every morning"))
+        b = engine.memories.get(sha256("He walks to work"))
         assert a is not None
         assert b is not None
-        engine.relate_memories(a.hash, b.hash, "contrasts")
+        engine.memories.relate(a.hash, b.hash, "contrasts")
     dump = tmp_path / "out" / "dump.jsonl"
     exported = ok(run(tmp_path, "export", str(dump), "--db", filled))
     assert exported.stdout == ""
@@ -291,10 +291,10 @@ def test_export_and_import_into_a_fresh_database(tmp_path: Path, filled: str) ->
     assert report == {"written": 0, "unchanged": 5, "errors": []}
 
     with Engine.open(fresh) as engine:
-        copy = engine.get_memory(a.hash)
+        copy = engine.memories.get(a.hash)
         assert copy is not None
         assert (copy.id, copy.tags, copy.importance) == (a.id, a.tags, a.importance)
-        assert [lk.edge.type for lk in engine.memory_links(a.hash)] == ["contrasts"]
+        assert [lk.edge.type for lk in engine.memories.links(a.hash)] == ["contrasts"]
         entity = engine.get_entity("Runner")
         assert entity is not None
         assert entity.observations == ("likes hills",)

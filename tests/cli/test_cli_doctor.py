@@ -36,7 +36,7 @@ def digest(path: Path) -> str:
 def test_a_sound_database_has_nothing_to_fix(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
-        engine.store_memory("kept")
+        engine.memories.store("kept")
         engine.tokens.create("ci")
     before = digest(db)
     status, report = doctor(tmp_path, db, "--thorough", env={"MEMORY_FILE_PATH": "/somewhere/memory.jsonl"})
@@ -63,7 +63,7 @@ def test_a_damaged_database_says_what_is_wrong(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
         for n in range(300):
-            engine.store_memory(f"memory {n} " + "words " * 40)
+            engine.memories.store(f"memory {n} " + "words " * 40)
     data = bytearray(db.read_bytes())
     page = 4096
     for offset in range(len(data) // 2, len(data) // 2 + 8 * page):  # eight pages in the middle, noise

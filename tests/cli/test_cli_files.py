@@ -62,7 +62,7 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "data" / "memory.db"
     with Engine.open(str(path)) as engine:
         for n in range(20):
-            engine.store_memory(f"Memory number {n} about the launch " + "padding " * 200)
+            engine.memories.store(f"Memory number {n} about the launch " + "padding " * 200)
     return path
 
 
@@ -109,7 +109,7 @@ def test_a_failed_backup_leaves_the_old_backup_whole(tmp_path: Path, db: Path) -
     assert mnemodb(tmp_path, "backup", str(target), "--db", str(db)).returncode == 0
     before = target.read_bytes()
     with Engine.open(str(db)) as engine:
-        engine.store_memory("one more " * 5000)
+        engine.memories.store("one more " * 5000)
     failed = mnemodb(tmp_path, "backup", str(target), "--force", "--db", str(db), file_size=len(before))
     one_line_error(failed)
     assert target.read_bytes() == before
@@ -121,7 +121,7 @@ def test_a_failed_export_leaves_the_old_export_whole(tmp_path: Path, db: Path) -
     assert mnemodb(tmp_path, "export", str(target), "--db", str(db)).returncode == 0
     before = target.read_bytes()
     with Engine.open(str(db)) as engine:
-        engine.store_memory("one more " * 5000)
+        engine.memories.store("one more " * 5000)
     failed = mnemodb(tmp_path, "export", str(target), "--db", str(db), file_size=len(before))
     assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr
     assert target.read_bytes() == before

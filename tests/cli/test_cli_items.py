@@ -50,8 +50,8 @@ def as_json(result: subprocess.CompletedProcess[str]) -> Any:
 def db(tmp_path: Path) -> str:
     path = str(tmp_path / "memory.db")
     with Engine.open(path) as engine:
-        engine.store_memory("The deploy runs on Fridays", ["deploy"], 7)
-        engine.store_memory("Tom prefers phone calls")
+        engine.memories.store("The deploy runs on Fridays", ["deploy"], 7)
+        engine.memories.store("Tom prefers phone calls")
         engine.create_entity("Tom Becker", "person", ["prefers phone calls", "lives in Leipzig"])
     return path
 
@@ -83,7 +83,7 @@ def test_list_shows_newest_first_and_filters(tmp_path: Path, db: str) -> None:
 
 def test_relate_show_and_forget(tmp_path: Path, db: str) -> None:
     with Engine.open(db) as engine:
-        memory_id = engine.search_memories("phone")[0].memory.id
+        memory_id = engine.memories.search("phone")[0].memory.id
     related = as_json(run(tmp_path, "relate", "Tom Becker", "said", memory_id, "--json", "--db", db))
     assert related["status"] == "created"
     assert (related["relation"]["from"], related["relation"]["type"]) == ("Tom Becker", "said")
@@ -107,13 +107,13 @@ def test_relate_show_and_forget(tmp_path: Path, db: str) -> None:
 
 def test_edit_changes_a_memory_through_the_editor(tmp_path: Path, db: str) -> None:
     with Engine.open(db) as engine:
-        memory = engine.search_memories("deploy")[0].memory
+        memory = engine.memories.search("deploy")[0].memory
     env = editor(tmp_path, "sed -i 's/Fridays/Thursdays/' \"$1\"")
     ok(run(tmp_path, "edit", memory.hash, "--db", db, env=env))
     with Engine.open(db) as engine:
         [after] = engine.items.get([memory.id])
         assert after is not None and after.content == "The deploy runs on Thursdays"  # type: ignore[union-attr]
-        assert engine.get_memory(memory.hash) is None  # the hash follows the text
+        assert engine.memories.get(memory.hash) is None  # the hash follows the text
     unchanged = ok(run(tmp_path, "edit", memory.id, "--db", db, env=editor(tmp_path, "true"))).stdout
     assert unchanged == "unchanged\n"
 
@@ -135,7 +135,7 @@ def test_edit_rewrites_an_entitys_observations(tmp_path: Path, db: str) -> None:
 )
 def test_edit_that_fails_changes_nothing(tmp_path: Path, db: str, script: str, reason: str) -> None:
     with Engine.open(db) as engine:
-        memory = engine.search_memories("deploy")[0].memory
+        memory = engine.memories.search("deploy")[0].memory
         seq = engine.current_seq()
     result = run(tmp_path, "edit", memory.id, "--db", db, env=editor(tmp_path, script))
     assert result.returncode == 1 and reason in result.stderr, result.stderr

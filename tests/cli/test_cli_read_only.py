@@ -41,7 +41,7 @@ def locked(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "data"
     db = folder / "memory.db"
     with Engine.open(str(db)) as engine:
-        engine.store_memory("the archive is read only", ["archive"])
+        engine.memories.store("the archive is read only", ["archive"])
     assert sorted(p.name for p in folder.iterdir()) == ["memory.db"]
     db.chmod(0o444)
     folder.chmod(0o555)
@@ -108,10 +108,10 @@ def test_a_read_only_engine_reads_and_refuses_writes(tmp_path: Path) -> None:
 
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
-        engine.store_memory("kept")
+        engine.memories.store("kept")
     with Engine.open(str(db), read_only=True) as engine:
-        assert [h.memory.content for h in engine.search_memories("kept")] == ["kept"]
+        assert [h.memory.content for h in engine.memories.search("kept")] == ["kept"]
         with pytest.raises(StoreFailed, match="opened read-only: nothing was changed"):
-            engine.store_memory("refused")
+            engine.memories.store("refused")
     with Engine.open(str(db)) as engine:
         assert engine.stats().memories == 1

@@ -158,11 +158,11 @@ def test_reindex_with_a_failing_endpoint_fails_clearly(db: Path, stub: StubEndpo
 
 def test_reindex_with_vectors_of_another_length_fails_clearly(db: Path, stub: StubEndpoint) -> None:
     with Engine.open(str(db)) as engine:
-        [memory] = engine.search_memories("puppy", limit=1)
+        [memory] = engine.memories.search("puppy", limit=1)
         from mnemodb.engine.items import Patch
 
         engine.items.revise(memory.memory.id, Patch(embedding=(STUB_MODEL, [1.0, 0.0])))
-        engine.store_memory("one more to embed", (), 0, "general")
+        engine.memories.store("one more to embed", (), 0, "general")
     message = one_line_error(reindex(db, stub.url, "--json"))
     assert "2-dimensional" in message and "32-dimensional" in message
 

@@ -76,7 +76,7 @@ def test_read_scopes_are_not_write_scopes(tmp_path: Path) -> None:
     scopes it may write."""
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
-        kept = engine.store_memory("Team A keeps this", scope=TEAM_A).memory
+        kept = engine.memories.store("Team A keeps this", scope=TEAM_A).memory
     made = json.loads(
         mnemodb(db, "create", "visitor", "--read-scopes", TEAM_A, "--write-scope", TEAM_B, "--json").stdout
     )
@@ -87,10 +87,10 @@ def test_read_scopes_are_not_write_scopes(tmp_path: Path) -> None:
         visitor = engine.tokens.verify(made["token"])
         assert visitor is not None
         with granted(Grant.of(visitor)):
-            assert engine.get_memory(kept.hash) is not None
+            assert engine.memories.get(kept.hash) is not None
             with pytest.raises(Forbidden, match=f'scope "{TEAM_A}" is not writable with token "visitor"'):
-                engine.delete_memory(kept.hash)
-        assert engine.get_memory(kept.hash, scopes=[TEAM_A]) is not None
+                engine.memories.delete(kept.hash)
+        assert engine.memories.get(kept.hash, scopes=[TEAM_A]) is not None
     listed = mnemodb(db, "list").stdout
     assert f"writes {TEAM_B} (by default {TEAM_B})" in listed
     assert f"writes {TEAM_B}, {TEAM_A} (by default {TEAM_B})" in listed

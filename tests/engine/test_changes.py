@@ -48,7 +48,7 @@ def test_a_fresh_store_has_an_empty_log(eng: Engine) -> None:
 
 def test_memory_writes_append_their_ops(eng: Engine, clock: Clock) -> None:
     log = Log(eng)
-    memory = eng.store_memory("alpha", ["x"], 3, "fact").memory
+    memory = eng.memories.store("alpha", ["x"], 3, "fact").memory
     [created] = log.take()
     assert (created.seq, created.op, created.target, created.scope, created.at) == (
         1,
@@ -68,40 +68,40 @@ def test_memory_writes_append_their_ops(eng: Engine, clock: Clock) -> None:
     }
 
     clock.now += 1
-    eng.store_memory("alpha", ["x"])
+    eng.memories.store("alpha", ["x"])
     assert log.take() == []  # nothing new: nothing logged
-    eng.store_memory("alpha", ["y", "x", "z"])
+    eng.memories.store("alpha", ["y", "x", "z"])
     [tags] = log.take()
     assert (tags.op, tags.target, tags.data["tags"]) == ("add_tags", memory.id, ["y", "z"])
 
     clock.now += 1
-    _, after = eng.update_memory(memory.hash, content="beta", tags=["q"], importance=4)
+    _, after = eng.memories.update(memory.hash, content="beta", tags=["q"], importance=4)
     [updated] = log.take()
     assert (updated.op, updated.target, updated.at) == ("update_node", memory.id, clock.now)
     assert updated.data["set"] == {"content": "beta", "hash": after.hash, "importance": 4, "tags": ["q"]}
-    eng.update_memory(after.hash, content="beta", tags=["q"], importance=4)
+    eng.memories.update(after.hash, content="beta", tags=["q"], importance=4)
     assert log.take() == []  # no change: nothing logged
 
-    assert eng.delete_memory(after.hash)
+    assert eng.memories.delete(after.hash)
     assert log.ops() == [("remove_node", memory.id)]
-    assert not eng.delete_memory(after.hash)
+    assert not eng.memories.delete(after.hash)
     assert log.take() == []
 
 
 def test_batch_writes_append_one_op_per_change(eng: Engine) -> None:
     log = Log(eng)
-    results = eng.store_memories([NewMemory("one"), NewMemory("bad", importance=99), NewMemory("two")])
+    results = eng.memories.store_many([NewMemory("one"), NewMemory("bad", importance=99), NewMemory("two")])
     ids = [r.value.memory.id for r in results if r.ok]
     assert log.ops() == [("create_node", ids[0]), ("create_node", ids[1])]
-    eng.delete_memories([sha256("one"), sha256("missing"), sha256("two")])
+    eng.memories.delete_many([sha256("one"), sha256("missing"), sha256("two")])
     assert log.ops() == [("remove_node", ids[0]), ("remove_node", ids[1])]
 
 
 def test_relation_and_edge_writes_append_their_ops(eng: Engine, clock: Clock) -> None:
-    a = eng.store_memory("a").memory
-    b = eng.store_memory("b").memory
+    a = eng.memories.store("a").memory
+    b = eng.memories.store("b").memory
     log = Log(eng)
-    link, _ = eng.relate_memories(a.hash, b.hash, "supports")
+    link, _ = eng.memories.relate(a.hash, b.hash, "supports")
     [created] = log.take()
     assert (created.op, created.target) == ("create_edge", link.edge.id)
     assert created.data == {
@@ -113,7 +113,7 @@ def test_relation_and_edge_writes_append_their_ops(eng: Engine, clock: Clock) ->
         "props": {},
         "valid_from": clock.now,
     }
-    eng.relate_memories(a.hash, b.hash, "supports")
+    eng.memories.relate(a.hash, b.hash, "supports")
     assert log.take() == []
     clock.now += 7
     eng.close_edge(link.edge.id)
@@ -125,12 +125,12 @@ def test_relation_and_edge_writes_append_their_ops(eng: Engine, clock: Clock) ->
     )
     edge = eng.link(b.id, a.id, "answers", props={"w": 1})
     assert log.ops() == [("create_edge", edge.id)]
-    assert eng.unrelate_memories(a.hash, b.hash, "supports")
+    assert eng.memories.unrelate(a.hash, b.hash, "supports")
     assert log.ops() == [("remove_edge", link.edge.id)]
-    assert not eng.unrelate_memories(a.hash, b.hash, "supports")
+    assert not eng.memories.unrelate(a.hash, b.hash, "supports")
     assert log.take() == []
     # Deleting a node logs its removal only; its edges go with it.
-    eng.delete_memory(a.hash)
+    eng.memories.delete(a.hash)
     assert log.ops() == [("remove_node", a.id)]
 
 
@@ -150,7 +150,7 @@ def test_entity_writes_append_their_ops(eng: Engine) -> None:
 
 
 def test_every_change_is_stored_in_the_change_log_table(eng: Engine, db_path: Path) -> None:
-    eng.store_memory("a", ["t"])
+    eng.memories.store("a", ["t"])
     eng.create_entity("E")
     assert raw_count(db_path, "change_log") == len(eng.changes()) == 2
 
@@ -159,43 +159,43 @@ def test_every_change_is_stored_in_the_change_log_table(eng: Engine, db_path: Pa
 
 
 def test_seq_is_gapless_from_one_when_writes_fail(eng: Engine) -> None:
-    a = eng.store_memory("a").memory
-    b = eng.store_memory("b").memory
+    a = eng.memories.store("a").memory
+    b = eng.memories.store("b").memory
     failures: list[Any] = [
-        lambda: eng.update_memory(sha256("missing"), content="x"),
-        lambda: eng.update_memory(a.hash, content="b"),
-        lambda: eng.update_memory(a.hash, importance=12),
-        lambda: eng.store_memory("bad", ["no good"]),
-        lambda: eng.relate_memories(a.hash, a.hash, "self"),
-        lambda: eng.relate_memories(a.hash, sha256("missing"), "x"),
+        lambda: eng.memories.update(sha256("missing"), content="x"),
+        lambda: eng.memories.update(a.hash, content="b"),
+        lambda: eng.memories.update(a.hash, importance=12),
+        lambda: eng.memories.store("bad", ["no good"]),
+        lambda: eng.memories.relate(a.hash, a.hash, "self"),
+        lambda: eng.memories.relate(a.hash, sha256("missing"), "x"),
         lambda: eng.add_observations("nobody", ["x"]),
         lambda: eng.link(a.id, "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z", "x"),
-        lambda: eng.store_memory("private", scope="nope"),
+        lambda: eng.memories.store("private", scope="nope"),
     ]
     expected = 2
     for fail in failures:
         with pytest.raises((InvalidArgument, NotFound, Conflict)):
             fail()
         assert eng.current_seq() == expected
-        eng.store_memory(f"after failure {expected}")
+        eng.memories.store(f"after failure {expected}")
         expected += 1
-    link, _ = eng.relate_memories(a.hash, b.hash, "x")
+    link, _ = eng.memories.relate(a.hash, b.hash, "x")
     eng.close_edge(link.edge.id)
     with pytest.raises(Conflict):
         eng.close_edge(link.edge.id)
     expected += 2
-    results = eng.store_memories([NewMemory("ok 1"), NewMemory(""), NewMemory("x", ("a b",)), NewMemory("ok 2")])
+    results = eng.memories.store_many([NewMemory("ok 1"), NewMemory(""), NewMemory("x", ("a b",)), NewMemory("ok 2")])
     assert [r.ok for r in results] == [True, False, False, True]
     expected += 2
     assert [c.seq for c in eng.changes()] == list(range(1, expected + 1))
 
 
 def test_seq_is_gapless_when_a_batch_item_fails_inside_the_database(eng: Engine, db_path: Path) -> None:
-    eng.store_memory("before")
+    eng.memories.store("before")
     items = [NewMemory("ok 1"), NewMemory("unstorable type", memory_type="\udcff"), NewMemory("ok 2")]
     with contextlib.suppress(Exception):
-        eng.store_memories(items)
-    eng.store_memory("after")
+        eng.memories.store_many(items)
+    eng.memories.store("after")
     seqs = [c.seq for c in eng.changes()]
     assert seqs == list(range(1, len(seqs) + 1))
     # Whatever the batch did, it left no half-written item behind.
@@ -206,9 +206,9 @@ def test_seq_is_gapless_when_a_batch_item_fails_inside_the_database(eng: Engine,
 @pytest.fixture
 def hub(eng: Engine) -> tuple[str, str]:
     """A memory with thousands of edges, so deleting it is one long statement; and a small memory."""
-    small = eng.store_memory("small memory").memory
-    hub = eng.store_memory("hub memory").memory
-    other = eng.store_memory("other memory").memory
+    small = eng.memories.store("small memory").memory
+    hub = eng.memories.store("hub memory").memory
+    other = eng.memories.store("other memory").memory
     with eng.store.write() as tx:
         for _ in range(3000):
             tx.insert_edge(new_ulid(), hub.pk, other.pk, "spoke", "shared", {}, START_MS, START_MS)
@@ -222,43 +222,43 @@ def test_an_operation_killed_by_its_time_limit_leaves_no_data_and_no_ops(
     seq = eng.current_seq()
     with pytest.raises(OperationTimeout), eng.time_limit(0):
         # The small memory is deleted (and its removal logged) before the long delete is cut short.
-        eng.delete_memories([small, big])
+        eng.memories.delete_many([small, big])
     assert eng.current_seq() == seq
-    assert eng.get_memory(small) is not None
-    assert eng.get_memory(big) is not None
+    assert eng.memories.get(small) is not None
+    assert eng.memories.get(big) is not None
     assert eng.stats().edges == 3000
     assert raw_count(db_path, "change_log") == seq
     # The engine goes on, and the next entry follows on without a gap.
     with eng.time_limit(30):
-        assert eng.delete_memories([small, big])[1].value is True
+        assert eng.memories.delete_many([small, big])[1].value is True
     assert [c.seq for c in eng.changes()] == list(range(1, seq + 3))
     assert eng.stats().edges == 0
 
 
 def test_a_read_killed_by_its_time_limit_writes_nothing(eng: Engine) -> None:
-    eng.store_memories([NewMemory(f"needle number {i}") for i in range(3000)])
+    eng.memories.store_many([NewMemory(f"needle number {i}") for i in range(3000)])
     seq = eng.current_seq()
     with pytest.raises(OperationTimeout), eng.time_limit(0):
-        eng.search_memories("needle")
+        eng.memories.search("needle")
     assert eng.current_seq() == seq
-    assert len(eng.search_memories("needle", limit=5)) == 5
+    assert len(eng.memories.search("needle", limit=5)) == 5
 
 
 # -- reads write nothing; access statistics are counted off the log ------------------------------------------
 
 
 def test_reads_write_no_ops(eng: Engine, db_path: Path) -> None:
-    a = eng.store_memory("read me", ["tag"]).memory
-    b = eng.store_memory("read me too").memory
-    eng.relate_memories(a.hash, b.hash, "x")
+    a = eng.memories.store("read me", ["tag"]).memory
+    b = eng.memories.store("read me too").memory
+    eng.memories.relate(a.hash, b.hash, "x")
     eng.create_entity("Reader", observations=["o"])
     seq = eng.current_seq()
-    eng.get_memory(a.hash)
-    eng.get_memory(sha256("missing"))
-    eng.search_memories("read")
-    eng.search_memories("tag")
-    eng.recall("read", 2)
-    eng.memory_links(a.hash)
+    eng.memories.get(a.hash)
+    eng.memories.get(sha256("missing"))
+    eng.memories.search("read")
+    eng.memories.search("tag")
+    eng.memories.recall("read", 2)
+    eng.memories.links(a.hash)
     eng.get_entity("Reader")
     eng.stats()
     eng.changes()
@@ -269,24 +269,24 @@ def test_reads_write_no_ops(eng: Engine, db_path: Path) -> None:
 
 
 def test_access_statistics_are_counted_for_reads(eng: Engine, clock: Clock) -> None:
-    a = eng.store_memory("apple pie").memory
-    b = eng.store_memory("banana split").memory
-    c = eng.store_memory("cherry tart").memory
-    eng.relate_memories(a.hash, b.hash, "with")
+    a = eng.memories.store("apple pie").memory
+    b = eng.memories.store("banana split").memory
+    c = eng.memories.store("cherry tart").memory
+    eng.memories.relate(a.hash, b.hash, "with")
     seq = eng.current_seq()
     assert (a.access_count, a.last_accessed_at) == (0, None)
 
     clock.now += 10
-    eng.get_memory(a.hash)
+    eng.memories.get(a.hash)
     clock.now += 10
-    eng.get_memory(a.hash)
+    eng.memories.get(a.hash)
     clock.now += 10
-    eng.search_memories("apple")  # a
-    eng.search_memories("cherry", record_access=False)  # not counted
-    eng.get_memory(sha256("missing"))
+    eng.memories.search("apple")  # a
+    eng.memories.search("cherry", record_access=False)  # not counted
+    eng.memories.get(sha256("missing"))
     clock.now += 10
-    eng.recall("apple", 1)  # a and b
-    eng.memory_links(a.hash)  # not counted
+    eng.memories.recall("apple", 1)  # a and b
+    eng.memories.links(a.hash)  # not counted
     eng.flush_access()
 
     def current(digest: str) -> tuple[int, int | None]:
@@ -299,7 +299,7 @@ def test_access_statistics_are_counted_for_reads(eng: Engine, clock: Clock) -> N
     assert current(b.hash) == (1, clock.now)
     assert current(c.hash) == (0, None)
     assert eng.current_seq() == seq
-    fetched = eng.get_memory(a.hash)
+    fetched = eng.memories.get(a.hash)
     assert fetched is not None
     assert fetched.access_count == 4
     eng.flush_access()
@@ -309,9 +309,9 @@ def test_access_statistics_are_counted_for_reads(eng: Engine, clock: Clock) -> N
 
 def test_access_statistics_are_flushed_on_close(db_path: Path, clock: Clock) -> None:
     with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as first:
-        memory = first.store_memory("remember me").memory
-        first.get_memory(memory.hash)
-        first.get_memory(memory.hash)
+        memory = first.memories.store("remember me").memory
+        first.memories.get(memory.hash)
+        first.memories.get(memory.hash)
     with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as second, second.store.read() as tx:
         found = tx.memory_by_pk(memory.pk)
         assert found is not None
@@ -320,9 +320,9 @@ def test_access_statistics_are_flushed_on_close(db_path: Path, clock: Clock) -> 
 
 
 def test_access_to_a_memory_deleted_before_the_flush_is_dropped(eng: Engine, db_path: Path) -> None:
-    memory = eng.store_memory("fleeting").memory
-    eng.get_memory(memory.hash)
-    eng.delete_memory(memory.hash)
+    memory = eng.memories.store("fleeting").memory
+    eng.memories.get(memory.hash)
+    eng.memories.delete(memory.hash)
     eng.flush_access()
     assert raw_count(db_path, "node_access") == 0
     assert eng.current_seq() == 2

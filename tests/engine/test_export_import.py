@@ -40,16 +40,16 @@ def vector(*values: float) -> bytes:
 
 def fill(engine: Engine) -> dict[str, Any]:
     """A bit of everything: memories with tags, scopes, entities, open and closed edges, embeddings, access counts."""
-    one = engine.store_memory("The build uses uv", ["build", "tooling"], 6, "fact", summary="build tool").memory
-    two = engine.store_memory("Deploys run on Fridays", ["deploy"], 9, "decision").memory
-    private = engine.store_memory("A private note ✓", ["private"], scope=SCOPE_A).memory
-    dropped = engine.store_memory("Deleted before export").memory
-    engine.delete_memory(dropped.hash)  # leaves a gap in the row ids
-    three = engine.store_memory("Props and all", props={"source": "chat", "n": 2, "ok": True, "w": 0.25}).memory
+    one = engine.memories.store("The build uses uv", ["build", "tooling"], 6, "fact", summary="build tool").memory
+    two = engine.memories.store("Deploys run on Fridays", ["deploy"], 9, "decision").memory
+    private = engine.memories.store("A private note ✓", ["private"], scope=SCOPE_A).memory
+    dropped = engine.memories.store("Deleted before export").memory
+    engine.memories.delete(dropped.hash)  # leaves a gap in the row ids
+    three = engine.memories.store("Props and all", props={"source": "chat", "n": 2, "ok": True, "w": 0.25}).memory
     ada, _ = engine.create_entity("Ada", "person", ["wrote the first program", "liked maths"], props={"born": 1815})
     engine.add_observations("Ada", ["corresponded with Babbage"])
     engine.create_entity("Ada", "person", ["in another scope"], scope=SCOPE_A)
-    supports, _ = engine.relate_memories(one.hash, two.hash, "supports")
+    supports, _ = engine.memories.relate(one.hash, two.hash, "supports")
     engine.link(three.id, ada.id, "mentions", props={"weight": 0.5}, valid_from=1000)
     closed = engine.link(two.id, ada.id, "assigned_to", valid_from=2000)
     engine.close_edge(closed.id, valid_to=3000)
@@ -58,8 +58,8 @@ def fill(engine: Engine) -> dict[str, Any]:
         tx.set_embedding(one.pk, "test-model", vector(0.5, -1.25, 3.0), 3, START_MS)
         tx.set_embedding(one.pk, "other-model", vector(1.0), 1, START_MS + 1)
         tx.set_embedding(ada.pk, "test-model", vector(0.0, 0.0, 1.0), 3, START_MS + 2)
-    engine.get_memory(one.hash)
-    engine.get_memory(one.hash)
+    engine.memories.get(one.hash)
+    engine.memories.get(one.hash)
     engine.flush_access()
     return {"one": one, "two": two, "three": three, "private": private, "ada": ada, "supports": supports}
 
@@ -97,7 +97,7 @@ def test_round_trip_reproduces_everything(source: Engine, target: Engine) -> Non
 
     for name in ("one", "two", "three"):
         original = made[name]
-        copy = target.get_memory(original.hash)
+        copy = target.memories.get(original.hash)
         assert copy is not None
         assert (copy.id, copy.content, copy.tags, copy.importance, copy.memory_type, copy.summary) == (
             original.id,
@@ -108,11 +108,11 @@ def test_round_trip_reproduces_everything(source: Engine, target: Engine) -> Non
             original.summary,
         )
         assert (copy.created_at, dict(copy.props)) == (original.created_at, dict(original.props))
-    private = target.get_memory(made["private"].hash, scopes=[SCOPE_A])
+    private = target.memories.get(made["private"].hash, scopes=[SCOPE_A])
     assert private is not None
     assert private.id == made["private"].id
-    assert target.get_memory(made["private"].hash) is None  # still private
-    copied_one = target.get_memory(made["one"].hash)
+    assert target.memories.get(made["private"].hash) is None  # still private
+    copied_one = target.memories.get(made["one"].hash)
     assert copied_one is not None
     assert copied_one.access_count == 2  # the access statistics came along
 
@@ -125,7 +125,7 @@ def test_round_trip_reproduces_everything(source: Engine, target: Engine) -> Non
     assert other_ada is not None
     assert other_ada.observations == ("in another scope",)
 
-    links = target.memory_links(made["one"].hash)
+    links = target.memories.links(made["one"].hash)
     assert [(lk.edge.id, lk.edge.type, lk.to_hash) for lk in links] == [
         (made["supports"].edge.id, "supports", made["two"].hash)
     ]
@@ -184,8 +184,8 @@ def test_importing_into_the_source_itself_writes_nothing(source: Engine) -> None
 
 
 def test_import_merges_same_content_stored_under_another_id(source: Engine, target: Engine) -> None:
-    source.store_memory("shared content", ["from-source"])
-    target.store_memory("shared content", ["from-target"])
+    source.memories.store("shared content", ["from-source"])
+    target.memories.store("shared content", ["from-target"])
     report = target.import_records(list(source.export()))
     assert (report.written, report.unchanged, report.errors) == (0, 1, ())
     assert target.stats().memories == 1
@@ -258,8 +258,8 @@ def test_a_dangling_edge_is_reported_not_fatal(target: Engine) -> None:
     [error] = report.errors
     assert EDGE_1 in error
     assert MISSING in error
-    assert target.get_memory(sha256("first")) is not None
-    assert target.get_memory(sha256("second")) is not None
+    assert target.memories.get(sha256("first")) is not None
+    assert target.memories.get(sha256("second")) is not None
     assert target.stats().edges == 0
     assert [c.op for c in target.changes()] == ["create_node", "create_node"]
 
@@ -288,7 +288,7 @@ def test_a_record_that_cannot_be_stored_is_reported_not_fatal(target: Engine, ba
     assert report.written == 1
     assert len(report.errors) == 1
     assert NODE_1 in report.errors[0]
-    assert target.get_memory(sha256("fine")) is not None
+    assert target.memories.get(sha256("fine")) is not None
     assert target.stats().nodes == 1
     assert [c.op for c in target.changes()] == ["create_node"]
 
@@ -675,7 +675,7 @@ def test_a_row_id_past_what_clients_hold_is_not_kept(target: Engine) -> None:
     assert pks[NODE_3] == 41
     assert max(pks.values()) < 2**53
     # New rows still get ids (a row at SQLite's largest rowid would leave none).
-    assert target.store_memory("written after the import").is_new
+    assert target.memories.store("written after the import").is_new
 
 
 def test_an_existing_entity_gets_the_observations_it_lacks_logged_as_added(target: Engine) -> None:
@@ -743,7 +743,7 @@ def test_what_the_live_paths_accept_still_round_trips(source: Engine, target: En
     # A relation true since before 1970 (the faces take such times), a self-relation (the
     # knowledge graph makes them), NUL in text, and empty observations and types.
     ada, _ = source.create_entity("Ada", "", ["", "nul \x00 inside"])
-    memory = source.store_memory("with a nul \x00 byte", props={"k": "v\x00"}).memory
+    memory = source.memories.store("with a nul \x00 byte", props={"k": "v\x00"}).memory
     source.link(memory.id, ada.id, "about", valid_from=-2_208_988_800_000)
     source.graph.create_relations([NewRelation("Ada", "Ada", "knows")])
     exported = through_json(list(source.export()))

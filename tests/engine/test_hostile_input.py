@@ -22,12 +22,12 @@ def test_an_observation_holding_a_nul_is_found_by_a_search_holding_it(eng: Engin
 
 
 def test_search_text_longer_than_the_limit_is_refused(eng: Engine) -> None:
-    eng.store_memory("a memory to search")
+    eng.memories.store("a memory to search")
     at_limit = ("memory " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
-    assert [h.memory.content for h in eng.search_memories(at_limit)] == ["a memory to search"]
+    assert [h.memory.content for h in eng.memories.search(at_limit)] == ["a memory to search"]
     too_long = at_limit + "x"
     for search in (
-        lambda: eng.search_memories(too_long),
+        lambda: eng.memories.search(too_long),
         lambda: eng.graph.search(too_long),
         lambda: eng.graph.search_observations(too_long),
         lambda: eng.graph.with_observations_matching(too_long),

@@ -154,7 +154,7 @@ def test_use_spec_persists_in_the_store(eng: Engine, db_path: Path) -> None:
 
 def test_changing_the_text_spec_reindexes(eng: Engine) -> None:
     note = one(eng, CreateNode("Note", {"body": "granite quarry"}))
-    memory = eng.store_memory("granite countertop").memory
+    memory = eng.memories.store("granite countertop").memory
     assert hit_ids(eng.nodes.search_text("granite")) == [memory.id]  # Note.body is not declared yet
 
     eng.nodes.use_spec(SPEC)
@@ -198,7 +198,7 @@ def test_create_node_memory_entity_and_any_label(eng: Engine, clock: Clock) -> N
     assert memory is not None
     assert (memory.label, memory.scope, memory.created_at) == ("Memory", "shared", clock.now)
     assert memory.props == {"content": "the first program", "origin": "notes"}
-    stored = eng.get_memory(content_hash("the first program"))
+    stored = eng.memories.get(content_hash("the first program"))
     assert stored is not None and stored.id == memory_id
 
     entity = eng.nodes.get_node(entity_id)
@@ -277,10 +277,10 @@ def test_set_props_memory_content_updates_search_and_hash(eng: Engine) -> None:
     eng.nodes.submit([SetProps(memory_id, {"content": "cedar forest"})])
     assert eng.nodes.search_text("walnut") == []
     assert hit_ids(eng.nodes.search_text("cedar")) == [memory_id]
-    assert eng.get_memory(content_hash("walnut orchard")) is None
-    moved = eng.get_memory(content_hash("cedar forest"))
+    assert eng.memories.get(content_hash("walnut orchard")) is None
+    moved = eng.memories.get(content_hash("cedar forest"))
     assert moved is not None and moved.id == memory_id
-    assert [h.memory.id for h in eng.search_memories("cedar")] == [memory_id]
+    assert [h.memory.id for h in eng.memories.search("cedar")] == [memory_id]
     with pytest.raises(InvalidArgument, match="content must be a non-empty string"):
         eng.nodes.submit([SetProps(memory_id, {"content": None})])
 
@@ -315,7 +315,7 @@ def test_remove_node_drops_edges_both_ways_and_leaves_search(eng: Engine) -> Non
     eng.nodes.submit([RemoveNode(memory)])
     assert eng.nodes.get_node(memory) is None
     assert eng.nodes.search_text("basalt") == []
-    assert eng.get_memory(content_hash("basalt column")) is None
+    assert eng.memories.get(content_hash("basalt column")) is None
     assert eng.nodes.search_vectors("m", [1.0, 0.0]) == []
     nodes, edges = eng.nodes.traverse(left, max_hops=4)
     assert ids(nodes) == {left, right}
@@ -438,7 +438,7 @@ def test_seqs_are_gapless_and_match_current_seq(eng: Engine) -> None:
         assert seq == previous + size == eng.current_seq()
         assert [c.seq for c in eng.changes(previous + 1)] == list(range(previous + 1, seq + 1))
         previous = seq
-    eng.store_memory("written by another face")
+    eng.memories.store("written by another face")
     _, seq = eng.nodes.submit([CreateNode("Thing")])
     assert seq == previous + 2 == eng.current_seq()
 
@@ -507,7 +507,7 @@ def _atomic_world(eng: Engine) -> dict[str, str]:
     )
     note, thing, edge, closed = produced[:4]
     assert note and thing and edge and closed
-    eng.store_memory("quartz crystal")
+    eng.memories.store("quartz crystal")
     return {"note": note, "thing": thing, "edge": edge, "closed": closed}
 
 
@@ -579,7 +579,7 @@ def test_a_failing_command_writes_nothing(spec_eng: Engine, clock: Clock, case: 
     assert snapshot(eng) == before
     assert [hit_ids(eng.nodes.search_text(q, k=20)) for q in ("quartz", "granite", "sand", "clock")] == search_before
     assert [(n.id, s) for n, s in eng.nodes.search_vectors("m", [1.0, 0.0])] == [(n.id, s) for n, s in vectors_before]
-    assert eng.get_memory(content_hash("quartz clock")) is None
+    assert eng.memories.get(content_hash("quartz clock")) is None
     nodes, edges = eng.nodes.traverse(world["note"])
     assert ids(nodes) == {world["note"], world["thing"]}
     assert edge_ids(edges) == {world["edge"]}
@@ -594,7 +594,7 @@ def test_the_same_writes_without_the_failing_command_commit(spec_eng: Engine) ->
     _, last = eng.nodes.submit(batch[:-1])
     assert last == seq + len(batch) - 1 == eng.current_seq()
     assert eng.nodes.get_node(world["thing"]) is None
-    assert eng.get_memory(content_hash("quartz clock")) is not None
+    assert eng.memories.get(content_hash("quartz clock")) is not None
 
 
 # -- find_by_prop ---------------------------------------------------------------------------------------
@@ -671,7 +671,7 @@ def test_find_by_prop_is_scoped(spec_eng: Engine) -> None:
 
 def test_find_by_prop_over_memory_content(eng: Engine) -> None:
     eng.nodes.use_spec(IndexSpec(equality=(("Memory", "content"),), text=(("Memory", "content"),)))
-    memory = eng.store_memory("Exact Text").memory
+    memory = eng.memories.store("Exact Text").memory
     assert ids(eng.nodes.find_by_prop("Memory", "content", "Exact Text")) == {memory.id}
     assert eng.nodes.find_by_prop("Memory", "content", "exact text") == []
 
@@ -684,7 +684,7 @@ def test_find_by_prop_sees_the_properties_get_node_shows(eng: Engine) -> None:
         )
     )
     entity = one(eng, CreateNode("Entity", {"name": "Ada", "entityType": "person"}))
-    memory = eng.store_memory("an important memory", importance=5).memory
+    memory = eng.memories.store("an important memory", importance=5).memory
     node = eng.nodes.get_node(entity)
     assert node is not None and node.props["entityType"] == "person"
     assert ids(eng.nodes.find_by_prop("Entity", "entityType", "person")) == {entity}
@@ -727,8 +727,8 @@ def test_search_text_refusals(eng: Engine) -> None:
 
 
 def test_search_text_is_scoped(eng: Engine) -> None:
-    shared = eng.store_memory("pelican shared").memory.id
-    in_a = eng.store_memory("pelican private", scope=SCOPE_A).memory.id
+    shared = eng.memories.store("pelican shared").memory.id
+    in_a = eng.memories.store("pelican private", scope=SCOPE_A).memory.id
     in_b = one(eng, CreateNode("Memory", {"content": "pelican other"}, scope=SCOPE_B))
     assert hit_ids(eng.nodes.search_text("pelican")) == [shared]
     assert hit_ids(eng.nodes.search_text("pelican", scopes=[SCOPE_A])) == [in_a]
@@ -739,7 +739,7 @@ def test_search_text_is_scoped(eng: Engine) -> None:
 def test_search_text_sees_declared_text_of_other_labels(spec_eng: Engine, db_path: Path, clock: Clock) -> None:
     eng = spec_eng
     note = one(eng, CreateNode("Note", {"body": "meteor shower", "size": 3}))
-    memory = eng.store_memory("meteor crater").memory
+    memory = eng.memories.store("meteor crater").memory
     assert set(hit_ids(eng.nodes.search_text("meteor"))) == {note, memory.id}
     # Undeclared props and other labels are not text.
     one(eng, CreateNode("Thing", {"body": "meteor"}))
@@ -766,10 +766,10 @@ def test_search_text_sees_declared_text_of_other_labels(spec_eng: Engine, db_pat
 
 def test_search_text_sees_what_other_faces_write(eng: Engine) -> None:
     eng.nodes.use_spec(IndexSpec(equality=(("Entity", "name"),), text=(("Memory", "content"), ("Entity", "name"))))
-    memory = eng.store_memory("glacier lake").memory
+    memory = eng.memories.store("glacier lake").memory
     [entity] = eng.graph.create_entities([NewEntity("Glacier")])
     assert set(hit_ids(eng.nodes.search_text("glacier"))) == {memory.id, entity.id}
-    eng.update_memory(memory.hash, content="desert dune")
+    eng.memories.update(memory.hash, content="desert dune")
     assert hit_ids(eng.nodes.search_text("glacier")) == [entity.id]
     assert hit_ids(eng.nodes.search_text("dune")) == [memory.id]
     eng.nodes.submit([SetProps(entity.id, {"name": "Tundra"})])
@@ -777,19 +777,19 @@ def test_search_text_sees_what_other_faces_write(eng: Engine) -> None:
     assert hit_ids(eng.nodes.search_text("tundra")) == [entity.id]
     eng.graph.delete_entities(["Tundra"])
     assert eng.nodes.search_text("tundra") == []
-    assert eng.delete_memory(content_hash("desert dune"))
+    assert eng.memories.delete(content_hash("desert dune"))
     assert eng.nodes.search_text("dune") == []
 
 
 def test_a_memory_is_one_search_hit_whatever_props_match(eng: Engine) -> None:
     eng.nodes.use_spec(IndexSpec(text=(("Memory", "content"), ("Memory", "summary"))))
-    memory = eng.store_memory("river stone", summary="river delta").memory
+    memory = eng.memories.store("river stone", summary="river delta").memory
     assert hit_ids(eng.nodes.search_text("river")) == [memory.id]
 
 
 def test_undeclared_memory_summary_is_not_searched(eng: Engine) -> None:
     assert eng.nodes.spec == DEFAULT_SPEC
-    eng.store_memory("river stone", summary="estuary")
+    eng.memories.store("river stone", summary="estuary")
     assert eng.nodes.search_text("estuary") == []
 
 
@@ -975,10 +975,10 @@ def test_get_node_as_of(eng: Engine, clock: Clock) -> None:
 
 def test_get_node_as_of_sees_other_faces(eng: Engine, clock: Clock) -> None:
     t0 = clock.now
-    memory = eng.store_memory("first words").memory
+    memory = eng.memories.store("first words").memory
     entity = one(eng, CreateNode("Entity", {"name": "Ada", "entityType": "person"}))
     clock.now = t0 + 10
-    eng.update_memory(memory.hash, content="second words")
+    eng.memories.update(memory.hash, content="second words")
     eng.nodes.submit([SetProps(entity, {"name": "Ada L."})])
     past = eng.nodes.get_node(memory.id, as_of=t0)
     assert past is not None and past.props == {"content": "first words"}
@@ -990,7 +990,7 @@ def test_get_node_as_of_sees_other_faces(eng: Engine, clock: Clock) -> None:
 
 def test_get_node_as_of_keeps_memory_fields(eng: Engine, clock: Clock) -> None:
     t0 = clock.now
-    memory = eng.store_memory("weighted", importance=5, memory_type="fact").memory
+    memory = eng.memories.store("weighted", importance=5, memory_type="fact").memory
     current = eng.nodes.get_node(memory.id)
     assert current is not None
     assert current.props == {"content": "weighted", "importance": 5, "memory_type": "fact"}
@@ -1168,10 +1168,10 @@ def test_search_vectors_follows_writes(eng: Engine, db_path: Path, clock: Clock)
         other.nodes.submit([SetEmbedding(c, "m", (1.0, 0.0))])
     assert hit_ids(eng.nodes.search_vectors("m", [1.0, 0.0])) == [c, a]
     # A node deleted through another face leaves the index too.
-    memory = eng.store_memory("embedded memory").memory
+    memory = eng.memories.store("embedded memory").memory
     eng.nodes.submit([SetEmbedding(memory.id, "m", (1.0, 0.01))])
     assert hit_ids(eng.nodes.search_vectors("m", [1.0, 0.0], k=2)) == [c, memory.id]
-    eng.delete_memory(memory.hash)
+    eng.memories.delete(memory.hash)
     assert hit_ids(eng.nodes.search_vectors("m", [1.0, 0.0])) == [c, a]
     # Replacing the model empties the old one.
     eng.nodes.submit([SetEmbedding(a, "m2", (1.0,)), SetEmbedding(c, "m2", (1.0,))])
@@ -1188,7 +1188,7 @@ def test_memory_dedup(eng: Engine) -> None:
     assert produced == [first]
     assert last == seq == eng.current_seq()  # nothing new written
     # Within one batch, and against memories other faces stored.
-    stored = eng.store_memory("stored elsewhere").memory
+    stored = eng.memories.store("stored elsewhere").memory
     produced, _ = eng.nodes.submit(
         [
             CreateNode("Memory", {"content": "twice"}),
@@ -1224,7 +1224,7 @@ def test_entity_dedup(eng: Engine) -> None:
 
 
 def test_memories_stored_elsewhere_are_memory_nodes(eng: Engine) -> None:
-    stored = eng.store_memory("plain text", ["tag"], 4, "fact", summary="short", props={"k": "v"}).memory
+    stored = eng.memories.store("plain text", ["tag"], 4, "fact", summary="short", props={"k": "v"}).memory
     node = eng.nodes.get_node(stored.id)
     assert node is not None
     assert node.label == "Memory"
@@ -1303,7 +1303,7 @@ def test_every_command_is_in_the_change_log(eng: Engine, clock: Clock) -> None:
 
 
 def test_set_props_on_memory_fields(eng: Engine) -> None:
-    memory = eng.store_memory("fields", importance=5, memory_type="fact", summary="old").memory
+    memory = eng.memories.store("fields", importance=5, memory_type="fact", summary="old").memory
     eng.nodes.submit([SetProps(memory.id, {"summary": "new"})])
     node = eng.nodes.get_node(memory.id)
     assert node is not None and node.props["summary"] == "new"
@@ -1314,7 +1314,7 @@ def test_set_props_on_memory_fields(eng: Engine) -> None:
 
 def test_create_node_memory_fields_reach_the_memory(eng: Engine) -> None:
     one(eng, CreateNode("Memory", {"content": "created", "importance": 3, "memory_type": "fact"}))
-    stored = eng.get_memory(content_hash("created"))
+    stored = eng.memories.get(content_hash("created"))
     assert stored is not None
     assert (stored.importance, stored.memory_type) == (3, "fact")
 

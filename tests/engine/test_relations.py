@@ -17,105 +17,105 @@ SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
 
 
 def test_relate_is_idempotent(eng: Engine, clock: Clock) -> None:
-    a = eng.store_memory("memory a").memory
-    b = eng.store_memory("memory b").memory
-    first, created = eng.relate_memories(a.hash, b.hash, "supports")
+    a = eng.memories.store("memory a").memory
+    b = eng.memories.store("memory b").memory
+    first, created = eng.memories.relate(a.hash, b.hash, "supports")
     assert created
     assert (first.from_hash, first.to_hash, first.edge.type) == (a.hash, b.hash, "supports")
     assert (first.edge.src, first.edge.dst) == (a.id, b.id)
     assert first.edge.valid_from == clock.now
     assert first.edge.valid_to is None
     clock.now += 5
-    again, created_again = eng.relate_memories(a.hash.upper(), b.hash, "supports")
+    again, created_again = eng.memories.relate(a.hash.upper(), b.hash, "supports")
     assert not created_again
     assert again.edge == first.edge
     assert eng.stats().edges == 1
 
 
 def test_relation_type_and_direction_make_distinct_relations(eng: Engine) -> None:
-    a = eng.store_memory("memory a").memory
-    b = eng.store_memory("memory b").memory
-    assert eng.relate_memories(a.hash, b.hash, "supports")[1]
-    assert eng.relate_memories(a.hash, b.hash, "Supports")[1]  # compared case-sensitively
-    assert eng.relate_memories(b.hash, a.hash, "supports")[1]
+    a = eng.memories.store("memory a").memory
+    b = eng.memories.store("memory b").memory
+    assert eng.memories.relate(a.hash, b.hash, "supports")[1]
+    assert eng.memories.relate(a.hash, b.hash, "Supports")[1]  # compared case-sensitively
+    assert eng.memories.relate(b.hash, a.hash, "supports")[1]
     assert eng.stats().edges == 3
 
 
 def test_self_relation_is_refused(eng: Engine) -> None:
-    a = eng.store_memory("lonely").memory
+    a = eng.memories.store("lonely").memory
     with pytest.raises(InvalidArgument, match="self-referential"):
-        eng.relate_memories(a.hash, a.hash.upper(), "is")
+        eng.memories.relate(a.hash, a.hash.upper(), "is")
     assert eng.stats().edges == 0
 
 
 def test_relate_with_a_missing_endpoint_is_not_found(eng: Engine) -> None:
-    a = eng.store_memory("present").memory
+    a = eng.memories.store("present").memory
     missing = sha256("absent")
     with pytest.raises(NotFound, match=missing):
-        eng.relate_memories(a.hash, missing, "x")
+        eng.memories.relate(a.hash, missing, "x")
     with pytest.raises(NotFound, match=missing):
-        eng.relate_memories(missing.upper(), a.hash, "x")
+        eng.memories.relate(missing.upper(), a.hash, "x")
     with pytest.raises(InvalidArgument):
-        eng.relate_memories(a.hash, a.hash, "")
+        eng.memories.relate(a.hash, a.hash, "")
     assert eng.stats().edges == 0
 
 
 def test_relate_across_scopes_needs_readable_endpoints(db_path: Path) -> None:
     with Engine.open(str(db_path), write_scope=SCOPE_A) as a, Engine.open(str(db_path), write_scope=SCOPE_B) as b:
-        in_a = a.store_memory("in scope a").memory
-        in_b = b.store_memory("in scope b").memory
+        in_a = a.memories.store("in scope a").memory
+        in_b = b.memories.store("in scope b").memory
         with pytest.raises(NotFound):
-            a.relate_memories(in_a.hash, in_b.hash, "x")
+            a.memories.relate(in_a.hash, in_b.hash, "x")
     with Engine.open(str(db_path), write_scope=SCOPE_A, read_scopes=[SCOPE_A, SCOPE_B]) as both:
         with pytest.raises(InvalidArgument, match="shared endpoint"):
-            both.relate_memories(in_a.hash, in_b.hash, "x")
+            both.memories.relate(in_a.hash, in_b.hash, "x")
         assert both.stats(scopes=[SCOPE_A, SCOPE_B]).edges == 0
 
 
 def test_memory_links_directions(eng: Engine) -> None:
-    a = eng.store_memory("memory a").memory
-    b = eng.store_memory("memory b").memory
-    c = eng.store_memory("memory c").memory
-    eng.relate_memories(a.hash, b.hash, "out")
-    eng.relate_memories(c.hash, a.hash, "in")
+    a = eng.memories.store("memory a").memory
+    b = eng.memories.store("memory b").memory
+    c = eng.memories.store("memory c").memory
+    eng.memories.relate(a.hash, b.hash, "out")
+    eng.memories.relate(c.hash, a.hash, "in")
 
     def types(direction: str) -> list[str]:
-        return [link.edge.type for link in eng.memory_links(a.hash, direction)]
+        return [link.edge.type for link in eng.memories.links(a.hash, direction)]
 
     assert types("outgoing") == ["out"]
     assert types("incoming") == ["in"]
     assert types("both") == ["in", "out"]
-    assert eng.memory_links(sha256("unknown")) == []
+    assert eng.memories.links(sha256("unknown")) == []
     with pytest.raises(InvalidArgument):
-        eng.memory_links(a.hash, "sideways")
+        eng.memories.links(a.hash, "sideways")
 
 
 def test_unrelate(eng: Engine) -> None:
-    a = eng.store_memory("memory a").memory
-    b = eng.store_memory("memory b").memory
-    eng.relate_memories(a.hash, b.hash, "supports")
-    eng.relate_memories(a.hash, b.hash, "contradicts")
-    assert eng.unrelate_memories(b.hash, a.hash, "supports") is False  # direction matters
-    assert eng.unrelate_memories(a.hash, b.hash, "supports") is True
-    assert eng.unrelate_memories(a.hash, b.hash, "supports") is False
-    assert eng.unrelate_memories(a.hash, sha256("missing"), "contradicts") is False
-    assert [link.edge.type for link in eng.memory_links(a.hash)] == ["contradicts"]
-    assert eng.get_memory(a.hash) is not None
-    assert eng.get_memory(b.hash) is not None
+    a = eng.memories.store("memory a").memory
+    b = eng.memories.store("memory b").memory
+    eng.memories.relate(a.hash, b.hash, "supports")
+    eng.memories.relate(a.hash, b.hash, "contradicts")
+    assert eng.memories.unrelate(b.hash, a.hash, "supports") is False  # direction matters
+    assert eng.memories.unrelate(a.hash, b.hash, "supports") is True
+    assert eng.memories.unrelate(a.hash, b.hash, "supports") is False
+    assert eng.memories.unrelate(a.hash, sha256("missing"), "contradicts") is False
+    assert [link.edge.type for link in eng.memories.links(a.hash)] == ["contradicts"]
+    assert eng.memories.get(a.hash) is not None
+    assert eng.memories.get(b.hash) is not None
 
 
 def test_relate_again_after_the_relation_was_closed(eng: Engine, clock: Clock) -> None:
-    a = eng.store_memory("memory a").memory
-    b = eng.store_memory("memory b").memory
-    first, _ = eng.relate_memories(a.hash, b.hash, "likes")
+    a = eng.memories.store("memory a").memory
+    b = eng.memories.store("memory b").memory
+    first, _ = eng.memories.relate(a.hash, b.hash, "likes")
     clock.now += 10
     eng.close_edge(first.edge.id)
     clock.now += 10
-    assert eng.memory_links(a.hash) == []
-    second, created = eng.relate_memories(a.hash, b.hash, "likes")
+    assert eng.memories.links(a.hash) == []
+    second, created = eng.memories.relate(a.hash, b.hash, "likes")
     assert created
     assert second.edge.id != first.edge.id
-    assert eng.unrelate_memories(a.hash, b.hash, "likes") is True
+    assert eng.memories.unrelate(a.hash, b.hash, "likes") is True
     assert eng.stats().edges == 0  # the closed one goes too
 
 
@@ -123,7 +123,7 @@ def test_relate_again_after_the_relation_was_closed(eng: Engine, clock: Clock) -
 
 
 def test_link_between_any_nodes(eng: Engine, clock: Clock) -> None:
-    memory = eng.store_memory("about ada").memory
+    memory = eng.memories.store("about ada").memory
     entity, _ = eng.create_entity("Ada", "person")
     edge = eng.link(memory.id, entity.id, "mentions", props={"weight": 0.5, "source": "chat", "sure": True, "n": 3})
     assert (edge.src, edge.dst, edge.type, edge.scope) == (memory.id, entity.id, "mentions", "shared")
@@ -137,8 +137,8 @@ def test_link_between_any_nodes(eng: Engine, clock: Clock) -> None:
 
 
 def test_link_refuses_bad_arguments(eng: Engine) -> None:
-    memory = eng.store_memory("m").memory
-    other = eng.store_memory("n").memory
+    memory = eng.memories.store("m").memory
+    other = eng.memories.store("n").memory
     missing = "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z"
     with pytest.raises(NotFound):
         eng.link(memory.id, missing, "x")
@@ -153,8 +153,8 @@ def test_link_refuses_bad_arguments(eng: Engine) -> None:
 
 
 def test_valid_from_and_valid_to(eng: Engine, clock: Clock) -> None:
-    a = eng.store_memory("a").memory
-    b = eng.store_memory("b").memory
+    a = eng.memories.store("a").memory
+    b = eng.memories.store("b").memory
     edge = eng.link(a.id, b.id, "employed_by", valid_from=1000)
     assert edge.valid_from == 1000
     assert edge.created_at == clock.now
@@ -174,8 +174,8 @@ def test_valid_from_and_valid_to(eng: Engine, clock: Clock) -> None:
 
 
 def test_close_edge_defaults_to_now_and_only_once(eng: Engine, clock: Clock) -> None:
-    a = eng.store_memory("a").memory
-    b = eng.store_memory("b").memory
+    a = eng.memories.store("a").memory
+    b = eng.memories.store("b").memory
     edge = eng.link(a.id, b.id, "x")
     clock.now += 42
     closed = eng.close_edge(edge.id)
@@ -196,10 +196,10 @@ def test_open_edge_is_valid_from_its_start_onwards() -> None:
 
 
 def test_cross_scope_edges_need_a_shared_endpoint(eng: Engine) -> None:
-    in_a = eng.store_memory("in a", scope=SCOPE_A).memory
-    in_a2 = eng.store_memory("in a too", scope=SCOPE_A).memory
-    in_b = eng.store_memory("in b", scope=SCOPE_B).memory
-    shared = eng.store_memory("in shared").memory
+    in_a = eng.memories.store("in a", scope=SCOPE_A).memory
+    in_a2 = eng.memories.store("in a too", scope=SCOPE_A).memory
+    in_b = eng.memories.store("in b", scope=SCOPE_B).memory
+    shared = eng.memories.store("in shared").memory
     with pytest.raises(InvalidArgument, match="shared endpoint"):
         eng.link(in_a.id, in_b.id, "x")
     with pytest.raises(InvalidArgument, match="shared endpoint"):
@@ -211,10 +211,10 @@ def test_cross_scope_edges_need_a_shared_endpoint(eng: Engine) -> None:
 
 
 def test_edges_of_a_deleted_node_go_with_it(eng: Engine) -> None:
-    memory = eng.store_memory("short-lived").memory
+    memory = eng.memories.store("short-lived").memory
     entity, _ = eng.create_entity("Keeper")
     edge = eng.link(entity.id, memory.id, "remembers")
-    eng.delete_memory(memory.hash)
+    eng.memories.delete(memory.hash)
     with eng.store.read() as tx:
         assert tx.edge_by_id(edge.id) is None
     assert eng.get_entity("Keeper") is not None

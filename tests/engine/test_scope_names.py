@@ -20,10 +20,10 @@ def test_a_name_stands_for_its_scope_everywhere(eng: Engine) -> None:
     name, scope = eng.name_scope("team-a")
     assert name == "team-a" and is_ulid(scope)
     assert eng.scope("team-a") == eng.scope("Team-A") == scope  # names ignore case
-    stored = eng.store_memory("kept in team a", scope="team-a").memory
+    stored = eng.memories.store("kept in team a", scope="team-a").memory
     assert stored.scope == scope
-    assert [h.memory.content for h in eng.search_memories("kept", scopes=["team-a"])] == ["kept in team a"]
-    assert eng.search_memories("kept", scopes=["shared"]) == []
+    assert [h.memory.content for h in eng.memories.search("kept", scopes=["team-a"])] == ["kept in team a"]
+    assert eng.memories.search("kept", scopes=["shared"]) == []
     token, _ = eng.tokens.create("ci", write_scope="team-a", read_scopes=["shared"])
     assert (token.write_scope, token.read_scopes) == (scope, (scope, "shared"))
     assert eng.scope_names()[0][:2] == ("team-a", scope)
@@ -31,9 +31,9 @@ def test_a_name_stands_for_its_scope_everywhere(eng: Engine) -> None:
 
 def test_an_existing_scope_can_be_named_and_names_are_checked(eng: Engine) -> None:
     existing = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
-    eng.store_memory("already there", scope=existing)
+    eng.memories.store("already there", scope=existing)
     assert eng.name_scope("ops", existing) == ("ops", existing)
-    assert [h.memory.content for h in eng.search_memories("already", scopes=["ops"])] == ["already there"]
+    assert [h.memory.content for h in eng.memories.search("already", scopes=["ops"])] == ["already there"]
     with pytest.raises(Conflict, match='the name "OPS" is taken'):
         eng.name_scope("OPS")
     with pytest.raises(Conflict, match='is named "ops" already'):
@@ -58,7 +58,7 @@ def test_under_a_token_another_teams_name_is_an_unknown_name(eng: Engine) -> Non
         assert str(hidden.value).replace("team-b", "X") == str(missing.value).replace("team-z", "X")
         assert theirs not in str(hidden.value)
         with pytest.raises(Forbidden):  # the ULID itself is refused as any unreadable scope is
-            eng.search_memories("x", scopes=[theirs])
+            eng.memories.search("x", scopes=[theirs])
 
 
 def test_the_command_line_creates_and_lists_names_and_takes_them_as_scopes(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_the_command_line_creates_and_lists_names_and_takes_them_as_scopes(tmp_p
     listed = mnemodb("scope", "list").stdout
     assert listed.startswith(f"team-a  {scope}  ")
     with Engine.open(db) as engine:
-        [hit] = engine.search_memories("team note", scopes=[scope])
+        [hit] = engine.memories.search("team note", scopes=[scope])
         assert hit.memory.scope == scope
     refused = mnemodb("remember", "lost", "--scope", "team-z")
     assert refused.returncode == 1 and "no scope has that name" in refused.stderr

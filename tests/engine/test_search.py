@@ -16,72 +16,72 @@ def contents(hits: object) -> list[str]:
 
 
 def test_stemming_running_finds_runs(eng: Engine) -> None:
-    eng.store_memory("She runs every morning")
-    eng.store_memory("He walks to work")
-    assert contents(eng.search_memories("running")) == ["She runs every morning"]
-    assert contents(eng.search_memories("RUN")) == ["She runs every morning"]
+    eng.memories.store("She runs every morning")
+    eng.memories.store("He walks to work")
+    assert contents(eng.memories.search("running")) == ["She runs every morning"]
+    assert contents(eng.memories.search("RUN")) == ["She runs every morning"]
 
 
 def test_diacritics_are_folded(eng: Engine) -> None:
-    eng.store_memory("The café opens at nine")
-    assert contents(eng.search_memories("cafe")) == ["The café opens at nine"]
+    eng.memories.store("The café opens at nine")
+    assert contents(eng.memories.search("cafe")) == ["The café opens at nine"]
 
 
 def test_stop_words_are_dropped_from_the_query(eng: Engine) -> None:
-    eng.store_memory("the cat sat on a mat")
-    eng.store_memory("the dog barked at the moon")
-    eng.store_memory("an owl")
-    assert contents(eng.search_memories("the cat")) == ["the cat sat on a mat"]
-    assert contents(eng.search_memories("what is the owl")) == ["an owl"]
+    eng.memories.store("the cat sat on a mat")
+    eng.memories.store("the dog barked at the moon")
+    eng.memories.store("an owl")
+    assert contents(eng.memories.search("the cat")) == ["the cat sat on a mat"]
+    assert contents(eng.memories.search("what is the owl")) == ["an owl"]
 
 
 def test_a_query_of_only_stop_words_keeps_them(eng: Engine) -> None:
-    eng.store_memory("to be or not to be")
-    eng.store_memory("completely different words")
-    assert contents(eng.search_memories("to be")) == ["to be or not to be"]
+    eng.memories.store("to be or not to be")
+    eng.memories.store("completely different words")
+    assert contents(eng.memories.search("to be")) == ["to be or not to be"]
 
 
 def test_queries_without_words_find_nothing(eng: Engine) -> None:
-    eng.store_memory("something")
-    assert eng.search_memories("") == []
-    assert eng.search_memories("   ") == []
-    assert eng.search_memories("---") == []
+    eng.memories.store("something")
+    assert eng.memories.search("") == []
+    assert eng.memories.search("   ") == []
+    assert eng.memories.search("---") == []
 
 
 def test_query_syntax_characters_are_plain_text(eng: Engine) -> None:
-    eng.store_memory('He said "hello" AND left (quickly)')
+    eng.memories.store('He said "hello" AND left (quickly)')
     for query in ['"hello', "hello AND", "NEAR(hello", "hello*", "col:hello", "(quickly", "^hello"]:
-        assert contents(eng.search_memories(query)) == ['He said "hello" AND left (quickly)'], query
+        assert contents(eng.memories.search(query)) == ['He said "hello" AND left (quickly)'], query
 
 
 def test_a_query_with_a_lone_surrogate_is_refused(eng: Engine) -> None:
     with pytest.raises(InvalidArgument, match="lone surrogate"):
-        eng.search_memories("bad \ud800")
+        eng.memories.search("bad \ud800")
 
 
 # -- search: tags -------------------------------------------------------------------------------------------
 
 
 def test_tag_matches_are_found(eng: Engine) -> None:
-    eng.store_memory("nothing in the text about it", ["python"])
-    eng.store_memory("unrelated", ["rust"])
+    eng.memories.store("nothing in the text about it", ["python"])
+    eng.memories.store("unrelated", ["rust"])
     for query in ("python", "PYTHON", "\uff50\uff59\uff54\uff48\uff4f\uff4e", "about python"):
-        hits = eng.search_memories(query)
+        hits = eng.memories.search(query)
         assert "nothing in the text about it" in contents(hits), query
-    [hit] = eng.search_memories("python")
+    [hit] = eng.memories.search("python")
     assert hit.components["tag"] == 1.0
     assert hit.components["text"] == 0.0
 
 
 def test_a_hyphenated_tag_matches_the_same_query(eng: Engine) -> None:
-    eng.store_memory("text without the words", ["api-design"])
-    assert contents(eng.search_memories("api-design")) == ["text without the words"]
+    eng.memories.store("text without the words", ["api-design"])
+    assert contents(eng.memories.search("api-design")) == ["text without the words"]
 
 
 def test_tag_and_text_match_ranks_above_text_only(eng: Engine) -> None:
-    eng.store_memory("notes about kotlin builds")
-    eng.store_memory("notes about kotlin tools", ["kotlin"])
-    assert contents(eng.search_memories("kotlin")) == ["notes about kotlin tools", "notes about kotlin builds"]
+    eng.memories.store("notes about kotlin builds")
+    eng.memories.store("notes about kotlin tools", ["kotlin"])
+    assert contents(eng.memories.search("kotlin")) == ["notes about kotlin tools", "notes about kotlin builds"]
 
 
 # -- search: ranking ------------------------------------------------------------------------------------------
@@ -89,10 +89,10 @@ def test_tag_and_text_match_ranks_above_text_only(eng: Engine) -> None:
 
 def test_full_match_ranks_above_partial_match(eng: Engine) -> None:
     # Stored first, so the newest-first tie-break cannot be what puts it on top.
-    eng.store_memory("alpha beta gamma")
-    eng.store_memory("alpha delta epsilon")
-    eng.store_memory("zeta beta eta")
-    hits = eng.search_memories("alpha beta")
+    eng.memories.store("alpha beta gamma")
+    eng.memories.store("alpha delta epsilon")
+    eng.memories.store("zeta beta eta")
+    hits = eng.memories.search("alpha beta")
     assert contents(hits)[0] == "alpha beta gamma"
     assert set(contents(hits)) == {"alpha beta gamma", "alpha delta epsilon", "zeta beta eta"}
     assert hits[0].score > hits[1].score
@@ -100,26 +100,26 @@ def test_full_match_ranks_above_partial_match(eng: Engine) -> None:
 
 
 def test_importance_breaks_ties(eng: Engine) -> None:
-    eng.store_memory("alpha one", importance=9)
-    eng.store_memory("alpha two", importance=0)
-    eng.store_memory("alpha six", importance=5)
-    hits = eng.search_memories("alpha")
+    eng.memories.store("alpha one", importance=9)
+    eng.memories.store("alpha two", importance=0)
+    eng.memories.store("alpha six", importance=5)
+    hits = eng.memories.search("alpha")
     assert contents(hits) == ["alpha one", "alpha six", "alpha two"]
     assert hits[0].score > hits[1].score > hits[2].score
 
 
 def test_equal_matches_newest_first(eng: Engine, clock: Clock) -> None:
-    eng.store_memory("omega first")
+    eng.memories.store("omega first")
     clock.now += 1000
-    eng.store_memory("omega second")
-    assert contents(eng.search_memories("omega")) == ["omega second", "omega first"]
+    eng.memories.store("omega second")
+    assert contents(eng.memories.search("omega")) == ["omega second", "omega first"]
 
 
 def test_recent_memories_rank_above_week_old_ones(eng: Engine, clock: Clock) -> None:
-    eng.store_memory("sigma old")
+    eng.memories.store("sigma old")
     clock.now += 8 * 86_400_000
-    eng.store_memory("sigma new")
-    hits = eng.search_memories("sigma")
+    eng.memories.store("sigma new")
+    hits = eng.memories.search("sigma")
     assert contents(hits) == ["sigma new", "sigma old"]
     assert hits[0].components["recency"] == pytest.approx(0.15)
     assert hits[1].components["recency"] == 0.0
@@ -127,41 +127,41 @@ def test_recent_memories_rank_above_week_old_ones(eng: Engine, clock: Clock) -> 
 
 def test_results_are_capped_by_limit_and_ordered(eng: Engine) -> None:
     for i in range(30):
-        eng.store_memory(f"lambda number {i}", importance=i % 11)
-    hits = eng.search_memories("lambda", limit=5)
+        eng.memories.store(f"lambda number {i}", importance=i % 11)
+    hits = eng.memories.search("lambda", limit=5)
     assert len(hits) == 5
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     assert all(h.memory.importance == 10 for h in hits[:2])
-    assert len(eng.search_memories("lambda")) == 30
-    assert len(eng.search_memories("lambda", limit=1)) == 1
+    assert len(eng.memories.search("lambda")) == 30
+    assert len(eng.memories.search("lambda", limit=1)) == 1
 
 
 def test_a_negative_limit_does_not_drop_one_result(eng: Engine) -> None:
     for i in range(3):
-        eng.store_memory(f"kappa {i}")
+        eng.memories.store(f"kappa {i}")
     try:
-        hits = eng.search_memories("kappa", limit=-1)
+        hits = eng.memories.search("kappa", limit=-1)
     except InvalidArgument:
         return
     assert hits == []
 
 
 def test_search_is_limited_to_the_read_scopes(eng: Engine) -> None:
-    eng.store_memory("mu in shared")
-    eng.store_memory("mu in private", scope=SCOPE_A)
-    assert contents(eng.search_memories("mu")) == ["mu in shared"]
-    assert contents(eng.search_memories("mu", scopes=[SCOPE_A])) == ["mu in private"]
-    assert set(contents(eng.search_memories("mu", scopes=[SCOPE_A, "shared"]))) == {"mu in shared", "mu in private"}
+    eng.memories.store("mu in shared")
+    eng.memories.store("mu in private", scope=SCOPE_A)
+    assert contents(eng.memories.search("mu")) == ["mu in shared"]
+    assert contents(eng.memories.search("mu", scopes=[SCOPE_A])) == ["mu in private"]
+    assert set(contents(eng.memories.search("mu", scopes=[SCOPE_A, "shared"]))) == {"mu in shared", "mu in private"}
 
 
 def test_search_sees_updates_and_deletes(eng: Engine) -> None:
-    memory = eng.store_memory("pi before").memory
-    _, after = eng.update_memory(memory.hash, content="rho after")
-    assert eng.search_memories("before") == []
-    assert contents(eng.search_memories("after")) == ["rho after"]
-    eng.delete_memory(after.hash)
-    assert eng.search_memories("after") == []
+    memory = eng.memories.store("pi before").memory
+    _, after = eng.memories.update(memory.hash, content="rho after")
+    assert eng.memories.search("before") == []
+    assert contents(eng.memories.search("after")) == ["rho after"]
+    eng.memories.delete(after.hash)
+    assert eng.memories.search("after") == []
 
 
 # -- recall ---------------------------------------------------------------------------------------------------
@@ -170,11 +170,11 @@ def test_search_sees_updates_and_deletes(eng: Engine) -> None:
 @pytest.fixture
 def chain(eng: Engine) -> dict[str, str]:
     """seed -> a <- b -> c -> d, with only the seed matching the query "zebra"."""
-    hashes = {name: eng.store_memory(f"{name} node {text}").memory.hash for name, text in _CHAIN.items()}
-    eng.relate_memories(hashes["seed"], hashes["a"], "next")
-    eng.relate_memories(hashes["b"], hashes["a"], "next")
-    eng.relate_memories(hashes["b"], hashes["c"], "next")
-    eng.relate_memories(hashes["c"], hashes["d"], "next")
+    hashes = {name: eng.memories.store(f"{name} node {text}").memory.hash for name, text in _CHAIN.items()}
+    eng.memories.relate(hashes["seed"], hashes["a"], "next")
+    eng.memories.relate(hashes["b"], hashes["a"], "next")
+    eng.memories.relate(hashes["b"], hashes["c"], "next")
+    eng.memories.relate(hashes["c"], hashes["d"], "next")
     return hashes
 
 
@@ -182,7 +182,7 @@ _CHAIN = {"seed": "zebra", "a": "apple", "b": "banana", "c": "cherry", "d": "dat
 
 
 def recalled(eng: Engine, query: str, depth: int) -> list[tuple[str, int]]:
-    return [(r.memory.content.split()[0], r.depth) for r in eng.recall(query, depth).memories]
+    return [(r.memory.content.split()[0], r.depth) for r in eng.memories.recall(query, depth).memories]
 
 
 def test_recall_follows_relations_both_ways_up_to_depth(eng: Engine, chain: dict[str, str]) -> None:
@@ -193,31 +193,31 @@ def test_recall_follows_relations_both_ways_up_to_depth(eng: Engine, chain: dict
 
 
 def test_recall_scores_and_links(eng: Engine, chain: dict[str, str]) -> None:
-    result = eng.recall("zebra", 2)
+    result = eng.memories.recall("zebra", 2)
     assert [r.score for r in result.memories] == [1.0, 0.5, pytest.approx(1 / 3)]
     links = {(link.from_hash, link.to_hash) for link in result.links}
     assert links == {(chain["seed"], chain["a"]), (chain["b"], chain["a"])}
-    assert eng.recall("zebra", 0).links == ()
+    assert eng.memories.recall("zebra", 0).links == ()
 
 
 def test_recall_depth_outside_zero_to_three_is_refused(eng: Engine) -> None:
     for depth in (-1, 4):
         with pytest.raises(InvalidArgument, match="depth"):
-            eng.recall("anything", depth)
+            eng.memories.recall("anything", depth)
 
 
 def test_recall_without_hits_is_empty(eng: Engine, chain: dict[str, str]) -> None:
-    result = eng.recall("nonexistentword", 3)
+    result = eng.memories.recall("nonexistentword", 3)
     assert result.memories == ()
     assert result.links == ()
 
 
 def test_recall_is_capped_at_fifty(eng: Engine) -> None:
-    seed = eng.store_memory("hub quokka").memory
+    seed = eng.memories.store("hub quokka").memory
     for i in range(60):
-        spoke = eng.store_memory(f"spoke {i}").memory
-        eng.relate_memories(seed.hash, spoke.hash, "has")
-    result = eng.recall("quokka", 1)
+        spoke = eng.memories.store(f"spoke {i}").memory
+        eng.memories.relate(seed.hash, spoke.hash, "has")
+    result = eng.memories.recall("quokka", 1)
     assert len(result.memories) == 50
     assert result.memories[0].memory.id == seed.id
     assert result.memories[0].depth == 0
@@ -226,41 +226,41 @@ def test_recall_is_capped_at_fifty(eng: Engine) -> None:
 
 
 def test_recall_does_not_follow_closed_edges(eng: Engine, clock: Clock) -> None:
-    seed = eng.store_memory("walrus seed").memory
-    old = eng.store_memory("old friend").memory
-    new = eng.store_memory("new friend").memory
-    link, _ = eng.relate_memories(seed.hash, old.hash, "knows")
-    eng.relate_memories(seed.hash, new.hash, "knows")
+    seed = eng.memories.store("walrus seed").memory
+    old = eng.memories.store("old friend").memory
+    new = eng.memories.store("new friend").memory
+    link, _ = eng.memories.relate(seed.hash, old.hash, "knows")
+    eng.memories.relate(seed.hash, new.hash, "knows")
     clock.now += 10
     eng.close_edge(link.edge.id)
     clock.now += 10
-    result = eng.recall("walrus", 1)
+    result = eng.memories.recall("walrus", 1)
     assert [r.memory.content for r in result.memories] == ["walrus seed", "new friend"]
     assert [lk.to_hash for lk in result.links] == [new.hash]
 
 
 def test_recall_does_not_follow_edges_not_yet_valid(eng: Engine, clock: Clock) -> None:
-    seed = eng.store_memory("ibis seed").memory
-    later = eng.store_memory("future friend").memory
+    seed = eng.memories.store("ibis seed").memory
+    later = eng.memories.store("future friend").memory
     eng.link(seed.id, later.id, "will_know", valid_from=clock.now + 1000)
-    assert [r.memory.content for r in eng.recall("ibis", 1).memories] == ["ibis seed"]
+    assert [r.memory.content for r in eng.memories.recall("ibis", 1).memories] == ["ibis seed"]
     clock.now += 1000
-    assert [r.memory.content for r in eng.recall("ibis", 1).memories] == ["ibis seed", "future friend"]
+    assert [r.memory.content for r in eng.memories.recall("ibis", 1).memories] == ["ibis seed", "future friend"]
 
 
 def test_recall_returns_only_memories(eng: Engine) -> None:
-    seed = eng.store_memory("okapi seed").memory
-    beyond = eng.store_memory("beyond the entity").memory
+    seed = eng.memories.store("okapi seed").memory
+    beyond = eng.memories.store("beyond the entity").memory
     entity, _ = eng.create_entity("Okapi", "animal", ["okapi observation"])
     eng.link(seed.id, entity.id, "about")
     eng.link(entity.id, beyond.id, "about")
-    result = eng.recall("okapi", 3)
+    result = eng.memories.recall("okapi", 3)
     assert [r.memory.content for r in result.memories] == ["okapi seed"]
     assert result.links == ()
 
 
 def test_recall_stays_in_the_read_scopes(eng: Engine) -> None:
-    seed = eng.store_memory("yak seed").memory
-    private = eng.store_memory("private yak friend", scope=SCOPE_A).memory
+    seed = eng.memories.store("yak seed").memory
+    private = eng.memories.store("private yak friend", scope=SCOPE_A).memory
     eng.link(seed.id, private.id, "knows")
-    assert [r.memory.content for r in eng.recall("yak", 2).memories] == ["yak seed"]
+    assert [r.memory.content for r in eng.memories.recall("yak", 2).memories] == ["yak seed"]

@@ -111,25 +111,25 @@ def test_a_token_reads_its_read_scopes_and_writes_only_its_write_scopes(eng: Eng
 
 
 def test_a_grant_sets_the_default_scopes(eng: Engine) -> None:
-    eng.store_memory("Team B's deploys run on Fridays", scope=TEAM_B)
+    eng.memories.store("Team B's deploys run on Fridays", scope=TEAM_B)
     token, _ = eng.tokens.create("a", read_scopes=[TEAM_A], write_scope=TEAM_A)
     with granted(Grant.of(token)):
-        stored = eng.store_memory("Team A's deploys run on Mondays").memory
+        stored = eng.memories.store("Team A's deploys run on Mondays").memory
         assert stored.scope == TEAM_A
-        assert [h.memory.content for h in eng.search_memories("deploys")] == ["Team A's deploys run on Mondays"]
+        assert [h.memory.content for h in eng.memories.search("deploys")] == ["Team A's deploys run on Mondays"]
         assert (eng.read_scopes, eng.write_scope) == ((TEAM_A,), TEAM_A)
     assert (eng.read_scopes, eng.write_scope) == (("shared",), "shared")
 
 
 def test_a_grant_refuses_other_scopes_before_reading_or_writing(eng: Engine) -> None:
-    eng.store_memory("Team B's secret", scope=TEAM_B)
+    eng.memories.store("Team B's secret", scope=TEAM_B)
     token, _ = eng.tokens.create("a", read_scopes=[TEAM_A], write_scope=TEAM_A)
     seq = eng.current_seq()
     with granted(Grant.of(token)):
         with pytest.raises(Forbidden, match=f'scope "{TEAM_B}" is not readable with token "a"'):
-            eng.search_memories("secret", scopes=[TEAM_B])
+            eng.memories.search("secret", scopes=[TEAM_B])
         with pytest.raises(Forbidden, match=f'scope "{TEAM_B}" is not writable with token "a"'):
-            eng.store_memory("planted", scope=TEAM_B)
+            eng.memories.store("planted", scope=TEAM_B)
         with pytest.raises(Forbidden):
             eng.items.search("secret", scopes=[TEAM_A, TEAM_B])
     assert eng.current_seq() == seq
@@ -137,13 +137,13 @@ def test_a_grant_refuses_other_scopes_before_reading_or_writing(eng: Engine) -> 
 
 
 def test_a_read_only_grant_reads_and_never_writes(eng: Engine) -> None:
-    eng.store_memory("Shared note", scope="shared")
+    eng.memories.store("Shared note", scope="shared")
     token, _ = eng.tokens.create("reader", read_only=True)
     seq = eng.current_seq()
     with granted(Grant.of(token)):
-        assert [h.memory.content for h in eng.search_memories("note")] == ["Shared note"]
+        assert [h.memory.content for h in eng.memories.search("note")] == ["Shared note"]
         with pytest.raises(Forbidden, match='token "reader" is read-only'):
-            eng.store_memory("Another note")
+            eng.memories.store("Another note")
     assert eng.current_seq() == seq
 
 
@@ -151,7 +151,7 @@ def test_a_read_only_grant_cannot_change_or_delete_what_it_reads(eng: Engine) ->
     """Not only new writes: every change opens the engine's one write path, which refuses."""
     from mnemodb.engine.items import Patch
 
-    memory = eng.store_memory("Shared note", scope="shared").memory
+    memory = eng.memories.store("Shared note", scope="shared").memory
     eng.create_entity("Ada", "person", ["likes tea"])
     token, _ = eng.tokens.create("reader", read_only=True)
     seq = eng.current_seq()
@@ -160,16 +160,16 @@ def test_a_read_only_grant_cannot_change_or_delete_what_it_reads(eng: Engine) ->
             lambda: eng.items.revise(memory.id, Patch(content="Rewritten")),
             lambda: eng.items.forget([memory.id]),
             lambda: eng.graph.add_observations([("Ada", ["plays chess"])]),
-            lambda: eng.delete_memory(memory.hash),
+            lambda: eng.memories.delete(memory.hash),
         ):
             with pytest.raises(Forbidden, match='token "reader" is read-only'):
                 change()
     assert eng.current_seq() == seq
-    assert eng.get_memory(memory.hash) is not None
+    assert eng.memories.get(memory.hash) is not None
 
 
 def test_the_unscoped_change_log_is_not_readable_under_a_grant(eng: Engine) -> None:
-    eng.store_memory("Team B's secret", scope=TEAM_B)
+    eng.memories.store("Team B's secret", scope=TEAM_B)
     token, _ = eng.tokens.create("a", read_scopes=[TEAM_A], write_scope=TEAM_A)
     assert len(eng.changes()) == 1
     with granted(Grant.of(token)), pytest.raises(Forbidden, match="the whole change log spans every scope"):
@@ -181,8 +181,8 @@ def test_the_unscoped_change_log_is_not_readable_under_a_grant(eng: Engine) -> N
 
 def _seed_team_a(eng: Engine) -> dict[str, str]:
     """Team A's memory, entities, relations and a property-graph node; returns their ids."""
-    memory = eng.store_memory("Team A deploys on Mondays", ["deploys"], scope=TEAM_A).memory
-    other = eng.store_memory("Team A rolls back on Tuesdays", scope=TEAM_A).memory
+    memory = eng.memories.store("Team A deploys on Mondays", ["deploys"], scope=TEAM_A).memory
+    other = eng.memories.store("Team A rolls back on Tuesdays", scope=TEAM_A).memory
     ada, _ = eng.create_entity("Ada", "person", ["leads team A"], scope=TEAM_A)
     bob, _ = eng.create_entity("Bob", "person", ["joined team A"], scope=TEAM_A)
     with granted(None):
@@ -211,13 +211,13 @@ def test_a_scope_a_token_only_reads_is_never_changed(eng: Engine) -> None:
     before = (eng.current_seq(), list(eng.export())[1:])
     not_writable = f'scope "{TEAM_A}" is not writable with token "a"'
     changes: list[Callable[[], object]] = [
-        lambda: eng.store_memory("planted", scope=TEAM_A),
-        lambda: eng.store_memories([NewMemory("planted")], scope=TEAM_A),
-        lambda: eng.update_memory(ids["hash"], importance=9),
-        lambda: eng.delete_memory(ids["hash"]),
-        lambda: eng.delete_memories([ids["hash"]]),
-        lambda: eng.relate_memories(ids["hash"], ids["other_hash"], "follows", scope=TEAM_A),
-        lambda: eng.unrelate_memories(ids["hash"], ids["other_hash"], "precedes"),
+        lambda: eng.memories.store("planted", scope=TEAM_A),
+        lambda: eng.memories.store_many([NewMemory("planted")], scope=TEAM_A),
+        lambda: eng.memories.update(ids["hash"], importance=9),
+        lambda: eng.memories.delete(ids["hash"]),
+        lambda: eng.memories.delete_many([ids["hash"]]),
+        lambda: eng.memories.relate(ids["hash"], ids["other_hash"], "follows", scope=TEAM_A),
+        lambda: eng.memories.unrelate(ids["hash"], ids["other_hash"], "precedes"),
         lambda: eng.close_edge(ids["edge"]),
         lambda: eng.link(ids["memory"], ids["ada"], "about", scope=TEAM_A),
         lambda: eng.create_entity("Cy", scope=TEAM_A),
@@ -253,12 +253,12 @@ def test_a_scope_a_token_only_reads_is_never_changed(eng: Engine) -> None:
 
 def test_deleting_an_item_may_not_take_a_relation_in_a_scope_the_token_only_reads(eng: Engine) -> None:
     """The relation would go with the item (by cascade): a change to the scope it lives in."""
-    shared = eng.store_memory("The shared calendar", scope="shared").memory
-    own = eng.store_memory("Team B's launch", scope=TEAM_B).memory
+    shared = eng.memories.store("The shared calendar", scope="shared").memory
+    own = eng.memories.store("Team B's launch", scope=TEAM_B).memory
     eng.link(shared.id, own.id, "lists", scope="shared")
     token, _ = eng.tokens.create("b", read_scopes=["shared"], write_scope=TEAM_B)
     seq = eng.current_seq()
     with granted(Grant.of(token)), pytest.raises(Forbidden, match="relations in scopes it may not write touch it"):
         eng.items.forget([own.id])
     assert eng.current_seq() == seq
-    assert eng.get_memory(own.hash, scopes=[TEAM_B]) is not None
+    assert eng.memories.get(own.hash, scopes=[TEAM_B]) is not None

@@ -45,7 +45,7 @@ def context_of(path: Path, content: str) -> str | None:
 
 
 def test_a_turn_is_found_by_the_words_of_the_turn_before_it_below_direct_matches(eng: Engine) -> None:
-    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
     # "hiking" is only in the question: the answer comes after it, found by its context.
     assert found(eng, "hiking weekend") == [QUESTION, ANSWER]
     scores = [f.score for f in eng.items.search("hiking weekend", kinds=["memory"]).found]
@@ -53,20 +53,20 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it_below_direct_matches
 
 
 def test_plain_memories_have_no_context(eng: Engine) -> None:
-    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)])
+    eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER)])
     assert found(eng, "hiking weekend") == [QUESTION]
 
 
 def test_the_other_faces_search_a_memorys_own_words_only(eng: Engine) -> None:
-    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
-    assert [h.memory.content for h in eng.search_memories("hiking weekend")] == [QUESTION]
+    eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    assert [h.memory.content for h in eng.memories.search("hiking weekend")] == [QUESTION]
 
 
 def test_only_a_recent_memory_of_the_same_scope_is_context(eng: Engine, clock: Clock, tmp_path: Path) -> None:
-    eng.store_memories([NewMemory(QUESTION)], turns=True)
-    eng.store_memories([NewMemory(OTHER)], turns=True, scope=SCOPE_A)  # another scope
+    eng.memories.store_many([NewMemory(QUESTION)], turns=True)
+    eng.memories.store_many([NewMemory(OTHER)], turns=True, scope=SCOPE_A)  # another scope
     clock.now += 31 * 60 * 1000  # past the half-hour window
-    eng.store_memories([NewMemory(ANSWER)], turns=True)
+    eng.memories.store_many([NewMemory(ANSWER)], turns=True)
     assert context_of(tmp_path / "turns.db", ANSWER) is None
     assert context_of(tmp_path / "turns.db", OTHER) is None
 
@@ -77,7 +77,7 @@ def test_remember_with_turns(eng: Engine) -> None:
 
 
 def test_the_context_follows_edits_and_goes_with_a_forgotten_memory(eng: Engine, tmp_path: Path) -> None:
-    eng.store_memories([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
     question = eng.items.search("hiking", kinds=["memory"]).found[0].item
     eng.items.revise(question.id, Patch(content="Where did you go climbing last weekend?"))
     assert found(eng, "climbing") == ["Where did you go climbing last weekend?", ANSWER]
@@ -92,14 +92,14 @@ GREETING = "Good morning! Any plans for the holidays?"
 
 
 def test_the_context_reaches_two_turns_back_and_no_further(eng: Engine, tmp_path: Path) -> None:
-    eng.store_memories([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
+    eng.memories.store_many([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
     assert context_of(tmp_path / "turns.db", ANSWER) == f"{GREETING} {QUESTION}"
     assert context_of(tmp_path / "turns.db", OTHER) == f"{QUESTION} {ANSWER}"
     assert found(eng, "holidays") == [GREETING, QUESTION, ANSWER]
 
 
 def test_forgetting_a_middle_turn_takes_its_words_out_of_both_contexts(eng: Engine, tmp_path: Path) -> None:
-    eng.store_memories([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
+    eng.memories.store_many([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
     question = next(f.item for f in eng.items.search("hiking", kinds=["memory"]).found if isinstance(f.item, Memory))
     eng.items.forget([question.id])
     assert context_of(tmp_path / "turns.db", ANSWER) is None
@@ -108,7 +108,7 @@ def test_forgetting_a_middle_turn_takes_its_words_out_of_both_contexts(eng: Engi
 
 
 def test_editing_a_turn_two_back_updates_the_context(eng: Engine, tmp_path: Path) -> None:
-    eng.store_memories([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    eng.memories.store_many([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
     greeting = next(f.item for f in eng.items.search("holidays", kinds=["memory"]).found if isinstance(f.item, Memory))
     eng.items.revise(greeting.id, Patch(content="Good morning! Any plans for the summer?"))
     assert context_of(tmp_path / "turns.db", ANSWER) == f"Good morning! Any plans for the summer? {QUESTION}"

@@ -45,7 +45,7 @@ def remember(env: dict[str, str], cwd: Path, content: str, *extra: str) -> None:
 
 def holds(path: Path, content: str) -> bool:
     with Engine.open(str(path)) as engine:
-        return engine.get_memory(sha(content)) is not None
+        return engine.memories.get(sha(content)) is not None
 
 
 def test_memdb_path_absolute(tmp_path: Path) -> None:

@@ -270,9 +270,9 @@ def big_export(tmp_path_factory: pytest.TempPathFactory) -> Export:
         hashes: list[str] = []
         for b in range(memories // 500):
             items = [NewMemory(f"exported note {b}-{i} about topic {i % 37}", ("export", f"b{b}")) for i in range(500)]
-            hashes += [r.value.memory.hash for r in engine.store_memories(items)]
+            hashes += [r.value.memory.hash for r in engine.memories.store_many(items)]
         for i in range(edges):
-            engine.relate_memories(hashes[i], hashes[(i * 7 + 1) % memories], "follows")
+            engine.memories.relate(hashes[i], hashes[(i * 7 + 1) % memories], "follows")
         path = where / "export.jsonl"
         with path.open("w", encoding="utf-8") as out:
             for rec in engine.export():

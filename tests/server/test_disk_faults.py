@@ -174,7 +174,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
     with Engine.open(str(db)) as engine:
         for start in range(0, SEEDED, 50):
             items = [NewMemory(content("seed", n), (f"t{n % 5}",)) for n in range(start, start + 50)]
-            for item, result in zip(items, engine.store_memories(items), strict=True):
+            for item, result in zip(items, engine.memories.store_many(items), strict=True):
                 memories[item.content] = result.value.memory.id
     assert sorted(p.name for p in db.parent.iterdir()) == [db.name], "the engine left its WAL behind"
     return Template(db, memories)
@@ -276,7 +276,7 @@ def read_only_file(tmp_path_factory: pytest.TempPathFactory, template: Template)
     folder.mkdir()
     with Engine.open(str(work / "memory.db")) as engine:
         late = [NewMemory(content("late", n)) for n in range(LATE)]
-        for item, result in zip(late, engine.store_memories(late), strict=True):
+        for item, result in zip(late, engine.memories.store_many(late), strict=True):
             memories[item.content] = result.value.memory.id
         for name in ("memory.db", "memory.db-wal"):  # copied while the engine holds them open
             shutil.copyfile(work / name, folder / name)

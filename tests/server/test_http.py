@@ -331,7 +331,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> tuple[HttpServer, dict[
             "revoked": engine.tokens.create("gone")[1],
         }
         engine.tokens.revoke("gone")
-        engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+        engine.memories.store("Team B's launch date is secret", scope=TEAM_B)
         engine.graph.create_entities([NewEntity("Zorblax launch plan")], scope=TEAM_B)
     with HttpServer.start(db) as running:
         yield running, secrets  # type: ignore[misc]
@@ -500,7 +500,7 @@ def test_revoking_the_last_token_keeps_a_loopback_server_closed(tmp_path: Path) 
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
         _, secret = engine.tokens.create("team")
-        engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+        engine.memories.store("Team B's launch date is secret", scope=TEAM_B)
     with HttpServer.start(db) as running:
         assert running.post_mcp(INITIALIZE, {"Authorization": f"Bearer {secret}"})[0] == 200
         with Engine.open(str(db)) as engine:
@@ -514,7 +514,7 @@ def test_revoking_the_last_token_keeps_a_loopback_server_closed(tmp_path: Path) 
 
 def test_an_existing_database_without_tokens_is_refused_beyond_loopback(tmp_path: Path) -> None:
     with Engine.open(str(tmp_path / "memory.db")) as engine:
-        engine.store_memory("already here")
+        engine.memories.store("already here")
     result = subprocess.run(
         [sys.executable, "-m", "mnemodb", "serve", "--db", str(tmp_path / "memory.db"), "--http", "--host", "0.0.0.0"],
         stdin=subprocess.DEVNULL,
@@ -638,7 +638,7 @@ def jwt_for(scopes: str, *, key: Any = SECRET, algorithm: str = "HS256", **overr
 def with_jwt(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
     db = tmp_path_factory.mktemp("jwt") / "memory.db"
     with Engine.open(str(db)) as engine:
-        engine.store_memory("Team B's launch date is secret", scope=TEAM_B)
+        engine.memories.store("Team B's launch date is secret", scope=TEAM_B)
         engine.graph.create_entities([NewEntity("Zorblax launch plan")], scope=TEAM_B)
     flags = ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-key", SECRET]
     with HttpServer.start(db, *flags, "--public-url", "https://memory.example.com") as running:

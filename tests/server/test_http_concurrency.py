@@ -412,7 +412,7 @@ def test_the_check_sees_a_lost_write_and_a_forgotten_one_back(run: Run, tmp_path
     back, _ = next(iter(log.gone.values()))
     with Engine.open(str(db)) as engine:
         assert engine.items.forget([lost], scopes=[log.scope]) != [None]
-        engine.store_memory(back, scope=log.scope)
+        engine.memories.store(back, scope=log.scope)
     failures = verify(db, run.logs)
     assert any(f.startswith(f"client 0: {lost} ") and "lost or changed" in f for f in failures), failures
     assert any(f.startswith(f"client 0: gone {content_hash(back)} is back") for f in failures), failures

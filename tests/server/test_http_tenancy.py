@@ -232,7 +232,7 @@ def _seed(db: Path) -> World:
         }
 
         def memory(label: str, content: str, scope: str, **fields: Any) -> None:
-            stored = engine.store_memory(content, scope=scope, **fields).memory
+            stored = engine.memories.store(content, scope=scope, **fields).memory
             ids[label], hashes[label], pks[label] = stored.id, stored.hash, stored.pk
 
         def entity(label: str, name: str, kind: str, observations: Sequence[str], scope: str, **props: Any) -> None:

@@ -85,7 +85,7 @@ def test_a_server_stops_while_its_model_loads_and_keeps_every_write(tmp_path: Pa
     server is stopped at once, while that runs, right after acknowledging a write."""
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
-        engine.store_memory("written before, without an embedder")
+        engine.memories.store("written before, without an embedder")
     command = [sys.executable, "-m", "mnemodb", "serve", "--db", str(db), "--profile", "memdb"]
     env = server_env({"MNEMODB_EMBEDDER": "local", "MNEMODB_LOG_LEVEL": "info"})
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -120,5 +120,5 @@ def test_a_server_stops_while_its_model_loads_and_keeps_every_write(tmp_path: Pa
     log = proc.stderr.read().decode(errors="replace")
     assert "Traceback" not in log, log
     with Engine.open(str(db)) as engine:
-        contents = sorted(h.memory.content for h in engine.search_memories("written acknowledged"))
+        contents = sorted(h.memory.content for h in engine.memories.search("written acknowledged"))
     assert contents == ["acknowledged while loading", "written before, without an embedder"]

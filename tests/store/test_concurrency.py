@@ -126,12 +126,12 @@ class EngineWorker:
     def store_one(self) -> None:
         content, token = self.fresh()
         tags = self.new_tags()
-        stored = self.engine.store_memory(content, tags)
+        stored = self.engine.memories.store(content, tags)
         self.created(stored.memory.id, stored.memory.hash, stored.is_new, content, token, tags)
 
     def store_batch(self) -> None:
         items = [(*self.fresh(), self.new_tags()) for _ in range(self.rng.randint(2, 5))]
-        results = self.engine.store_memories([NewMemory(content, tuple(tags)) for content, _, tags in items])
+        results = self.engine.memories.store_many([NewMemory(content, tuple(tags)) for content, _, tags in items])
         for result, (content, token, tags) in zip(results, items, strict=True):
             if not result.ok:
                 self.problem(f"batch item {content!r} failed: {result.error}")
@@ -141,7 +141,7 @@ class EngineWorker:
 
     def store_shared(self, content: str | None = None) -> None:
         content = content or self.rng.choice(self.pool)
-        stored = self.engine.store_memory(content, [SHARED_TAG, self.tag])
+        stored = self.engine.memories.store(content, [SHARED_TAG, self.tag])
         self.ledger.acknowledged += 1
         seen = self.ledger.shared.get(content)
         if seen is None:
@@ -164,7 +164,7 @@ class EngineWorker:
         src, dst = self.rng.sample(ids, 2)
         relation = self.rng.choice(RELATION_TYPES)
         known = next((k for k, v in self.ledger.edges.items() if v == [src, dst, relation]), None)
-        link, is_new = self.engine.relate_memories(
+        link, is_new = self.engine.memories.relate(
             self.ledger.memories[src]["hash"], self.ledger.memories[dst]["hash"], relation
         )
         self.ledger.acknowledged += 1
@@ -182,7 +182,7 @@ class EngineWorker:
             if content not in self.ledger.shared:
                 self.store_shared(content)
         src_id, dst_id = self.ledger.shared[src][0], self.ledger.shared[dst][0]
-        link, is_new = self.engine.relate_memories(content_hash(src), content_hash(dst), SHARED_LINK)
+        link, is_new = self.engine.memories.relate(content_hash(src), content_hash(dst), SHARED_LINK)
         self.ledger.acknowledged += 1
         key = f"{src_id}>{dst_id}"
         seen = self.ledger.shared_edges.get(key)
@@ -201,7 +201,7 @@ class EngineWorker:
         entry = self.ledger.memories[node_id]
         content, token = self.fresh()
         tags = self.new_tags() if self.rng.random() < 0.5 else None
-        before, after = self.engine.update_memory(entry["hash"], content=content, tags=tags)
+        before, after = self.engine.memories.update(entry["hash"], content=content, tags=tags)
         self.ledger.acknowledged += 1
         if before.id != node_id or after.id != node_id or after.content != content:
             self.problem(f"update of {node_id} changed the wrong memory: {before.id} -> {after.id}")
@@ -217,7 +217,7 @@ class EngineWorker:
         if node_id is None:
             return
         entry = self.ledger.memories[node_id]
-        deleted = self.engine.delete_memory(entry["hash"])
+        deleted = self.engine.memories.delete(entry["hash"])
         self.ledger.acknowledged += 1
         if not deleted:
             self.problem(f"delete of own memory {node_id} found nothing")
@@ -235,7 +235,7 @@ class EngineWorker:
         if node_id is None:
             return
         entry = self.ledger.memories[node_id]
-        memory = self.engine.get_memory(entry["hash"])
+        memory = self.engine.memories.get(entry["hash"])
         if memory is None or memory.id != node_id or memory.content != entry["content"]:
             self.problem(f"get_memory did not return own write {node_id}: {memory}")
 
@@ -243,7 +243,7 @@ class EngineWorker:
         if not self.ledger.gone:
             return
         digest = self.rng.choice(self.ledger.gone)
-        memory = self.engine.get_memory(digest)
+        memory = self.engine.memories.get(digest)
         if memory is not None:
             self.problem(f"hash {digest}, deleted or updated away, was found again: {memory.id}")
 
@@ -252,7 +252,7 @@ class EngineWorker:
         if node_id is None:
             return
         entry = self.ledger.memories[node_id]
-        hits = self.engine.search_memories(entry["token"], limit=5)
+        hits = self.engine.memories.search(entry["token"], limit=5)
         if node_id not in [h.memory.id for h in hits]:
             self.problem(f"search for {entry['token']} missed own memory {node_id}")
 
@@ -261,7 +261,7 @@ class EngineWorker:
         if node_id is None:
             return
         entry = self.ledger.memories[node_id]
-        found = {link.edge.id for link in self.engine.memory_links(entry["hash"], "outgoing")}
+        found = {link.edge.id for link in self.engine.memories.links(entry["hash"], "outgoing")}
         expected = {k for k, v in self.ledger.edges.items() if v[0] == node_id}
         if found != expected:
             self.problem(f"outgoing relations of {node_id}: {sorted(found)}, expected {sorted(expected)}")
@@ -450,7 +450,7 @@ def first_opener(where: str, rounds: int, worker: int, barrier: Any, out: str) -
         try:
             barrier.wait(BARRIER_TIMEOUT_S)
             with Engine.open(str(Path(where) / f"fresh-{round_}.db")) as engine:
-                engine.store_memory(f"round {round_} worker {worker}", ["fresh"])
+                engine.memories.store(f"round {round_} worker {worker}", ["fresh"])
         except Exception:
             errors.append(f"worker {worker}, round {round_}: {traceback.format_exc()}")
     Path(out).write_text(json.dumps(errors), encoding="utf-8")
@@ -506,7 +506,7 @@ def link_targets(db: Path, pairs: int) -> list[str]:
     """Memories 0..pairs on a new file; pair i links memory i to memory i + 1."""
     contents = [f"link target {i}" for i in range(pairs + 1)]
     with Engine.open(str(db)) as engine:
-        engine.store_memories([NewMemory(c, ("link",)) for c in contents])
+        engine.memories.store_many([NewMemory(c, ("link",)) for c in contents])
     return [content_hash(c) for c in contents]
 
 
@@ -514,7 +514,7 @@ def link_all(engine: Engine, hashes: Sequence[str]) -> list[list[Any]]:
     """Link every memory to the next, in order: [edge id, is_new] per pair."""
     out: list[list[Any]] = []
     for src, dst in itertools.pairwise(hashes):
-        link, is_new = engine.relate_memories(src, dst, "next")
+        link, is_new = engine.memories.relate(src, dst, "next")
         out.append([link.edge.id, is_new])
     return out
 

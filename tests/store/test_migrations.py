@@ -114,22 +114,22 @@ def test_an_older_schema_is_upgraded_and_its_data_readable(db_path: Path, versio
         assert pragma(db_path, "user_version") == SCHEMA_VERSION
         assert pragma(db_path, "application_id") == APPLICATION_ID
 
-        deploys = engine.get_memory(sha256(OLD_CONTENT[1]))
+        deploys = engine.memories.get(sha256(OLD_CONTENT[1]))
         assert deploys is not None
         assert (deploys.pk, deploys.id, deploys.scope) == (1, NODE_1, "shared")
         assert (deploys.tags, deploys.importance, deploys.memory_type) == (("deploy", "schedule"), 5, "fact")
         assert (deploys.created_at, dict(deploys.props)) == (T1 + 1, {"n": 1})
-        assert engine.get_memory(sha256(OLD_CONTENT[2])) is None
-        private = engine.get_memory(sha256(OLD_CONTENT[2]), scopes=[SCOPE_A])
+        assert engine.memories.get(sha256(OLD_CONTENT[2])) is None
+        private = engine.memories.get(sha256(OLD_CONTENT[2]), scopes=[SCOPE_A])
         assert private is not None
         assert private.tags == ("deploy",)
 
-        assert [h.memory.pk for h in engine.search_memories("deploying")] == [1]
-        assert [h.memory.pk for h in engine.search_memories("schedule")] == [1]
-        assert [(lk.edge.id, lk.edge.type) for lk in engine.memory_links(sha256(OLD_CONTENT[3]))] == [
+        assert [h.memory.pk for h in engine.memories.search("deploying")] == [1]
+        assert [h.memory.pk for h in engine.memories.search("schedule")] == [1]
+        assert [(lk.edge.id, lk.edge.type) for lk in engine.memories.links(sha256(OLD_CONTENT[3]))] == [
             (EDGE_1, "precedes")
         ]
-        assert [r.memory.pk for r in engine.recall("build", 1).memories] == [3, 1]
+        assert [r.memory.pk for r in engine.memories.recall("build", 1).memories] == [3, 1]
 
         stats = engine.stats()
         assert (stats.memories, stats.tags, stats.edges, stats.nodes) == (2, 3, 1, 2)
@@ -141,12 +141,12 @@ def test_an_older_schema_is_upgraded_and_its_data_readable(db_path: Path, versio
             assert tx.count_tags(["shared"]) == 3
 
         # The upgraded file takes new writes of every kind, and its counters stay right.
-        new = engine.store_memory("A new memory", ["deploy"]).memory
+        new = engine.memories.store("A new memory", ["deploy"]).memory
         assert new.pk == 4
         engine.create_entity("Ops", "team", ["runs deploys"])
-        engine.get_memory(new.hash)
+        engine.memories.get(new.hash)
         engine.flush_access()
-        engine.delete_memory(sha256(OLD_CONTENT[1]))
+        engine.memories.delete(sha256(OLD_CONTENT[1]))
         stats = engine.stats()
         assert (stats.memories, stats.tags, stats.entities, stats.observations) == (2, 2, 1, 1)
         with engine.store.read() as tx:
@@ -274,7 +274,7 @@ def test_entities_of_schema_11_are_found_by_their_words_and_forgotten_when_delet
 
 def test_a_new_database_is_created_at_the_latest_version(db_path: Path) -> None:
     with Engine.open(str(db_path)) as engine:
-        engine.store_memory("first")
+        engine.memories.store("first")
     assert pragma(db_path, "user_version") == SCHEMA_VERSION
     assert pragma(db_path, "application_id") == APPLICATION_ID
     assert str(pragma(db_path, "journal_mode")).lower() == "wal"
@@ -284,7 +284,7 @@ def test_an_empty_file_becomes_a_database(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"")
     with Engine.open(str(db_path)) as engine:
-        assert engine.store_memory("into an empty file").is_new
+        assert engine.memories.store("into an empty file").is_new
     assert pragma(db_path, "user_version") == SCHEMA_VERSION
 
 
@@ -445,7 +445,7 @@ def test_memdb_file_is_backed_up_untouched(memdb_file: Path) -> None:
 def test_memdb_memories_keep_their_ids_and_fields(memdb_file: Path) -> None:
     with Engine.open(str(memdb_file)) as engine:
         assert engine.stats().memories == 4
-        build = engine.get_memory(sha256(BUILD))
+        build = engine.memories.get(sha256(BUILD))
         assert build is not None
         assert (build.pk, build.hash, build.content) == (1, sha256(BUILD), BUILD)
         assert build.tags == ("build", "python", "tooling")  # merged with its SHA-era duplicate
@@ -453,28 +453,28 @@ def test_memdb_memories_keep_their_ids_and_fields(memdb_file: Path) -> None:
         assert (build.importance, build.memory_type, build.created_at) == (9, "fact", ms("2023-05-01 10:00:00"))
         assert build.scope == "shared"
 
-        deploy = engine.get_memory(sha256(DEPLOY))
+        deploy = engine.memories.get(sha256(DEPLOY))
         assert deploy is not None
         assert (deploy.pk, deploy.tags, deploy.importance, deploy.memory_type) == (2, ("deploy",), 8, "decision")
         assert deploy.created_at == ms("2024-01-02 03:04:05")
         assert deploy.last_accessed_at == ms("2024-03-01 12:00:00")
 
-        cafe = engine.get_memory(sha256(CAFE))
+        cafe = engine.memories.get(sha256(CAFE))
         assert cafe is not None
         assert (cafe.pk, cafe.tags, cafe.importance, cafe.memory_type) == (3, (), 0, "general")
         assert cafe.created_at == ms("2023-06-01 08:30:00")
 
-        last = engine.get_memory(sha256(LAST))
+        last = engine.memories.get(sha256(LAST))
         assert last is not None
         assert (last.pk, last.tags, last.importance, last.memory_type) == (6, ("ops",), 10, "lesson")
 
-        assert engine.get_memory(md5(BUILD)) is None
-        assert engine.get_memory(md5(CAFE)) is None
-        assert engine.get_memory(sha256("deleted in memdb")) is None
+        assert engine.memories.get(md5(BUILD)) is None
+        assert engine.memories.get(md5(CAFE)) is None
+        assert engine.memories.get(sha256("deleted in memdb")) is None
 
-        assert [h.memory.pk for h in engine.search_memories("cafe")] == [3]
-        assert [h.memory.pk for h in engine.search_memories("deploying")] == [2]
-        assert [h.memory.pk for h in engine.search_memories("python")] == [1]
+        assert [h.memory.pk for h in engine.memories.search("cafe")] == [3]
+        assert [h.memory.pk for h in engine.memories.search("deploying")] == [2]
+        assert [h.memory.pk for h in engine.memories.search("python")] == [1]
 
 
 def test_memdb_relationships_keep_their_ids(memdb_file: Path) -> None:
@@ -482,7 +482,7 @@ def test_memdb_relationships_keep_their_ids(memdb_file: Path) -> None:
         edges = {
             link.edge.pk: (link.from_hash, link.to_hash, link.edge.type, link.edge.created_at)
             for digest in (sha256(BUILD), sha256(DEPLOY), sha256(CAFE))
-            for link in engine.memory_links(digest)
+            for link in engine.memories.links(digest)
         }
         assert edges == {
             1: (sha256(BUILD), sha256(DEPLOY), "supports", ms("2024-03-01 00:00:00")),
@@ -541,8 +541,8 @@ def test_opening_a_migrated_memdb_file_again_does_nothing_more(memdb_file: Path)
 
 def test_memdb_ids_deleted_before_migration_are_not_reused(memdb_file: Path) -> None:
     with Engine.open(str(memdb_file)) as engine:
-        new = engine.store_memory("written after the migration").memory
-        link, _ = engine.relate_memories(new.hash, sha256(DEPLOY), "new_link")
+        new = engine.memories.store("written after the migration").memory
+        link, _ = engine.memories.relate(new.hash, sha256(DEPLOY), "new_link")
     # memdb handed out memory ids up to 7 and relationship ids up to 6; a client may still hold them.
     assert (new.pk > 7, link.edge.pk > 6) == (True, True), (new.pk, link.edge.pk)
 
@@ -594,7 +594,7 @@ def test_a_foreign_database_is_left_unchanged(db_path: Path) -> None:
 
 def test_a_newer_schema_version_is_refused(db_path: Path) -> None:
     with Engine.open(str(db_path)) as engine:
-        engine.store_memory("from the future")
+        engine.memories.store("from the future")
     with connect(db_path) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StoreUnavailable, match="upgrade mnemodb") as caught:

@@ -205,7 +205,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
         text = sys.stdin.read()
         text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
     with open_engine(args) as engine:
-        stored = engine.store_memory(text, args.tag or (), args.importance, args.type)
+        stored = engine.memories.store(text, args.tag or (), args.importance, args.type)
     memory = stored.memory
     if args.json:
         print_json({"id": memory.id, "hash": memory.hash, "new": stored.is_new, "tags": list(memory.tags)})

@@ -22,31 +22,25 @@ from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.embedding import Embeddings
 from mnemodb.engine.graph import KnowledgeGraph, NewEntity
 from mnemodb.engine.items import Items
+from mnemodb.engine.memories import Memories
 from mnemodb.engine.properties import PropertyGraph
 from mnemodb.engine.tokens import Tokens, current_grant
-from mnemodb.graph.traversal import expand
 from mnemodb.model import ops
-from mnemodb.model.checks import check_props, check_query, check_text
+from mnemodb.model.checks import check_props, check_text
 from mnemodb.model.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from mnemodb.model.ids import SHARED, InvalidId, content_hash, is_ulid, new_ulid, normalize_scope, parse_ulid
 from mnemodb.model.records import (
     ENTITY,
     MEMORY,
     Change,
-    Direction,
     Edge,
     Entity,
     ImportReport,
-    ItemResult,
     Memory,
-    MemoryLink,
     MemoryStats,
     NewMemory,
     Node,
     Props,
-    Recall,
-    RelatedMemory,
-    SearchHit,
     Stats,
     StoredMemory,
 )
@@ -59,15 +53,12 @@ from mnemodb.model.rules import (
     check_window,
     normalize_tags,
 )
-from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.embedders import Embedder
 from mnemodb.search.ranking import (
     DEFAULT_FUSION,
     DEFAULT_WEIGHTS,
     FusionWeights,
     RankWeights,
-    relevance,
-    text_strengths,
 )
 from mnemodb.store.base import ReadTx, Store, WriteTx
 
@@ -76,7 +67,6 @@ __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Engine", "content_hash", "normali
 EXPORT_FORMAT = "mnemodb"
 EXPORT_VERSION = 1
 _IMPORT_CHUNK = 500
-_DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming": "in", "in": "in", "both": "both"}
 
 
 def now_ms() -> int:
@@ -115,11 +105,14 @@ class Engine:
         self.embeddings = Embeddings(self, embedder)
         """The embedder that gives queries and items vectors, and the work of keeping them current."""
         self._access = AccessRecorder(store.bump_access, interval=access_interval)
+        self.memories = Memories(self)
+        """Memories by content hash, with tags, search and relations (the memdb API)."""
         self.graph = KnowledgeGraph(self)
         """Entities, observations and relations by name (the knowledge-graph API)."""
         self.nodes = PropertyGraph(self)
-        self.items = Items(self)
         """Nodes, properties, edges, vectors and batches by ULID (the property-graph API)."""
+        self.items = Items(self)
+        """Memories, entities and relations by reference, ranked search (the native API)."""
         self.tokens = Tokens(self)
         """Access tokens for the HTTP server."""
 
@@ -344,9 +337,6 @@ class Engine:
     def record_access(self, pks: Iterable[int]) -> None:
         self._access.record(pks, self.clock())
 
-    def _memory_in(self, tx: ReadTx, digest: str, scopes: Sequence[str]) -> Memory | None:
-        return tx.memory_by_hash(scopes, check_text(digest, "hash").lower())
-
     # -- memories -------------------------------------------------------------------------------
 
     def check_new_memory(self, item: NewMemory) -> NewMemory:
@@ -397,107 +387,6 @@ class Engine:
         self.log(tx, ops.memory_created(memory), at)
         return StoredMemory(memory, True)
 
-    def store_memory(
-        self,
-        content: str,
-        tags: Iterable[str] = (),
-        importance: int = 0,
-        memory_type: str = "general",
-        *,
-        summary: str | None = None,
-        props: Props | None = None,
-        scope: str | None = None,
-    ) -> StoredMemory:
-        """Store a memory; storing content the scope already holds merges tags and returns it."""
-        item = self.check_new_memory(
-            NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
-        )
-        target = self.scope_to_write(scope)
-        with self.change() as tx:
-            at = self.clock()
-            return self.store_one(tx, item, target, at)
-
-    def store_memories(
-        self, items: Sequence[NewMemory], *, scope: str | None = None, turns: bool = False
-    ) -> list[ItemResult]:
-        """Store many memories in one transaction; each item succeeds or fails on its own.
-
-        With `turns`, the items are consecutive turns of a conversation, oldest first: the
-        native search also finds each by the words of the two turns before it in the scope
-        (the nearer stored within half an hour), at half the weight of its own words.
-
-        Every item is checked before anything is written, so a rejected item touches
-        nothing and the others are stored together, all or none.
-        """
-        target = self.scope_to_write(scope)
-        results: list[ItemResult] = []
-        checked: list[tuple[int, NewMemory]] = []
-        for index, item in enumerate(items):
-            try:
-                checked.append((index, self.check_new_memory(item)))
-            except InvalidArgument as exc:
-                results.append(ItemResult(index, error=str(exc)))
-        with self.change() as tx:
-            at = self.clock()
-            results += [ItemResult(index, self.store_one(tx, item, target, at, turn=turns)) for index, item in checked]
-        return sorted(results, key=lambda r: r.index)
-
-    def get_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> Memory | None:
-        """The memory with this content hash (any case), or None."""
-        with self.store.read() as tx:
-            memory = self._memory_in(tx, digest, self.scopes(scopes))
-        if memory is not None:
-            self.record_access([memory.pk])
-        return memory
-
-    def update_memory(
-        self,
-        digest: str,
-        *,
-        content: str | None = None,
-        tags: Iterable[str] | None = None,
-        importance: int | None = None,
-        memory_type: str | None = None,
-        scopes: Sequence[str] | None = None,
-    ) -> tuple[Memory, Memory]:
-        """Change a memory in place (its id and relations stay). Returns (before, after)."""
-        new_tags = normalize_tags(tags) if tags is not None else None
-        if content is not None:
-            check_text(content, "content")
-            if not content:
-                raise InvalidArgument("content must not be empty")
-        if importance is not None:
-            check_importance(importance)
-        if memory_type is not None and not check_text(memory_type, "memory_type"):
-            raise InvalidArgument("memory_type must not be empty")
-        with self.change() as tx:
-            at = self.clock()
-            before = self._memory_in(tx, digest, self.scopes(scopes))
-            if before is None:
-                raise NotFound("Memory not found")
-            fields: dict[str, Any] = {}
-            if content is not None and content != before.content:
-                new_hash = content_hash(content)
-                clash = tx.memory_by_hash([before.scope], new_hash)
-                if clash is not None and clash.pk != before.pk:
-                    raise Conflict("Content already exists as another memory")
-                fields.update(content=content, hash=new_hash)
-            if importance is not None and importance != before.importance:
-                fields["importance"] = importance
-            if memory_type is not None and memory_type != before.memory_type:
-                fields["memory_type"] = memory_type
-            changes: dict[str, Any] = dict(fields)
-            tx.update_memory(before.pk, fields)
-            if new_tags is not None and new_tags != before.tags:
-                tx.replace_tags(before.pk, new_tags)
-                changes["tags"] = list(new_tags)
-            if changes:
-                tx.touch_node(before.pk, at)
-                self.log(tx, ops.node_updated(before.scope, before.id, changes), at)
-            after = tx.memory_by_pk(before.pk)
-            assert after is not None
-        return before, after
-
     def replace_tags(self, tx: WriteTx, memory: Memory, tags: Iterable[str], at: int) -> None:
         """Give a memory exactly these tags (normalized), inside the caller's transaction."""
         new_tags = normalize_tags(tags)
@@ -505,180 +394,6 @@ class Engine:
             tx.replace_tags(memory.pk, new_tags)
             tx.touch_node(memory.pk, at)
             self.log(tx, ops.node_updated(memory.scope, memory.id, {"tags": list(new_tags)}), at)
-
-    def delete_memory(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
-        """Delete a memory and its relations. False when there is no such memory."""
-        with self.change() as tx:
-            at = self.clock()
-            return self._delete_one(tx, digest, self.scopes(scopes), at)
-
-    def _delete_one(self, tx: WriteTx, digest: str, scopes: Sequence[str], at: int) -> bool:
-        memory = self._memory_in(tx, digest, scopes)
-        if memory is None:
-            return False
-        self.check_deletable(tx, memory.pk)
-        tx.delete_node(memory.pk)
-        self.log(tx, ops.node_removed(memory.scope, memory.id), at)
-        return True
-
-    def delete_memories(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
-        """Delete many memories in one transaction; each result says whether it was deleted."""
-        read = self.scopes(scopes)
-        with self.change() as tx:
-            at = self.clock()
-            return [ItemResult(i, self._delete_one(tx, d, read, at)) for i, d in enumerate(digests)]
-
-    # -- search -------------------------------------------------------------------------------
-
-    def search_memories(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str] | None = None,
-        limit: int = 100,
-        record_access: bool = True,
-    ) -> list[SearchHit]:
-        """Memories matching the query's words or tags, most relevant first."""
-        if limit < 1:
-            raise InvalidArgument("limit must be at least 1")
-        read = self.scopes(scopes)
-        terms = query_terms(check_query(query))
-        tag_terms = tag_candidates(query)
-        if not terms and not tag_terms:
-            return []
-        # Rank light candidate rows first; only the winners are read in full. The pool is
-        # wider than the limit so importance and recency can lift a slightly weaker match.
-        pool = limit + max(limit // 2, 25)
-        now = self.clock()
-        with self.store.read() as tx:
-            by_text = tx.search_text(terms, read, pool)
-            by_tag = tx.memories_with_tags(tag_terms, read, pool)
-            strength = text_strengths({c[0]: c[1] for c in by_text})
-            tagged = {c[0] for c in by_tag}
-            scored: dict[int, tuple[float, dict[str, float]]] = {}
-            for pk, _, importance, created_at in (*by_text, *by_tag):
-                if pk not in scored:
-                    scored[pk] = relevance(
-                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self.weights
-                    )
-            best = sorted(scored, key=lambda pk: (-scored[pk][0], -pk))[:limit]
-            memories = tx.memories_by_pk(best)
-        hits = [SearchHit(memories[pk], *scored[pk]) for pk in best if pk in memories]
-        if record_access:
-            self.record_access(h.memory.pk for h in hits)
-        return hits
-
-    def recall(self, query: str, depth: int = 1, *, scopes: Sequence[str] | None = None, limit: int = 50) -> Recall:
-        """Search, then follow relations between memories up to `depth` hops (both ways).
-
-        Seeds come first in relevance order, then memories one hop away, and so on; at
-        most `limit` memories. Each carries the relevance 1 / (1 + hops). The links are
-        the open relations whose both ends were returned.
-        """
-        if not 0 <= depth <= 3:
-            raise InvalidArgument("depth must be from 0 to 3")
-        read = self.scopes(scopes)
-        hits = self.search_memories(query, scopes=read, record_access=False)
-        if not hits or depth == 0:
-            self.record_access(h.memory.pk for h in hits[:limit])
-            return Recall(tuple(RelatedMemory(h.memory, 0, h.score) for h in hits), ())
-        now = self.clock()
-        with self.store.read() as tx:
-
-            def memories_in_scope(pks: Iterable[int]) -> set[int]:
-                labels = tx.labels_of(list(pks))
-                return {pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in read}
-
-            reached = expand(
-                tx,
-                [h.memory.pk for h in hits],
-                depth,
-                direction="both",
-                valid_at=now,
-                edge_scopes=read,
-                admit=memories_in_scope,
-                limit=limit,
-            )
-            memories = tx.memories_by_pk(list(reached.depth))
-            edges = tx.edges_among(list(reached.depth), valid_at=now)
-        related = tuple(
-            RelatedMemory(memories[pk], d, 1.0 / (1 + d)) for pk, d in reached.depth.items() if pk in memories
-        )
-        self.record_access(r.memory.pk for r in related)
-        return Recall(related, self._memory_links(edges, memories))
-
-    @staticmethod
-    def _memory_links(edges: Iterable[Edge], memories: Mapping[int, Memory]) -> tuple[MemoryLink, ...]:
-        links = [
-            MemoryLink(e, memories[e.src_pk].hash, memories[e.dst_pk].hash)
-            for e in edges
-            if e.src_pk in memories and e.dst_pk in memories
-        ]
-        links.sort(key=lambda x: (x.edge.type, x.from_hash, x.to_hash, x.edge.created_at, x.edge.pk))
-        return tuple(links)
-
-    # -- relations between memories -------------------------------------------------------------
-
-    def relate_memories(
-        self, from_hash: str, to_hash: str, relation_type: str, *, scope: str | None = None
-    ) -> tuple[MemoryLink, bool]:
-        """Link two memories; an open link of the same type is returned as it is."""
-        check_text(relation_type, "relation type")
-        if not relation_type:
-            raise InvalidArgument("relation type must not be empty")
-        edge_scope = self.scope_to_write(scope)
-        read = self.read_scopes
-        with self.change() as tx:
-            at = self.clock()
-            src = self._memory_in(tx, from_hash, read)
-            if src is None:
-                raise NotFound(f"Memory not found: {from_hash.lower()}")
-            dst = self._memory_in(tx, to_hash, read)
-            if dst is None:
-                raise NotFound(f"Memory not found: {to_hash.lower()}")
-            if src.pk == dst.pk:
-                raise InvalidArgument("Cannot create self-referential relationship")
-            # Any edge not yet closed is the same relation, whatever its valid_from.
-            existing = tx.find_edges(src.pk, dst.pk, relation_type, open_only=True)
-            if existing:
-                return MemoryLink(existing[0], src.hash, dst.hash), False
-            edge = self.insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at)
-            return MemoryLink(edge, src.hash, dst.hash), True
-
-    def memory_links(
-        self, digest: str, direction: str = "both", *, scopes: Sequence[str] | None = None
-    ) -> list[MemoryLink]:
-        """Open relations between this memory and other memories; [] for an unknown hash."""
-        way = _DIRECTIONS.get(direction)
-        if way is None:
-            raise InvalidArgument("direction must be outgoing, incoming or both")
-        read = self.scopes(scopes)
-        now = self.clock()
-        with self.store.read() as tx:
-            memory = self._memory_in(tx, digest, read)
-            if memory is None:
-                return []
-            edges = tx.edges_of([memory.pk], way, valid_at=now, scopes=read)
-            ends = {e.src_pk for e in edges} | {e.dst_pk for e in edges}
-            memories = {pk: m for pk, m in tx.memories_by_pk(list(ends)).items() if m.scope in read}
-        return list(self._memory_links(edges, memories))
-
-    def unrelate_memories(
-        self, from_hash: str, to_hash: str, relation_type: str, *, scopes: Sequence[str] | None = None
-    ) -> bool:
-        """Delete the relation(s) of this type from one memory to the other."""
-        read = self.scopes(scopes)
-        with self.change() as tx:
-            at = self.clock()
-            src = self._memory_in(tx, from_hash, read)
-            dst = self._memory_in(tx, to_hash, read)
-            if src is None or dst is None:
-                return False
-            edges = [e for e in tx.find_edges(src.pk, dst.pk, relation_type) if e.scope in read]
-            for edge in edges:
-                tx.delete_edge(edge.pk)
-                self.log(tx, ops.edge_removed(edge), at)
-            return bool(edges)
 
     # -- edges between any nodes ------------------------------------------------------------------
 

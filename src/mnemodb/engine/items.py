@@ -368,7 +368,7 @@ class Items:
         an error names each refused item and writes nothing. Not atomic: each item is
         written or refused on its own, and a refused one's outcome carries the error. With
         `turns`, the memories are consecutive turns of a conversation (see
-        `Engine.store_memories`).
+        `Memories.store_many`).
         """
         engine = self._engine
         problems: dict[tuple[str, int], str] = {}

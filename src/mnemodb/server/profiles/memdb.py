@@ -154,7 +154,7 @@ def _check_query(query: str) -> None:
 
 
 def store_memory(engine: Engine, a: dict[str, Any]) -> Any:
-    stored = engine.store_memory(a["content"], a["tags"], a.get("importance", 0), a.get("memory_type", "general"))
+    stored = engine.memories.store(a["content"], a["tags"], a.get("importance", 0), a.get("memory_type", "general"))
     return {"id": stored.memory.pk, "hash": stored.memory.hash, "isNew": stored.is_new}
 
 
@@ -164,7 +164,7 @@ def store_memories(engine: Engine, a: dict[str, Any]) -> Any:
         for i in a["items"]
     ]
     results = []
-    for r in engine.store_memories(items):
+    for r in engine.memories.store_many(items):
         if r.ok:
             results.append({"ok": True, "index": r.index, "hash": r.value.memory.hash, "isNew": r.value.is_new})
         else:
@@ -173,19 +173,19 @@ def store_memories(engine: Engine, a: dict[str, Any]) -> Any:
 
 
 def get_memory(engine: Engine, a: dict[str, Any]) -> Any:
-    memory = engine.get_memory(a["hash"])
+    memory = engine.memories.get(a["hash"])
     if memory is None:
         raise MemdbError(E_NOT_FOUND, "Memory not found")
     return memory_shape(memory)
 
 
 def update_memory(engine: Engine, a: dict[str, Any]) -> Any:
-    before, after = engine.update_memory(a["hash"], content=a["content"], tags=a.get("tags"))
+    before, after = engine.memories.update(a["hash"], content=a["content"], tags=a.get("tags"))
     return {"updated": True, "oldHash": before.hash, "newHash": after.hash}
 
 
 def delete_memory(engine: Engine, a: dict[str, Any]) -> Any:
-    if not engine.delete_memory(a["hash"]):
+    if not engine.memories.delete(a["hash"]):
         raise MemdbError(E_NOT_FOUND, "Memory not found")
     return {"deleted": True}
 
@@ -193,7 +193,7 @@ def delete_memory(engine: Engine, a: dict[str, Any]) -> Any:
 def delete_memories(engine: Engine, a: dict[str, Any]) -> Any:
     hashes = [h.lower() for h in a["hashes"]]
     results: list[dict[str, Any]] = []
-    for digest, r in zip(hashes, engine.delete_memories(hashes), strict=True):
+    for digest, r in zip(hashes, engine.memories.delete_many(hashes), strict=True):
         if r.value:
             results.append({"hash": digest, "deleted": True})
         else:
@@ -203,14 +203,14 @@ def delete_memories(engine: Engine, a: dict[str, Any]) -> Any:
 
 def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     _check_query(a["query"])
-    hits = engine.search_memories(a["query"], limit=SEARCH_LIMIT)
+    hits = engine.memories.search(a["query"], limit=SEARCH_LIMIT)
     return [search_shape(h.memory, h.score) for h in hits]
 
 
 def recall(engine: Engine, a: dict[str, Any]) -> Any:
     _check_query(a["query"])
     depth = a.get("depth", 1)
-    found = engine.recall(a["query"], depth, limit=RECALL_LIMIT)
+    found = engine.memories.recall(a["query"], depth, limit=RECALL_LIMIT)
     return {
         "memories": [_related_shape(r) for r in found.memories],
         "relationships": [relationship_shape(link) for link in found.links],
@@ -223,16 +223,16 @@ def _related_shape(related: RelatedMemory) -> dict[str, Any]:
 
 
 def create_relationship(engine: Engine, a: dict[str, Any]) -> Any:
-    link, is_new = engine.relate_memories(a["from_hash"], a["to_hash"], a["relation_type"])
+    link, is_new = engine.memories.relate(a["from_hash"], a["to_hash"], a["relation_type"])
     return {"id": link.edge.pk, "isNew": is_new}
 
 
 def get_relationships(engine: Engine, a: dict[str, Any]) -> Any:
-    return [relationship_shape(link) for link in engine.memory_links(a["hash"], a.get("direction", "both"))]
+    return [relationship_shape(link) for link in engine.memories.links(a["hash"], a.get("direction", "both"))]
 
 
 def delete_relationship(engine: Engine, a: dict[str, Any]) -> Any:
-    if not engine.unrelate_memories(a["from_hash"], a["to_hash"], a["relation_type"]):
+    if not engine.memories.unrelate(a["from_hash"], a["to_hash"], a["relation_type"]):
         raise MemdbError(E_NOT_FOUND, "Relationship not found")
     return {"deleted": True}
 

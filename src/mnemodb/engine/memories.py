@@ -1,0 +1,330 @@
+"""The memdb face: memories addressed by their content's hash, with tags, importance and
+type, searched by words and followed over relations between memories.
+
+It is what the memdb profile serves, over the engine's core: a memory is stored through
+the engine's one write path for memories (`Engine.check_new_memory`, `Engine.store_one`),
+relations through `Engine.insert_edge`, and every change is logged by `Engine.log`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from mnemodb.graph.traversal import expand
+from mnemodb.model import ops
+from mnemodb.model.checks import check_query, check_text
+from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
+from mnemodb.model.ids import content_hash
+from mnemodb.model.records import (
+    MEMORY,
+    Direction,
+    Edge,
+    ItemResult,
+    Memory,
+    MemoryLink,
+    NewMemory,
+    Props,
+    Recall,
+    RelatedMemory,
+    SearchHit,
+    StoredMemory,
+)
+from mnemodb.model.rules import check_importance, normalize_tags
+from mnemodb.search.analyzer import query_terms, tag_candidates
+from mnemodb.search.ranking import relevance, text_strengths
+
+if TYPE_CHECKING:
+    from mnemodb.engine.engine import Engine
+    from mnemodb.store.base import ReadTx, WriteTx
+
+__all__ = ["Memories"]
+
+_DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming": "in", "in": "in", "both": "both"}
+
+
+class Memories:
+    """Memories by content hash: store, get, update, delete, search, recall, relate."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def _memory_in(self, tx: ReadTx, digest: str, scopes: Sequence[str]) -> Memory | None:
+        return tx.memory_by_hash(scopes, check_text(digest, "hash").lower())
+
+    def store(
+        self,
+        content: str,
+        tags: Iterable[str] = (),
+        importance: int = 0,
+        memory_type: str = "general",
+        *,
+        summary: str | None = None,
+        props: Props | None = None,
+        scope: str | None = None,
+    ) -> StoredMemory:
+        """Store a memory; storing content the scope already holds merges tags and returns it."""
+        item = self._engine.check_new_memory(
+            NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
+        )
+        target = self._engine.scope_to_write(scope)
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            return self._engine.store_one(tx, item, target, at)
+
+    def store_many(
+        self, items: Sequence[NewMemory], *, scope: str | None = None, turns: bool = False
+    ) -> list[ItemResult]:
+        """Store many memories in one transaction; each item succeeds or fails on its own.
+
+        With `turns`, the items are consecutive turns of a conversation, oldest first: the
+        native search also finds each by the words of the two turns before it in the scope
+        (the nearer stored within half an hour), at half the weight of its own words.
+
+        Every item is checked before anything is written, so a rejected item touches
+        nothing and the others are stored together, all or none.
+        """
+        target = self._engine.scope_to_write(scope)
+        results: list[ItemResult] = []
+        checked: list[tuple[int, NewMemory]] = []
+        for index, item in enumerate(items):
+            try:
+                checked.append((index, self._engine.check_new_memory(item)))
+            except InvalidArgument as exc:
+                results.append(ItemResult(index, error=str(exc)))
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            results += [
+                ItemResult(index, self._engine.store_one(tx, item, target, at, turn=turns)) for index, item in checked
+            ]
+        return sorted(results, key=lambda r: r.index)
+
+    def get(self, digest: str, *, scopes: Sequence[str] | None = None) -> Memory | None:
+        """The memory with this content hash (any case), or None."""
+        with self._engine.store.read() as tx:
+            memory = self._memory_in(tx, digest, self._engine.scopes(scopes))
+        if memory is not None:
+            self._engine.record_access([memory.pk])
+        return memory
+
+    def update(
+        self,
+        digest: str,
+        *,
+        content: str | None = None,
+        tags: Iterable[str] | None = None,
+        importance: int | None = None,
+        memory_type: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[Memory, Memory]:
+        """Change a memory in place (its id and relations stay). Returns (before, after)."""
+        new_tags = normalize_tags(tags) if tags is not None else None
+        if content is not None:
+            check_text(content, "content")
+            if not content:
+                raise InvalidArgument("content must not be empty")
+        if importance is not None:
+            check_importance(importance)
+        if memory_type is not None and not check_text(memory_type, "memory_type"):
+            raise InvalidArgument("memory_type must not be empty")
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            before = self._memory_in(tx, digest, self._engine.scopes(scopes))
+            if before is None:
+                raise NotFound("Memory not found")
+            fields: dict[str, Any] = {}
+            if content is not None and content != before.content:
+                new_hash = content_hash(content)
+                clash = tx.memory_by_hash([before.scope], new_hash)
+                if clash is not None and clash.pk != before.pk:
+                    raise Conflict("Content already exists as another memory")
+                fields.update(content=content, hash=new_hash)
+            if importance is not None and importance != before.importance:
+                fields["importance"] = importance
+            if memory_type is not None and memory_type != before.memory_type:
+                fields["memory_type"] = memory_type
+            changes: dict[str, Any] = dict(fields)
+            tx.update_memory(before.pk, fields)
+            if new_tags is not None and new_tags != before.tags:
+                tx.replace_tags(before.pk, new_tags)
+                changes["tags"] = list(new_tags)
+            if changes:
+                tx.touch_node(before.pk, at)
+                self._engine.log(tx, ops.node_updated(before.scope, before.id, changes), at)
+            after = tx.memory_by_pk(before.pk)
+            assert after is not None
+        return before, after
+
+    def delete(self, digest: str, *, scopes: Sequence[str] | None = None) -> bool:
+        """Delete a memory and its relations. False when there is no such memory."""
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            return self._delete_one(tx, digest, self._engine.scopes(scopes), at)
+
+    def _delete_one(self, tx: WriteTx, digest: str, scopes: Sequence[str], at: int) -> bool:
+        memory = self._memory_in(tx, digest, scopes)
+        if memory is None:
+            return False
+        self._engine.check_deletable(tx, memory.pk)
+        tx.delete_node(memory.pk)
+        self._engine.log(tx, ops.node_removed(memory.scope, memory.id), at)
+        return True
+
+    def delete_many(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
+        """Delete many memories in one transaction; each result says whether it was deleted."""
+        read = self._engine.scopes(scopes)
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            return [ItemResult(i, self._delete_one(tx, d, read, at)) for i, d in enumerate(digests)]
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str] | None = None,
+        limit: int = 100,
+        record_access: bool = True,
+    ) -> list[SearchHit]:
+        """Memories matching the query's words or tags, most relevant first."""
+        if limit < 1:
+            raise InvalidArgument("limit must be at least 1")
+        read = self._engine.scopes(scopes)
+        terms = query_terms(check_query(query))
+        tag_terms = tag_candidates(query)
+        if not terms and not tag_terms:
+            return []
+        # Rank light candidate rows first; only the winners are read in full. The pool is
+        # wider than the limit so importance and recency can lift a slightly weaker match.
+        pool = limit + max(limit // 2, 25)
+        now = self._engine.clock()
+        with self._engine.store.read() as tx:
+            by_text = tx.search_text(terms, read, pool)
+            by_tag = tx.memories_with_tags(tag_terms, read, pool)
+            strength = text_strengths({c[0]: c[1] for c in by_text})
+            tagged = {c[0] for c in by_tag}
+            scored: dict[int, tuple[float, dict[str, float]]] = {}
+            for pk, _, importance, created_at in (*by_text, *by_tag):
+                if pk not in scored:
+                    scored[pk] = relevance(
+                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine.weights
+                    )
+            best = sorted(scored, key=lambda pk: (-scored[pk][0], -pk))[:limit]
+            memories = tx.memories_by_pk(best)
+        hits = [SearchHit(memories[pk], *scored[pk]) for pk in best if pk in memories]
+        if record_access:
+            self._engine.record_access(h.memory.pk for h in hits)
+        return hits
+
+    def recall(self, query: str, depth: int = 1, *, scopes: Sequence[str] | None = None, limit: int = 50) -> Recall:
+        """Search, then follow relations between memories up to `depth` hops (both ways).
+
+        Seeds come first in relevance order, then memories one hop away, and so on; at
+        most `limit` memories. Each carries the relevance 1 / (1 + hops). The links are
+        the open relations whose both ends were returned.
+        """
+        if not 0 <= depth <= 3:
+            raise InvalidArgument("depth must be from 0 to 3")
+        read = self._engine.scopes(scopes)
+        hits = self.search(query, scopes=read, record_access=False)
+        if not hits or depth == 0:
+            self._engine.record_access(h.memory.pk for h in hits[:limit])
+            return Recall(tuple(RelatedMemory(h.memory, 0, h.score) for h in hits), ())
+        now = self._engine.clock()
+        with self._engine.store.read() as tx:
+
+            def memories_in_scope(pks: Iterable[int]) -> set[int]:
+                labels = tx.labels_of(list(pks))
+                return {pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in read}
+
+            reached = expand(
+                tx,
+                [h.memory.pk for h in hits],
+                depth,
+                direction="both",
+                valid_at=now,
+                edge_scopes=read,
+                admit=memories_in_scope,
+                limit=limit,
+            )
+            memories = tx.memories_by_pk(list(reached.depth))
+            edges = tx.edges_among(list(reached.depth), valid_at=now)
+        related = tuple(
+            RelatedMemory(memories[pk], d, 1.0 / (1 + d)) for pk, d in reached.depth.items() if pk in memories
+        )
+        self._engine.record_access(r.memory.pk for r in related)
+        return Recall(related, self._memory_links(edges, memories))
+
+    @staticmethod
+    def _memory_links(edges: Iterable[Edge], memories: Mapping[int, Memory]) -> tuple[MemoryLink, ...]:
+        links = [
+            MemoryLink(e, memories[e.src_pk].hash, memories[e.dst_pk].hash)
+            for e in edges
+            if e.src_pk in memories and e.dst_pk in memories
+        ]
+        links.sort(key=lambda x: (x.edge.type, x.from_hash, x.to_hash, x.edge.created_at, x.edge.pk))
+        return tuple(links)
+
+    # -- relations between memories -------------------------------------------------------------
+
+    def relate(
+        self, from_hash: str, to_hash: str, relation_type: str, *, scope: str | None = None
+    ) -> tuple[MemoryLink, bool]:
+        """Link two memories; an open link of the same type is returned as it is."""
+        check_text(relation_type, "relation type")
+        if not relation_type:
+            raise InvalidArgument("relation type must not be empty")
+        edge_scope = self._engine.scope_to_write(scope)
+        read = self._engine.read_scopes
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            src = self._memory_in(tx, from_hash, read)
+            if src is None:
+                raise NotFound(f"Memory not found: {from_hash.lower()}")
+            dst = self._memory_in(tx, to_hash, read)
+            if dst is None:
+                raise NotFound(f"Memory not found: {to_hash.lower()}")
+            if src.pk == dst.pk:
+                raise InvalidArgument("Cannot create self-referential relationship")
+            # Any edge not yet closed is the same relation, whatever its valid_from.
+            existing = tx.find_edges(src.pk, dst.pk, relation_type, open_only=True)
+            if existing:
+                return MemoryLink(existing[0], src.hash, dst.hash), False
+            edge = self._engine.insert_edge(
+                tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at
+            )
+            return MemoryLink(edge, src.hash, dst.hash), True
+
+    def links(self, digest: str, direction: str = "both", *, scopes: Sequence[str] | None = None) -> list[MemoryLink]:
+        """Open relations between this memory and other memories; [] for an unknown hash."""
+        way = _DIRECTIONS.get(direction)
+        if way is None:
+            raise InvalidArgument("direction must be outgoing, incoming or both")
+        read = self._engine.scopes(scopes)
+        now = self._engine.clock()
+        with self._engine.store.read() as tx:
+            memory = self._memory_in(tx, digest, read)
+            if memory is None:
+                return []
+            edges = tx.edges_of([memory.pk], way, valid_at=now, scopes=read)
+            ends = {e.src_pk for e in edges} | {e.dst_pk for e in edges}
+            memories = {pk: m for pk, m in tx.memories_by_pk(list(ends)).items() if m.scope in read}
+        return list(self._memory_links(edges, memories))
+
+    def unrelate(
+        self, from_hash: str, to_hash: str, relation_type: str, *, scopes: Sequence[str] | None = None
+    ) -> bool:
+        """Delete the relation(s) of this type from one memory to the other."""
+        read = self._engine.scopes(scopes)
+        with self._engine.change() as tx:
+            at = self._engine.clock()
+            src = self._memory_in(tx, from_hash, read)
+            dst = self._memory_in(tx, to_hash, read)
+            if src is None or dst is None:
+                return False
+            edges = [e for e in tx.find_edges(src.pk, dst.pk, relation_type) if e.scope in read]
+            for edge in edges:
+                tx.delete_edge(edge.pk)
+                self._engine.log(tx, ops.edge_removed(edge), at)
+            return bool(edges)

@@ -158,3 +158,25 @@ def test_the_store_loads_nothing_of_the_layers_above_it_nor_their_libraries() ->
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def test_no_face_imports_the_engine_s_composition_module() -> None:
+    """The faces (memories, knowledge graph, property graph, items, embeddings, tokens…)
+    are given the engine; they name its class for typing only, never import the module
+    that composes them (which imports them)."""
+    found = []
+    for name, tree in modules():
+        if not name.startswith("mnemodb.engine.") or name == "mnemodb.engine.engine":
+            continue
+        typing_only: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                typing_only.update(id(inner) for inner in ast.walk(node))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "mnemodb.engine.engine"
+                and id(node) not in typing_only
+            ):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, "faces importing mnemodb.engine.engine at run time: " + ", ".join(found)

@@ -106,6 +106,8 @@ ENGINE_BATCH = 500
 """Nodes per engine batch (each batch is one transaction of CreateNode + SetEmbedding pairs)."""
 
 Vectors = np.ndarray[Any, Any]
+Ids = Vectors | Sequence[int]
+"""What a search gives: the row ids of its nearest neighbours, best first."""
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -149,7 +151,8 @@ class ClusteredVectors:
 
     def _power_law(self, alpha: float) -> Vectors:
         scale = (np.arange(self.dim) + 1.0) ** -alpha
-        return (scale / np.sqrt((scale**2).sum())).astype(np.float32)
+        unit: Vectors = (scale / np.sqrt((scale**2).sum())).astype(np.float32)
+        return unit
 
     def sample(self, n: int, rng: np.random.Generator, *, chunk: int = 50_000) -> Vectors:
         out = np.empty((n, self.dim), dtype=np.float32)
@@ -196,7 +199,8 @@ def locomo_sentences(path: Path) -> list[str]:
 
 def real_embeddings(data: Path, cache: Path | None) -> Vectors:
     if cache is not None and cache.is_file():
-        return np.load(cache)
+        cached: Vectors = np.load(cache)
+        return cached
     from mnemodb.search.embedders import LocalEmbedder, local_available
 
     if not local_available():
@@ -270,7 +274,7 @@ class Row:
     note: str = ""
 
 
-def time_queries(search: Callable[[Vectors], Sequence[int]], queries: Vectors) -> tuple[list[list[int]], list[float]]:
+def time_queries(search: Callable[[Vectors], Ids], queries: Vectors) -> tuple[list[list[int]], list[float]]:
     """Each query's ids and its latency in ms, after WARMUP untimed queries."""
     for q in queries[:WARMUP]:
         search(q)
@@ -371,7 +375,7 @@ class Bench:
         self,
         method: str,
         params: str,
-        search: Callable[[Vectors], Sequence[int]],
+        search: Callable[[Vectors], Ids],
         *,
         build: float | None,
         mem: float | None = None,
@@ -398,7 +402,7 @@ class Bench:
             note,
         )
 
-    def fresh_ms(self, insert: Callable[[int, Vectors], None], search: Callable[[Vectors], Sequence[int]]) -> float:
+    def fresh_ms(self, insert: Callable[[int, Vectors], None], search: Callable[[Vectors], Ids]) -> float:
         """Median time to insert a new vector (row n + i) and search for it; each must be found."""
         times = []
         for i, vector in enumerate(self.fresh[:FRESH_TRIES]):
@@ -488,7 +492,8 @@ class Bench:
         path.unlink()
 
         def search(q: Vectors) -> Vectors:
-            return index.knn_query(q, k=K, num_threads=1)[0][0]
+            ids: Vectors = index.knn_query(q, k=K, num_threads=1)[0][0]
+            return ids
 
         rows = []
         for ef in self.args.ef:
@@ -501,7 +506,8 @@ class Bench:
             allowed = self.in_scope
 
             def scoped(q: Vectors) -> Vectors:
-                return index.knn_query(q, k=K, num_threads=1, filter=lambda i: bool(allowed[i]))[0][0]
+                ids: Vectors = index.knn_query(q, k=K, num_threads=1, filter=lambda i: bool(allowed[i]))[0][0]
+                return ids
 
             params = f"ef={ef} scope filter 10%"
             rows.append(self.measure("hnswlib HNSW", params, scoped, build=None, scoped=True, note="Python callback"))
@@ -539,7 +545,8 @@ class Bench:
             memory = mb(index.memory_usage)
 
             def search(q: Vectors, index: Any = index) -> Vectors:
-                return index.search(q, K, threads=1).keys
+                ids: Vectors = index.search(q, K, threads=1).keys
+                return ids
 
             rows = []
             for ef in self.args.ef:
@@ -571,7 +578,8 @@ class Bench:
         size = self._faiss_size(index)
 
         def search(q: Vectors) -> Vectors:
-            return index.search(q[None, :], K)[1][0]
+            ids: Vectors = index.search(q[None, :], K)[1][0]
+            return ids
 
         rows = []
         for ef in self.args.ef:
@@ -586,7 +594,8 @@ class Bench:
             search_params = faiss.SearchParametersHNSW(sel=selector, efSearch=ef)
 
             def scoped(q: Vectors) -> Vectors:
-                return index.search(q[None, :], K, params=search_params)[1][0]
+                ids: Vectors = index.search(q[None, :], K, params=search_params)[1][0]
+                return ids
 
             params = f"ef={ef} scope filter 10%"
             rows.append(self.measure("faiss HNSW", params, scoped, build=None, scoped=True, note="IDSelectorBitmap"))
@@ -615,7 +624,8 @@ class Bench:
         size = self._faiss_size(index)
 
         def search(q: Vectors) -> Vectors:
-            return index.search(q[None, :], K)[1][0]
+            ids: Vectors = index.search(q[None, :], K)[1][0]
+            return ids
 
         rows = []
         for nprobe in self.args.nprobe:

@@ -249,7 +249,7 @@ def _counter(encoding: Any) -> Callable[[str], int]:
 def token_counter() -> tuple[Callable[[str], int] | None, str]:
     """A tiktoken counter when the package is already installed (never installed here)."""
     try:
-        import tiktoken  # type: ignore[import-not-found,unused-ignore]
+        import tiktoken
     except ImportError:
         return None, "tiktoken is not installed: token counts are bytes / 4"
     for name in ("o200k_base", "cl100k_base"):

@@ -77,7 +77,8 @@ class LookupEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         base = np.stack([self.vectors[t.rsplit(SUFFIX, 1)[0]] for t in texts])
         noisy = base + self.random.normal(0, 0.02, base.shape).astype(np.float32)
-        return noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+        unit: np.ndarray[Any, Any] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+        return unit
 
 
 def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine.embeddings.embedder = model
         _, reload_s = timed(engine.items.search, questions[0], kinds=["memory"])
         figures["first_hybrid_search_s"] = round(reload_s, 3)
-        modes = {
+        modes: dict[str, dict[str, Any]] = {
             "words": {"semantic": False},
             "hybrid": {},
         }

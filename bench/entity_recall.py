@@ -218,4 +218,4 @@ def tool_outcome_native(reply: dict[str, Any]) -> tuple[bool, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -180,3 +180,19 @@ def test_no_face_imports_the_engine_s_composition_module() -> None:
             ):
                 found.append(f"{name}:{node.lineno}")
     assert not found, "faces importing mnemodb.engine.engine at run time: " + ", ".join(found)
+
+
+def test_every_write_above_the_store_opens_a_named_kind_of_transaction() -> None:
+    """Above the store, a write opens `Engine.change()` (a caller's, gated and logged),
+    `Engine.upkeep()` (derived data) or `Engine.administer()` (access tokens): only the
+    engine's composition module opens the store's write transactions itself."""
+    found = []
+    for name, tree in modules():
+        if name.startswith("mnemodb.store") or name == "mnemodb.engine.engine":
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr == "write" and "store" in ast.unparse(node.func.value):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, "store.write() outside the engine's core: " + ", ".join(found)

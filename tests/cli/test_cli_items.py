@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mnemodb.engine import Engine
+from mnemodb.engine import Engine, Memory
 from support import server_env
 
 TIMEOUT_S = 60
@@ -112,7 +112,7 @@ def test_edit_changes_a_memory_through_the_editor(tmp_path: Path, db: str) -> No
     ok(run(tmp_path, "edit", memory.hash, "--db", db, env=env))
     with Engine.open(db) as engine:
         [after] = engine.items.get([memory.id])
-        assert after is not None and after.content == "The deploy runs on Thursdays"  # type: ignore[union-attr]
+        assert isinstance(after, Memory) and after.content == "The deploy runs on Thursdays"
         assert engine.memories.get(memory.hash) is None  # the hash follows the text
     unchanged = ok(run(tmp_path, "edit", memory.id, "--db", db, env=editor(tmp_path, "true"))).stdout
     assert unchanged == "unchanged\n"

@@ -25,6 +25,7 @@ from mnemodb.engine.items import Found, Note, Patch
 from mnemodb.engine.properties import SetEmbedding
 from mnemodb.model.records import Entity, Memory, NewMemory
 from mnemodb.search.embedders import (
+    Embedder,
     EmbedderUnavailable,
     HttpEmbedder,
     LocalEmbedder,
@@ -91,12 +92,12 @@ def contents(found: Sequence[Found]) -> list[str]:
 class CountingEmbedder:
     """Wraps an embedder, counting its calls."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.model = inner.model
         self.calls = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         self.calls += 1
         return self.inner.embed(texts)
 
@@ -109,7 +110,7 @@ class MissingEmbedder:
     def __init__(self) -> None:
         self.calls = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         self.calls += 1
         raise EmbedderUnavailable("the test's model is not installed")
 
@@ -142,7 +143,8 @@ def test_reindex_gives_every_memory_and_entity_a_vector(http_eng: Engine, stub: 
     assert progress == [(0, 4), (3, 4), (4, 4)]
     assert sorted(stub.texts()) == sorted(["alpha beta", "gamma delta", "epsilon zeta", item_text(rex)])
     assert [len(r.body["input"]) for r in stub.requests] == [3, 1]
-    for item in (*memories, rex):
+    items: list[Memory | Entity] = [*memories, rex]
+    for item in items:
         found_id, score = nearest_to(http_eng, item_text(item))
         assert found_id == item.id
         assert score == pytest.approx(1.0, abs=1e-5)
@@ -185,7 +187,7 @@ def test_an_edited_memory_is_embedded_again_with_its_new_text(http_eng: Engine, 
     assert http_eng.embeddings.reindex() == 1
     assert stub.texts() == ["The neighbours keep chickens"]
     assert http_eng.embeddings.coverage() == (2, 2)
-    assert nearest_to(http_eng, "The neighbours keep chickens") == (pet.id, pytest.approx(1.0, abs=1e-5))
+    assert nearest_to(http_eng, "The neighbours keep chickens") == pytest.approx((pet.id, 1.0), abs=1e-5)
     assert nearest_to(http_eng, "My sister lives in Lisbon")[0] == other.id
 
 
@@ -209,7 +211,7 @@ def test_an_edit_in_the_same_millisecond_as_the_vector_still_makes_it_stale(db_p
         eng.items.revise(pet.id, Patch(content="The neighbours keep chickens"))
         assert eng.embeddings.coverage() == (0, 1), "the vector of the old text still counts as current"
         eng.embeddings.reindex()
-        assert nearest_to(eng, "The neighbours keep chickens") == (pet.id, pytest.approx(1.0, abs=1e-5))
+        assert nearest_to(eng, "The neighbours keep chickens") == pytest.approx((pet.id, 1.0), abs=1e-5)
 
 
 def test_forgetting_removes_the_vector(http_eng: Engine) -> None:
@@ -261,7 +263,7 @@ def test_an_item_changed_while_its_vector_was_computed_gets_the_new_text(db_path
         assert eng.embeddings.embed_pending() == (1, pet.pk)
         assert eng.embeddings.coverage() == (2, 2)
         assert stub.texts()[-1] == "The neighbours keep chickens"
-        assert nearest_to(eng, "The neighbours keep chickens") == (pet.id, pytest.approx(1.0, abs=1e-5))
+        assert nearest_to(eng, "The neighbours keep chickens") == pytest.approx((pet.id, 1.0), abs=1e-5)
 
 
 # -- the background thread --------------------------------------------------------------------------
@@ -510,6 +512,7 @@ def test_the_cached_matrix_follows_every_change_as_a_fresh_one_would(db_path: Pa
             if action in (0, 1) or len(ids) < 4:  # a new memory with a vector, in one of two scopes
                 scope = "shared" if step % 3 == 0 else None
                 [done], _ = eng.items.remember([Note(NewMemory(f"memory {step}"))], scope=scope)
+                assert done.item is not None
                 ids.append(done.item.id)
                 eng.nodes.submit([SetEmbedding(ids[-1], model, vector())])
             elif action == 2:  # a changed vector
@@ -603,7 +606,9 @@ def local(local_embedder: LocalEmbedder) -> LocalEmbedder:
 
 
 @pytest.fixture(scope="module")
-def corpus_engine(tmp_path_factory: pytest.TempPathFactory, local: LocalEmbedder) -> Iterator[tuple[Engine, dict]]:
+def corpus_engine(
+    tmp_path_factory: pytest.TempPathFactory, local: LocalEmbedder
+) -> Iterator[tuple[Engine, dict[str, str]]]:
     """The corpus, embedded; a frozen clock, so recency never orders it."""
     path = tmp_path_factory.mktemp("ranking") / "memory.db"
     with open_engine(path, local, clock=Clock()) as eng:
@@ -613,7 +618,9 @@ def corpus_engine(tmp_path_factory: pytest.TempPathFactory, local: LocalEmbedder
 
 
 @pytest.fixture
-def ranked(corpus_engine: tuple[Engine, dict], monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., list[str]]]:
+def ranked(
+    corpus_engine: tuple[Engine, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., list[str]]]:
     eng, ids = corpus_engine
     names = {v: k for k, v in ids.items()}
     monkeypatch.setattr(eng, "fusion", FusionWeights())
@@ -655,7 +662,7 @@ def test_equal_word_matches_are_told_apart_by_meaning(ranked: Callable[..., list
 
 
 def test_a_zero_vector_weight_gives_the_word_order(
-    corpus_engine: tuple[Engine, dict], ranked: Callable[..., list[str]]
+    corpus_engine: tuple[Engine, dict[str, str]], ranked: Callable[..., list[str]]
 ) -> None:
     eng, _ = corpus_engine
     eng.fusion = FusionWeights(vector=0.0)
@@ -666,7 +673,7 @@ def test_a_zero_vector_weight_gives_the_word_order(
 
 
 def test_a_zero_vector_weight_adds_nothing_the_words_did_not_find(
-    corpus_engine: tuple[Engine, dict], ranked: Callable[..., list[str]]
+    corpus_engine: tuple[Engine, dict[str, str]], ranked: Callable[..., list[str]]
 ) -> None:
     """vector=0 turns meaning off: items only the vectors found (fused score 0) stay out."""
     eng, _ = corpus_engine
@@ -675,7 +682,7 @@ def test_a_zero_vector_weight_adds_nothing_the_words_did_not_find(
 
 
 def test_explain_tells_each_ranking_and_the_fused_score(
-    corpus_engine: tuple[Engine, dict], local: LocalEmbedder
+    corpus_engine: tuple[Engine, dict[str, str]], local: LocalEmbedder
 ) -> None:
     eng, ids = corpus_engine
     page = eng.items.search("dog named Rex", explain=True)
@@ -749,7 +756,8 @@ def test_the_local_model_is_loaded_only_once_something_needs_it(db_path: Path) -
         background = BackgroundEmbedder(eng.embeddings, poll=0.05).start()
         try:
             assert background.wait_idle(WAIT_S)
-            assert fresh.loaded is False  # nothing to embed, nothing to search
+            loaded_before = fresh.loaded
+            assert loaded_before is False  # nothing to embed, nothing to search
             memory = mem(eng, "The deploy pipeline runs on Fridays")
             assert background.wait_idle(60)
             assert fresh.loaded is True
@@ -762,7 +770,8 @@ def test_the_local_model_is_loaded_only_once_something_needs_it(db_path: Path) -
         background = BackgroundEmbedder(eng.embeddings, poll=0.05).start()
         try:
             assert background.wait_idle(WAIT_S)
-            assert again.loaded is False  # every vector is current
+            loaded_before = again.loaded
+            assert loaded_before is False  # every vector is current
             # The first search that would have used the model goes by words, and asks for it.
             first = eng.items.search("when does the build ship", explain=True).found
             assert first == ()

@@ -11,8 +11,8 @@ exactly the entities whose current text holds the word.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,8 +47,10 @@ def _texts(engine: Engine) -> dict[str, str]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=_steps)
-def test_the_word_index_follows_every_change(tmp_path_factory: object, steps: list[tuple[str, str, object]]) -> None:
-    db = Path(tmp_path_factory.mktemp("words")) / "memory.db"  # type: ignore[attr-defined]
+def test_the_word_index_follows_every_change(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, str, object]]
+) -> None:
+    db = tmp_path_factory.mktemp("words") / "memory.db"
     with Engine(SqliteStore(str(db))) as engine:
         for kind, name, value in steps:
             exists = name in _texts(engine)

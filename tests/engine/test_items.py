@@ -568,7 +568,7 @@ def test_a_query_word_that_is_a_tag_finds_the_tagged_memories_of_the_read_scopes
     mem(eng, "Another team's steps", tags=["runbook"], scope=SCOPE_A)
     mem(eng, "Untagged words about nothing")
     found = labels(eng.items.search("runbook", kinds=("memory",)))
-    assert sorted(found) == ["Deploy with the blue button", "Restart the queue first"]
+    assert sorted(found, key=str) == ["Deploy with the blue button", "Restart the queue first"]
     typed = eng.items.search("runbook", kinds=("memory",), where=ItemFilter(types=("howto",)))
     assert labels(typed) == ["Deploy with the blue button"]
     both = eng.items.search("runbook", kinds=("memory",), scopes=["shared", SCOPE_A])

@@ -328,7 +328,7 @@ def test_remove_node_drops_edges_both_ways_and_leaves_search(eng: Engine) -> Non
 
 def test_close_edge(eng: Engine, clock: Clock) -> None:
     a, b, edge = eng.nodes.submit([CreateNode("Thing"), CreateNode("Thing"), Link(Ref(0), Ref(1), "knows")])[0]
-    assert a and edge
+    assert a and b and edge
     clock.now += 100
     _, seq = eng.nodes.submit([CloseEdge(edge)])
     change = eng.changes(seq)[0]
@@ -460,7 +460,7 @@ def test_command_failed_names_its_parts(eng: Engine) -> None:
         assert isinstance(caught.value, InvalidArgument)
         return caught.value
 
-    cases = [
+    cases: list[tuple[list[Command], str, str, str, str | None, str]] = [
         ([SetProps(MISSING, {"a": 1})], "SetNodeProps", MISSING, "node", None, "not found"),
         ([RemoveNode(MISSING)], "RemoveNode", MISSING, "node", None, "not found"),
         ([SetEmbedding(MISSING, "m", (1.0,))], "SetEmbedding", MISSING, "node", None, "not found"),

@@ -259,10 +259,10 @@ def test_scoped_reads_see_exactly_their_scopes(world: dict[str, Any]) -> None:
                 }
 
             for word in WORDS:
-                hits = eng.nodes.search_text(word, k=100, scopes=reads)
-                found_ids = [n.id for n, _ in hits]
+                scored = eng.nodes.search_text(word, k=100, scopes=reads)
+                found_ids = [n.id for n, _ in scored]
                 assert len(found_ids) == len(set(found_ids))
-                assert all(score > 0 for _, score in hits)
+                assert all(score > 0 for _, score in scored)
                 assert set(found_ids) == {
                     i
                     for i in inside
@@ -270,9 +270,9 @@ def test_scoped_reads_see_exactly_their_scopes(world: dict[str, Any]) -> None:
                     or (nodes[i].label == "Thing" and word in text_words(nodes[i].props.get("note")))
                 }
 
-            hits = eng.nodes.search_vectors("m", [1.0, 2.0, 3.0], k=100, scopes=reads)
-            assert {n.id for n, _ in hits} == embedded & inside
-            assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+            scored = eng.nodes.search_vectors("m", [1.0, 2.0, 3.0], k=100, scopes=reads)
+            assert {n.id for n, _ in scored} == embedded & inside
+            assert [s for _, s in scored] == sorted((s for _, s in scored), reverse=True)
 
             for seed in nodes:
                 found_nodes, found_edges = eng.nodes.traverse(seed, max_hops=4, scopes=reads)
@@ -374,9 +374,11 @@ def simulate(state: State, batch: Sequence[Command], now: int) -> tuple[State, l
     return out, produced
 
 
-def stored_state(eng: Engine) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+def stored_state(eng: Engine) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Nodes, edges and embeddings as the store holds them (from an export)."""
-    nodes, edges, vectors = {}, {}, {}
+    nodes: dict[str, Any] = {}
+    edges: dict[str, Any] = {}
+    vectors: dict[str, Any] = {}
     for record in eng.export():
         if record["type"] == "node":
             nodes[record["id"]] = (record["scope"], record["label"], record["props"])
@@ -488,7 +490,7 @@ def test_batches_are_all_or_nothing(data: st.DataObject) -> None:
                 produced, last = eng.nodes.submit(batch)
                 assert last == seq + len(batch) == eng.current_seq()
                 assert [p is None for p in produced] == [p is None for p in placeholders]
-                real = {p: r for p, r in zip(placeholders, produced, strict=True) if p is not None}
+                real = {p: r for p, r in zip(placeholders, produced, strict=True) if p is not None and r is not None}
                 made = [r for r in produced if r is not None]
                 had_nodes = [
                     *state.nodes,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 
-from mnemodb.engine import Engine, InvalidArgument
+from mnemodb.engine import Engine, InvalidArgument, SearchHit
 from support import SCOPE_A, Clock
 
 
-def contents(hits: object) -> list[str]:
-    return [h.memory.content for h in hits]  # type: ignore[attr-defined]
+def contents(hits: Iterable[SearchHit]) -> list[str]:
+    return [h.memory.content for h in hits]
 
 
 # -- search: analysis -----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +17,9 @@ TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
 
 
 @pytest.fixture
-def eng(db_path: Path) -> Engine:
+def eng(db_path: Path) -> Iterator[Engine]:
     with Engine.open(str(db_path)) as engine:
-        yield engine  # type: ignore[misc]
+        yield engine
 
 
 def test_a_token_is_shown_once_and_only_its_hash_is_stored(eng: Engine, db_path: Path) -> None:
@@ -262,3 +262,17 @@ def test_deleting_an_item_may_not_take_a_relation_in_a_scope_the_token_only_read
         eng.items.forget([own.id])
     assert eng.current_seq() == seq
     assert eng.memories.get(own.hash, scopes=[TEAM_B]) is not None
+
+
+def test_no_token_administers_access(eng: Engine) -> None:
+    """Making, revoking and reopening access are the operator's: refused under any grant,
+    a writing one included."""
+    made, _ = eng.tokens.create("ops")
+    with granted(Grant("writer", ("shared",), "shared", ("shared",))):
+        with pytest.raises(Forbidden, match='token "writer" may not administer access'):
+            eng.tokens.create("another")
+        with pytest.raises(Forbidden, match="may not administer access"):
+            eng.tokens.revoke(made.id)
+        with pytest.raises(Forbidden, match="may not administer access"):
+            eng.tokens.reopen()
+    assert [t.name for t in eng.tokens.list()] == ["ops"]

@@ -167,7 +167,8 @@ def test_local_loads_quietly_on_first_use(capfd: pytest.CaptureFixture[str]) -> 
     """Loading prints nothing to stdout (stdout is the MCP channel) and happens on first use."""
     local = LocalEmbedder()
     assert local.model == default_local_model()
-    assert local.loaded is False
+    loaded_before = local.loaded
+    assert loaded_before is False
     capfd.readouterr()
     vectors = local.embed(["warming up"])
     out, _ = capfd.readouterr()

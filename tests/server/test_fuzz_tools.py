@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 import mcp_types
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings

@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,9 @@ INITIALIZE = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     with HttpServer.start(tmp_path_factory.mktemp("http") / "memory.db") as running:
-        yield running  # type: ignore[misc]
+        yield running
 
 
 # -- the MCP endpoint --------------------------------------------------------------------------------
@@ -320,7 +321,7 @@ TEAM_C = "01HV7N8Q3Y2J6W5X4Z9A0B1C2F"
 
 
 @pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> tuple[HttpServer, dict[str, str]]:
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpServer, dict[str, str]]]:
     """A server whose database holds tokens: team A's, team B's, and a read-only one for A."""
     db = tmp_path_factory.mktemp("tokens") / "memory.db"
     with Engine.open(str(db)) as engine:
@@ -334,7 +335,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> tuple[HttpServer, dict[
         engine.memories.store("Team B's launch date is secret", scope=TEAM_B)
         engine.graph.create_entities([NewEntity("Zorblax launch plan")], scope=TEAM_B)
     with HttpServer.start(db) as running:
-        yield running, secrets  # type: ignore[misc]
+        yield running, secrets
 
 
 def test_without_a_token_a_guarded_server_answers_401(guarded: tuple[HttpServer, dict[str, str]]) -> None:
@@ -635,14 +636,14 @@ def jwt_for(scopes: str, *, key: Any = SECRET, algorithm: str = "HS256", **overr
 
 
 @pytest.fixture(scope="module")
-def with_jwt(tmp_path_factory: pytest.TempPathFactory) -> HttpServer:
+def with_jwt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     db = tmp_path_factory.mktemp("jwt") / "memory.db"
     with Engine.open(str(db)) as engine:
         engine.memories.store("Team B's launch date is secret", scope=TEAM_B)
         engine.graph.create_entities([NewEntity("Zorblax launch plan")], scope=TEAM_B)
     flags = ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-key", SECRET]
     with HttpServer.start(db, *flags, "--public-url", "https://memory.example.com") as running:
-        yield running  # type: ignore[misc]
+        yield running
 
 
 def test_a_jwt_grants_the_scopes_its_claim_lists(with_jwt: HttpServer) -> None:

@@ -1192,6 +1192,7 @@ def _topo_submit_batch(t: Tenant, w: World) -> None:
             ]
         },
     )
+    command: dict[str, Any]
     for scope in (TEAM_B, TEAM_B.lower()):
         for command in (
             {"op": "create_memory", "content": "planted for team B", "scope": scope},

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 import pytest
 from mcp_types import TextContent, TextResourceContents
 

@@ -105,7 +105,8 @@ def test_a_server_stops_while_its_model_loads_and_keeps_every_write(tmp_path: Pa
                 },
             },
         )
-        assert stored["result"]["isError"] is False  # type: ignore[index]
+        result = stored["result"]
+        assert isinstance(result, dict) and result["isError"] is False
         if how == "sigterm":
             proc.send_signal(signal.SIGTERM)
         else:

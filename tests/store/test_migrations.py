@@ -174,12 +174,12 @@ def test_embeddings_and_their_logged_vectors_survive_the_move_to_a_rowid_table(d
         hits = engine.nodes.search_vectors("m", [0.5, -0.25, 1.0], k=5, scopes=["shared"])
         assert [(node.id, round(score, 6)) for node, score in hits] == [(NODE_1, 1.0)]
         # Entries logged before the upgrade hold a list; new ones hold base64 float32: both read alike.
-        engine.nodes.submit([SetEmbedding(NODE_3, "m", [1.0, 0.0, -0.125])])
+        engine.nodes.submit([SetEmbedding(NODE_3, "m", (1.0, 0.0, -0.125))])
         logged = [c for c in engine.changes() if c.op == ops.SET_EMBEDDING]
         assert [ops.embedding_vector(c.data) for c in logged] == [[0.5, -0.25, 1.0], [1.0, 0.0, -0.125]]
         assert "vector" not in logged[1].data
         with pytest.raises(InvalidArgument, match="does not match existing slab dim 3"):
-            engine.nodes.submit([SetEmbedding(NODE_3, "m", [1.0, 0.0])])
+            engine.nodes.submit([SetEmbedding(NODE_3, "m", (1.0, 0.0))])
 
 
 def test_vectors_from_before_node_versions_keep_whether_they_were_current(db_path: Path) -> None:

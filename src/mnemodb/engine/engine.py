@@ -305,7 +305,7 @@ class Engine:
                     f'it cannot be deleted with token "{grant.name}": relations in scopes it may not write touch it'
                 )
 
-    # The two kinds of write transaction. Every write above the store opens one of them.
+    # The kinds of write transaction. Every write above the store opens one of them.
 
     def change(self) -> contextlib.AbstractContextManager[WriteTx]:
         """A write transaction for a caller's change: every one opens here, so a read-only
@@ -314,6 +314,16 @@ class Engine:
         grant = current_grant()
         if grant is not None and grant.read_only:
             raise Forbidden(f'token "{grant.name}" is read-only')
+        return self.store.write()
+
+    def administer(self) -> contextlib.AbstractContextManager[WriteTx]:
+        """A write transaction for the operator's administration of the database (access
+        tokens, and whether the HTTP server requires one): refused under any grant, so no
+        token can make, revoke or reopen access, and never logged, since tokens are not
+        data the change log replays or a client reads."""
+        grant = current_grant()
+        if grant is not None:
+            raise Forbidden(f'token "{grant.name}" may not administer access to the database')
         return self.store.write()
 
     def upkeep(self) -> contextlib.AbstractContextManager[WriteTx]:

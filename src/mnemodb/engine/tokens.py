@@ -117,7 +117,7 @@ class Tokens:
         reads = tuple(dict.fromkeys([default, *writes, *(engine.scope(s) for s in read_scopes or ())]))
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = Token(new_ulid(), name, reads, default, writes, engine.clock())
-        with engine.store.write() as tx:
+        with engine.administer() as tx:
             if any(t.name == name for t in tx.tokens()):
                 raise Conflict(f"a token named {name!r} exists: revoke it first, or choose another name")
             tx.insert_token(token, token_digest(secret))
@@ -130,7 +130,7 @@ class Tokens:
 
     def revoke(self, ref: str) -> Token:
         """Revoke the live token with this id or name; it stops working at once."""
-        with self._engine.store.write() as tx:
+        with self._engine.administer() as tx:
             matches = [t for t in tx.tokens() if ref in (t.id, t.name)]
             if not matches:
                 raise NotFound(f"no live token named or with id {ref!r}")
@@ -155,7 +155,7 @@ class Tokens:
         """Let the HTTP server take requests without a token again (on loopback only): an
         operator's explicit choice, refused while a live token exists (it would still be
         required)."""
-        with self._engine.store.write() as tx:
+        with self._engine.administer() as tx:
             live = tx.live_token_count()
             if live:
                 tokens = "1 live token remains: revoke it" if live == 1 else f"{live} live tokens remain: revoke them"

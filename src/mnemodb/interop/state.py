@@ -1,8 +1,8 @@
 """Small named values kept in the database's meta table.
 
-The engine has no public call for the meta table yet; these two functions reach it
-through the store's transactions, so the interop code keeps its bookkeeping in the
-same database file as the data it imported.
+The interop code keeps its bookkeeping (what it imported from which file) in the same
+database file as the data it imported. Writing it is upkeep, not a caller's change: it is
+never refused and never logged (`Engine.upkeep`).
 """
 
 from __future__ import annotations
@@ -23,5 +23,5 @@ def get_meta(engine: Engine, key: str) -> str | None:
 
 def set_meta(engine: Engine, key: str, value: str) -> None:
     """Store `value` under `key`, replacing what was there, in one write transaction."""
-    with engine.store.write() as tx:
+    with engine.upkeep() as tx:
         tx.set_meta(key, value)

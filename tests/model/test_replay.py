@@ -5,11 +5,14 @@ the log must still read)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from mnemodb.model import ops
 from mnemodb.model.history import as_item, as_node, replay
 from mnemodb.model.ids import content_hash
 from mnemodb.model.records import Change, Entity, Memory
+
+Item = Memory | Entity
 
 MEMORY = Memory(7, "01HV7N8Q3Y2J6W5X4Z9A0B1C2D", "shared", "first text", content_hash("first text"), ("a",), 3,
                 "note", None, {"p": 1}, 100, 100)  # fmt: skip
@@ -20,20 +23,21 @@ def log(*entries: tuple[int, ops.Op]) -> list[Change]:
     return [Change(seq, at, *op) for seq, (at, op) in enumerate(entries, 1)]
 
 
-def memory_at(changes: Sequence[Change], at: int) -> Memory:
+def item_at(changes: Sequence[Change], at: int, now: Item) -> Item:
+    """`now` as the replay of `changes` shows it at `at`, of the same kind."""
     past = replay(changes, at)
     assert past is not None
-    item = as_item(past, MEMORY)
-    assert isinstance(item, Memory)
+    item = as_item(past, now)
+    assert type(item) is type(now)
     return item
+
+
+def memory_at(changes: Sequence[Change], at: int) -> Memory:
+    return cast(Memory, item_at(changes, at, MEMORY))
 
 
 def entity_at(changes: Sequence[Change], at: int) -> Entity:
-    past = replay(changes, at)
-    assert past is not None
-    item = as_item(past, ENTITY)
-    assert isinstance(item, Entity)
-    return item
+    return cast(Entity, item_at(changes, at, ENTITY))
 
 
 def memory_log() -> list[Change]:

@@ -175,19 +175,7 @@ def as_item(past: PastItem, now: Memory | Entity) -> Memory | Entity:
 
 
 def as_node(past: PastItem, pk: int) -> Node:
-    """The past as the property-graph view shows a node: a memory's content (and its
-    importance, type and summary unless they are the defaults), an entity's name (and
-    type when set), then the node's own properties."""
-    props: dict[str, Any] = {}
-    if past.memory is not None:
-        props["content"] = past.memory["content"]
-        for key, unset in MEMORY_FIELDS.items():
-            if past.memory[key] != unset:
-                props[key] = past.memory[key]
-    if past.entity is not None:
-        props["name"] = past.entity["name"]
-        if past.entity["entity_type"]:
-            props["entityType"] = past.entity["entity_type"]
-    for key, value in past.props.items():
-        props.setdefault(key, value)
-    return Node(pk, past.id, past.scope, past.label, props, past.created_at, past.updated_at)
+    """The past as the property-graph view shows a node, by the rule a creation entry's
+    view follows (`ops.node_props`)."""
+    view = {"memory": past.memory, "entity": past.entity, "props": past.props}
+    return Node(pk, past.id, past.scope, past.label, ops.node_props(view), past.created_at, past.updated_at)

@@ -465,15 +465,14 @@ def make_embedder(settings: EmbeddingSettings, *, profile: str = "native", requi
             raise ConfigError(f"the local embedding model is not installed: {INSTALL_HINT}")
         # A model name set for another embedder does not stop `auto` from taking the local one.
         model = settings.model if settings.embedder == "local" or settings.model in LOCAL_MODELS else None
-        if model is not None and model not in LOCAL_MODELS:
-            raise ConfigError(
-                f"Invalid --embed-model {model!r} for the local embedder: expected one of {', '.join(LOCAL_MODELS)}"
-            )
         if model == QUANTIZED_MODEL and not onnx_runtime_available():
             raise ConfigError(
                 f"{QUANTIZED_MODEL} runs on ONNX Runtime, which is not installed: pip install onnxruntime"
             )
-        return LocalEmbedder(model)
+        try:
+            return LocalEmbedder(model)
+        except ValueError as exc:  # a model the local embedder does not run
+            raise ConfigError(f"Invalid --embed-model {model!r} for the local embedder: {exc}") from None
     assert settings.url is not None and settings.model is not None
     return HttpEmbedder(settings.url, settings.model, key=settings.key)
 

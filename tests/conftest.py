@@ -9,6 +9,7 @@ import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.search.embedders import LocalEmbedder, local_available
+from stores import store_location
 from support import RawServer, serve_command
 
 
@@ -32,7 +33,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def engine(db_path: Path) -> Iterator[Engine]:
-    with Engine.open(str(db_path)) as opened:
+    with Engine.open(store_location(db_path)) as opened:
         yield opened
 
 

@@ -196,3 +196,50 @@ def test_every_write_above_the_store_opens_a_named_kind_of_transaction() -> None
             if node.func.attr == "write" and "store" in ast.unparse(node.func.value):
                 found.append(f"{name}:{node.lineno}")
     assert not found, "store.write() outside the engine's core: " + ", ".join(found)
+
+
+def test_only_the_store_package_names_a_backend() -> None:
+    """Above the store, a database is opened by location (`open_store`), never by naming a
+    backend's module: a second store plugs in without a change above it."""
+    found = [
+        f"{name}:{line} imports {target}"
+        for name, tree in modules()
+        if not within(name, "mnemodb.store")
+        for target, _, line in imports(name, tree)
+        if within(target, "mnemodb.store.sqlite")
+    ]
+    assert not found, "backend modules imported above the store:\n" + "\n".join(found)
+
+
+def test_only_the_composition_root_opens_a_store() -> None:
+    """`open_store` is called from `Engine.open` only; every other path gets an engine."""
+    found = []
+    for name, tree in modules():
+        if within(name, "mnemodb.store") or name == "mnemodb.engine.engine":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "open_store":
+                found.append(f"{name}:{node.lineno}")
+    assert not found, "open_store() called outside the composition root: " + ", ".join(found)
+
+
+def test_the_store_contract_documents_every_method() -> None:
+    """Every method of the store contract says what it does: its order, its scope
+    filtering and what None means are what a second backend has to go on."""
+    tree = ast.parse((PACKAGE / "store" / "base.py").read_text(encoding="utf-8"))
+    methods = [
+        f"{node.name}.{item.name}"
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        for item in node.body
+        if isinstance(item, ast.FunctionDef)
+    ]
+    undocumented = [
+        f"{node.name}.{item.name}"
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        for item in node.body
+        if isinstance(item, ast.FunctionDef) and not ast.get_docstring(item)
+    ]
+    assert len(methods) > 80
+    assert not undocumented, f"undocumented contract methods: {undocumented}"

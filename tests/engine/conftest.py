@@ -1,4 +1,5 @@
-"""Engine fixtures: a real SQLite file and a clock the test controls."""
+"""Engine fixtures: a real database of the chosen store (`stores.py`; SQLite by default)
+and a clock the test controls."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine
-from mnemodb.store.sqlite import SqliteStore
+from mnemodb.store import open_store
+from stores import store_location
 from support import Clock
 
 
@@ -20,5 +22,5 @@ def clock() -> Clock:
 @pytest.fixture
 def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
     # A long access interval: statistics are written only by flush_access() (or close).
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as opened:
+    with Engine(open_store(store_location(db_path)), clock=clock, access_interval=3600) as opened:
         yield opened

@@ -33,6 +33,7 @@ from mnemodb.search.embedders import (
 )
 from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, parse_fusion
 from mnemodb.store.sqlite import SqliteStore
+from mnemodb.store.vectors import ExactVectorIndex
 from support import Clock
 
 WAIT_S = 10.0  # a hang guard for the background thread: a round takes milliseconds
@@ -524,7 +525,9 @@ def test_the_cached_matrix_follows_every_change_as_a_fresh_one_would(db_path: Pa
             for scopes in ([eng.write_scope], [eng.write_scope, "shared"]):
                 with open_engine(db_path) as fresh:
                     assert answers(eng, queries, scopes) == answers(fresh, queries, scopes), (step, scopes)
-        assert eng.nodes._vectors[model].dead > 0, "the test never exercised switched-off rows"
+        index = eng.store.vectors
+        assert isinstance(index, ExactVectorIndex)
+        assert index.switched_off(model) > 0, "the test never exercised switched-off rows"
 
 
 def test_a_query_vector_of_the_wrong_length_is_refused(http_eng: Engine) -> None:

@@ -236,7 +236,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         load = getattr(embedder, "load", None)
         if model is not None and load is not None:
             with engine.store.read() as tx:
-                has_vectors = bool(tx.embedding_generation(model))
+                has_vectors = bool(tx.embedding_changes(model).generation)
             if has_vectors:
                 load()  # the server loads it in the background; a command cannot wait for that
         page = engine.items.search(args.query, kinds=kinds, limit=args.limit)

@@ -45,6 +45,7 @@ from mnemodb.model.records import (
     StoredMemory,
 )
 from mnemodb.model.rules import (
+    TURN_CONTEXT_WINDOW_MS,
     check_edge_ends,
     check_extra,
     check_importance,
@@ -60,7 +61,8 @@ from mnemodb.search.ranking import (
     FusionWeights,
     RankWeights,
 )
-from mnemodb.store.base import ReadTx, Store, WriteTx
+from mnemodb.store import open_store
+from mnemodb.store.base import ReadTx, ScopeName, Store, WriteTx
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "Engine", "content_hash", "normalize_tags", "now_ms"]
 
@@ -120,12 +122,11 @@ class Engine:
     def open(
         cls, path: str = ":memory:", *, create_parent: bool = True, read_only: bool = False, **options: Any
     ) -> Engine:
-        """An engine over the SQLite database at `path` (created if missing, and its directory
-        too unless `create_parent` is false). With `read_only`, an existing database is only
-        read: nothing is created or written (writes raise StoreFailed)."""
-        from mnemodb.store.sqlite import SqliteStore
-
-        store = SqliteStore(path, create_parent=create_parent, read_only=read_only)
+        """An engine over the database at `path`, a file path or a store URL (`open_store`),
+        created if missing, and its directory too unless `create_parent` is false. With
+        `read_only`, an existing database is only read: nothing is created or written
+        (writes raise StoreFailed)."""
+        store = open_store(path, create_parent=create_parent, read_only=read_only)
         try:
             return cls(store, **options)
         except BaseException:
@@ -219,7 +220,7 @@ class Engine:
             tx.name_scope(name, target, self.clock())
         return name, target
 
-    def scope_names(self) -> list[tuple[str, str, int]]:
+    def scope_names(self) -> list[ScopeName]:
         """Every named scope: (name, scope, created_at ms), by name."""
         with self.store.read() as tx:
             return tx.scope_names()
@@ -378,7 +379,10 @@ class Engine:
             return StoredMemory(existing, False)
         node_id = new_ulid()
         pk = tx.insert_node(node_id, scope, MEMORY, item.props, at)
-        tx.insert_memory(pk, scope, digest, item.content, item.summary, item.importance, item.memory_type, turn=turn)
+        context_from = tx.latest_memory(scope, pk, at - TURN_CONTEXT_WINDOW_MS) if turn else None
+        tx.insert_memory(
+            pk, scope, digest, item.content, item.summary, item.importance, item.memory_type, context_from=context_from
+        )
         tx.add_tags(pk, item.tags)
         memory = Memory(
             pk=pk,
@@ -765,7 +769,7 @@ class Engine:
             if (existing.src, existing.dst, existing.type) != (record["from"], record["to"], record["edge_type"]):
                 raise InvalidArgument("its id is another edge's, between other nodes or of another type")
             return False
-        if tx.node_pk(record["id"]) is not None:
+        if tx.node_by_id(record["id"]) is not None:
             raise InvalidArgument("its id is a node's")
         src, dst = self._import_end(tx, record["from"]), self._import_end(tx, record["to"])
         check_edge_ends(src.scope, dst.scope)

@@ -28,6 +28,7 @@ from mnemodb.model.ids import SHARED, new_ulid
 from mnemodb.model.records import ENTITY, Entity, Relation
 from mnemodb.search import graph_query as gq
 from mnemodb.search.analyzer import query_terms
+from mnemodb.search.ranking import ENTITY_FIELD_WEIGHTS
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -534,7 +535,7 @@ class KnowledgeGraph:
         terms = [t for t in query_terms(query) if len(t) > 1]
         if not terms:
             return None
-        hits = tx.entity_word_search(terms, reads, limit)
+        hits = tx.entity_word_search(terms, reads, limit, ENTITY_FIELD_WEIGHTS)
         found = {pk for pk, _ in hits}
         spelled = [t for t in terms if len(t) >= _MIN_SUBSTRING]
         joined: list[int] = []

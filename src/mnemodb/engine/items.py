@@ -43,7 +43,13 @@ from mnemodb.model.records import (
 )
 from mnemodb.model.rules import check_importance
 from mnemodb.search.analyzer import query_terms, tag_candidates
-from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, relevance, text_strengths
+from mnemodb.search.ranking import (
+    ACCESS_SATURATION,
+    MEMORY_FIELD_WEIGHTS,
+    FusionWeights,
+    relevance,
+    text_strengths,
+)
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -609,7 +615,7 @@ class Items:
         if model is None or self._engine.fusion.vector <= 0:
             return None
         with self._engine.store.read() as tx:
-            if not tx.embedding_generation(model):
+            if not tx.embedding_changes(model).generation:
                 return None
             stored_dim = tx.embedding_dim(model)
         if not embeddings.ready():
@@ -660,10 +666,10 @@ class Items:
         terms = query_terms(query)  # checked by `search`
         tags = tag_candidates(query)
         pool = RANKED_POOL
-        by_text = tx.filtered_text_search(terms, reads, pool, where, now)
+        by_text = tx.filtered_text_search(terms, reads, pool, where, now, MEMORY_FIELD_WEIGHTS)
         by_tag = tx.filtered_tagged(tags, reads, pool, where, now)
-        strength = text_strengths({c[0]: c[1] for c in by_text})
-        tagged = {c[0] for c in by_tag}
+        strength = text_strengths({hit.pk: hit.score for hit in by_text})
+        tagged = {hit.pk for hit in by_tag}
         scores: dict[int, float] = {}
         for pk, _, importance, created_at in (*by_text, *by_tag):
             if pk not in scores:

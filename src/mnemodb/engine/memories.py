@@ -202,7 +202,7 @@ class Memories:
         with self._engine.store.read() as tx:
             by_text = tx.search_text(terms, read, pool)
             by_tag = tx.memories_with_tags(tag_terms, read, pool)
-            strength = text_strengths({c[0]: c[1] for c in by_text})
+            strength = text_strengths({hit.pk: hit.score for hit in by_text})
             tagged = {c[0] for c in by_tag}
             scored: dict[int, tuple[float, dict[str, float]]] = {}
             for pk, _, importance, created_at in (*by_text, *by_tag):

@@ -96,6 +96,13 @@ def normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+TURN_CONTEXT_WINDOW_MS = 30 * 60 * 1000
+"""A memory stored as a turn of a conversation follows the turn stored before it in its
+scope when that one is at most this old (30 minutes): the two turns before it are its
+context, which the native search matches at reduced weight. An answer often names little
+of what it answers; the turns before it name the rest (docs/design.md)."""
+
+
 MAX_EXTRA_DEPTH = 100
 """How deep the fields kept from other servers' files (an entity's or relation's `extra`)
 may nest, counting from the line that holds them."""

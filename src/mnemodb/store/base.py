@@ -1,16 +1,59 @@
-"""The narrow interface between the engine and a database.
+"""The store contract: what the engine needs of a database, and nothing of how it is kept.
 
-The engine talks to a `Store` only through read and write transactions whose methods
-speak in rows of the data model, never in SQL. SQLite implements it now; a PostgreSQL
-store will implement the same protocol.
+The engine talks to a `Store` only through transactions (`Store.read`, `Store.write`)
+whose methods speak in records of the data model (`mnemodb.model.records`) and the small
+typed results below, never in SQL. The contract is split by role: a transaction is every
+role's reads (`ReadTx`) or every role's reads and writes (`WriteTx`). SQLite implements it
+(`mnemodb.store.sqlite`); a second backend implements the same protocols and passes the
+same contract suite (`tests/store/contract`).
+
+Rules every method follows unless its docstring says otherwise:
+
+- **Keys.** `pk` is the store's integer key of a node (memory, entity or any other node)
+  or of an edge; `id` is the public ULID. A pk never changes and is never reused.
+- **Scopes.** A `scopes` argument is the set of scopes the caller may read: rows outside
+  it are as good as absent. An edge is visible when its own scope and both of its ends'
+  scopes are in the set. Methods without a `scopes` argument do not filter: the engine
+  checks what it hands on.
+- **Missing keys.** Batch lookups (`..._by_pk`, `labels_of`, ...) leave out the keys that
+  do not exist; single lookups return None for them. A write given a pk that does not
+  exist changes nothing.
+- **Order.** "Oldest first" is creation order, which is pk order. "Best first" is
+  descending score, ties in ascending pk.
+- **Text.** Any Unicode string the data model accepts (`model.rules.check_text`) is
+  stored and read back unchanged, U+0000 included: a backend whose text type cannot hold
+  it (PostgreSQL) escapes it reversibly inside the store. Lone surrogates never reach the
+  store.
+- **Time** arguments (`at`, `valid_from`, ...) are milliseconds since the Unix epoch,
+  chosen by the engine (`Engine.clock`), never by the database.
+
+Text search scores (`TextHit.score`, `ScoredPk.score`) are on the backend's own scale but
+always **higher is better and positive for a match**; the engine only ever compares them
+within one result set (`search.ranking.text_strengths`). How much a field counts is the
+engine's decision, passed in (`MemoryFieldWeights`, `EntityFieldWeights`).
+
+**Writers are serialised.** `Store.write()` must not let two write transactions overlap,
+across threads and processes: the change log's gapless, commit-ordered `seq`, the rule of
+one entity per name and scope, the check-then-insert of an open edge, and timestamps that
+follow commit order all rest on it. SQLite takes its write lock up front (`BEGIN
+IMMEDIATE`); a server database takes an exclusive transaction-scoped lock first.
+
+**Derived data the store keeps by itself** (a backend may use triggers, as SQLite does,
+or do it in its write methods): the word index of memory text (content, summary and turn
+context); a memory's turn-context text, derived from its `context_from` link (see
+`MemoryWrites.insert_memory`) and following edits and removals of the turns it was taken
+from; the word and substring indexes of entity text (name, type and observations); the
+per-scope memory and tag counters behind `count_memories` and `count_tags`; each node's
+`version` (`node_versions`), which grows on every change of the node or its memory,
+entity or observations; and each embedding model's generation (`embedding_changes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from mnemodb.model.records import (
     Change,
@@ -26,32 +69,286 @@ from mnemodb.model.records import (
     Token,
 )
 
+__all__ = [
+    "AccessStats",
+    "Admin",
+    "ChangeLogReads",
+    "ChangeLogWrites",
+    "Coverage",
+    "EdgeReads",
+    "EdgeWrites",
+    "EmbeddingChanges",
+    "EmbeddingReads",
+    "EmbeddingWrites",
+    "EntityFieldWeights",
+    "EntityLink",
+    "EntityReads",
+    "EntityText",
+    "EntityTextSearch",
+    "EntityWrites",
+    "ItemReads",
+    "MemoryFieldWeights",
+    "MemoryReads",
+    "MemoryWrites",
+    "MetaReads",
+    "MetaWrites",
+    "NodeLabel",
+    "NodeReads",
+    "NodeWrites",
+    "ReadTx",
+    "ScopeName",
+    "ScopeSet",
+    "ScoredPk",
+    "Store",
+    "StoreHealth",
+    "StoredVector",
+    "TextClause",
+    "TextHit",
+    "TextSearch",
+    "TimeRange",
+    "TokenReads",
+    "TokenWrites",
+    "TransferReads",
+    "TransferWrites",
+    "VectorHit",
+    "VectorIndex",
+    "WriteTx",
+]
+
 ScopeSet = Sequence[str]
+"""The scopes a caller may read (see the module's rules)."""
+
+
+# -- typed results and arguments -----------------------------------------------------------
+
+
+class TextHit(NamedTuple):
+    """A memory found by words or tags."""
+
+    pk: int
+    score: float
+    """How well the words matched: positive, higher is better, comparable only within one
+    result set; 0.0 for a hit by tag alone."""
+    importance: int
+    created_at: int
+
+
+class ScoredPk(NamedTuple):
+    """A node found by words: its pk and a score (positive, higher is better, comparable
+    only within one result set)."""
+
+    pk: int
+    score: float
+
+
+class NodeLabel(NamedTuple):
+    label: str
+    scope: str
+
+
+class EntityText(NamedTuple):
+    """An entity's searchable text, as the substring search reads it."""
+
+    pk: int
+    name: str
+    entity_type: str
+    observations: str
+    """The observations joined by single spaces."""
+    observations_json: str
+    """The observations as a JSON array of strings, in order (parsed only on a match)."""
+
+
+class EntityLink(NamedTuple):
+    """An open relation between two entities: the light row a graph walk steps over."""
+
+    relation_pk: int
+    from_pk: int
+    to_pk: int
+
+
+class StoredVector(NamedTuple):
+    pk: int
+    id: str
+    scope: str
+    vector: bytes
+    """Little-endian float32 values."""
+
+
+class VectorHit(NamedTuple):
+    pk: int
+    score: float
+    """Cosine similarity to the query, in [-1, 1]."""
+
+
+class AccessStats(NamedTuple):
+    reads: int
+    last_at: int
+    """When it was last read (ms; 0 when never)."""
+
+
+class ScopeName(NamedTuple):
+    name: str
+    scope: str
+    created_at: int
+
+
+class TimeRange(NamedTuple):
+    oldest: int | None
+    newest: int | None
+
+
+class EmbeddingChanges(NamedTuple):
+    generation: int
+    """Grows whenever any vector of the model is set or removed (0: none ever)."""
+    removals: int
+    """How many of the model's vectors were ever removed."""
+
+
+class Coverage(NamedTuple):
+    current: int
+    """Nodes whose vector was made from their current version."""
+    total: int
+
+
+class MemoryFieldWeights(NamedTuple):
+    """How much a word match in each field of a memory counts, relative to the others."""
+
+    content: float = 1.0
+    summary: float = 1.0
+    context: float = 1.0
+
+
+class EntityFieldWeights(NamedTuple):
+    """How much a word match in each field of an entity counts, relative to the others."""
+
+    name: float = 1.0
+    entity_type: float = 1.0
+    observations: float = 1.0
+
 
 TextClause = tuple[str | None, Sequence[str], Sequence[str]]
-"""A substring condition on entity text: (column, or None for all of it; every one of
-these; at least one of these)."""
-
-Candidate = tuple[int, float, int, int]
-"""A search candidate: (memory pk, bm25 (lower is better), importance, created_at ms)."""
+"""A substring condition on entity text: (field — "name", "type", "obs" — or None for any
+of them; every one of these substrings; at least one of these substrings)."""
 
 
-class ReadTx(Protocol):
-    """A consistent snapshot of the store."""
+@dataclass(frozen=True, slots=True)
+class StoreHealth:
+    """What a store says of itself when asked to check (`Admin.check`)."""
 
-    def memory_by_hash(self, scopes: ScopeSet, digest: str) -> Memory | None: ...
-    def memory_pk(self, scope: str, digest: str) -> int | None: ...
-    def memory_by_pk(self, pk: int) -> Memory | None: ...
-    def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]: ...
-    def node_by_id(self, node_id: str) -> Node | None: ...
-    def node_pk(self, node_id: str) -> int | None: ...
-    def search_text(
-        self, terms: Sequence[str], scopes: ScopeSet, limit: int, *, content_only: bool = False
-    ) -> list[Candidate]: ...
-    def memories_with_tags(self, tags: Sequence[str], scopes: ScopeSet, limit: int) -> list[Candidate]: ...
-    def edge_by_pk(self, pk: int) -> Edge | None: ...
-    def edge_by_id(self, edge_id: str) -> Edge | None: ...
-    def find_edges(self, src: int, dst: int, edge_type: str, *, open_only: bool = False) -> list[Edge]: ...
+    schema_version: int
+    """The schema the database is at."""
+    latest_schema: int
+    """The schema this mnemodb writes."""
+    problems: tuple[str, ...]
+    """What the database's own consistency checks found wrong (none when sound)."""
+    details: Mapping[str, Any]
+    """Backend facts worth showing an operator (journal mode, WAL size, free pages...)."""
+
+
+# -- reads, by role ------------------------------------------------------------------------
+
+
+class MemoryReads(Protocol):
+    """Memory rows: a node of label Memory with its content, tags and turn context."""
+
+    def memory_by_hash(self, scopes: ScopeSet, digest: str) -> Memory | None:
+        """The oldest memory in `scopes` whose content hash is `digest`."""
+        ...
+
+    def memory_pk(self, scope: str, digest: str) -> int | None:
+        """The memory of exactly this scope whose content hash is `digest` (one at most: a
+        scope holds each content once)."""
+        ...
+
+    def memory_by_pk(self, pk: int) -> Memory | None:
+        """One memory with its tags (sorted) and read counts."""
+        ...
+
+    def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        """`memory_by_pk` for many; pks that are not memories are left out."""
+        ...
+
+    def latest_memory(self, scope: str, before_pk: int, created_since: int) -> int | None:
+        """The newest memory of `scope` with a pk below `before_pk` created at or after
+        `created_since`: the turn a new turn follows (`MemoryWrites.insert_memory`)."""
+        ...
+
+    def count_memories(self, scopes: ScopeSet) -> int:
+        """How many memories `scopes` hold (a counter, not a scan)."""
+        ...
+
+    def memories_per_scope(self) -> dict[str, int]:
+        """How many memories each scope holds, scopes with none left out, by scope."""
+        ...
+
+    def count_tags(self, scopes: ScopeSet) -> int:
+        """How many distinct tags the memories of `scopes` carry (a counter, not a scan)."""
+        ...
+
+    def memory_time_range(self, scopes: ScopeSet) -> TimeRange:
+        """When the oldest and the newest memory of `scopes` were stored (None, None: none)."""
+        ...
+
+
+class NodeReads(Protocol):
+    """Node rows: every item is a node (id, scope, label, props, times)."""
+
+    def node_by_id(self, node_id: str) -> Node | None:
+        """The node's own row: its stored props only (see `node_views` for the full view)."""
+        ...
+
+    def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
+        """Nodes as the property graph shows them: a memory's or entity's fields are among
+        its props (`model.ops.node_props`)."""
+        ...
+
+    def node_view_by_id(self, node_id: str) -> Node | None:
+        """`node_views` for one node, by id."""
+        ...
+
+    def labels_of(self, pks: Sequence[int]) -> dict[int, NodeLabel]:
+        """Each existing node's label and scope."""
+        ...
+
+    def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: ScopeSet) -> list[int]:
+        """Nodes of `label` in `scopes` whose view's `prop` equals `value`, type included
+        (True is not 1), oldest first."""
+        ...
+
+    def node_pks_with_labels(self, labels: Sequence[str]) -> list[int]:
+        """Every node of these labels, oldest first (whatever its scope: for upkeep)."""
+        ...
+
+    def node_versions(self, pks: Sequence[int]) -> dict[int, int]:
+        """Each node's version: how many times it has changed (see the module's derived data)."""
+        ...
+
+    def access_of(self, pk: int) -> AccessStats:
+        """How often the node was read and when last ((0, 0) when never)."""
+        ...
+
+    def access_counts(self, pks: Sequence[int]) -> dict[int, int]:
+        """Times each node was read; nodes never read are left out."""
+        ...
+
+
+class EdgeReads(Protocol):
+    """Edges: typed, directed, time-bounded (`valid_from` inclusive, `valid_to` exclusive,
+    None while open). "Valid at t" means valid_from <= t and (valid_to is None or t < valid_to)."""
+
+    def edge_by_pk(self, pk: int) -> Edge | None:
+        """One edge, open or closed, whatever its scope."""
+        ...
+
+    def edge_by_id(self, edge_id: str) -> Edge | None:
+        """`edge_by_pk` by the edge's public id."""
+        ...
+
+    def find_edges(self, src: int, dst: int, edge_type: str, *, open_only: bool = False) -> list[Edge]:
+        """Edges of this type from `src` to `dst`, oldest first; with `open_only`, those not
+        closed."""
+        ...
+
     def edges_of(
         self,
         pks: Sequence[int],
@@ -60,59 +357,78 @@ class ReadTx(Protocol):
         valid_at: int | None = None,
         scopes: ScopeSet | None = None,
         edge_types: Sequence[str] | None = None,
-    ) -> list[Edge]: ...
-    def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]: ...
+    ) -> list[Edge]:
+        """Edges leaving (`out`), entering (`in`) or touching (`both`) any of `pks`, oldest
+        first, each once; filtered by validity, visibility and type when given."""
+        ...
+
+    def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
+        """Edges with both ends among `pks`, oldest first."""
+        ...
+
     def edges_of_types(
         self, types: Sequence[str] | None, scopes: ScopeSet, *, valid_at: int | None, limit: int
-    ) -> list[Edge]: ...
-    def labels_of(self, pks: Sequence[int]) -> dict[int, tuple[str, str]]: ...
-    def entity_by_name(self, scopes: ScopeSet, name: str) -> Entity | None: ...
-    def entity_by_name_nocase(self, scopes: ScopeSet, name: str) -> Entity | None: ...
-    def entities_named(self, scopes: ScopeSet, names: Sequence[str]) -> dict[str, Entity]: ...
-    def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]: ...
-    def observations_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]: ...
-    def entity_pks(self, scopes: ScopeSet, *, after: int = 0, limit: int | None = None) -> list[int]: ...
-    def entity_pks_of_type(self, scopes: ScopeSet, entity_type: str) -> list[int]: ...
-    def entity_names_starting(self, scopes: ScopeSet, prefix: str, limit: int) -> list[str]: ...
-    def entity_text_search(self, clauses: Sequence[TextClause], scopes: ScopeSet) -> list[int] | None: ...
-    def scope_named(self, name: str) -> str | None:
-        """The scope a person's name for it stands for (names ignore case); None for none."""
+    ) -> list[Edge]:
+        """Visible edges of these types (None: any), valid at `valid_at` unless it is None,
+        newest first, at most `limit`."""
         ...
 
-    def scope_names(self) -> list[tuple[str, str, int]]:
-        """Every named scope: (name, scope, created_at ms), by name."""
+
+class EntityReads(Protocol):
+    """Entities (a node with a name, a type and ordered observations) and the relations
+    between them (edges between entities, as the knowledge graph sees them).
+
+    "The entity a name means" in a set of scopes is the oldest entity of that name there;
+    methods that list entities list only those."""
+
+    def entity_by_name(self, scopes: ScopeSet, name: str) -> Entity | None:
+        """The entity `name` means in `scopes` (exact, case-sensitive)."""
         ...
 
-    def entity_word_search(self, terms: Sequence[str], scopes: ScopeSet, limit: int) -> list[tuple[int, float]]:
-        """Entities (the oldest of each name in `scopes`) holding any of `terms` as words,
-        analysed as memory text is, best first: (pk, relevance), higher is better."""
+    def entity_by_name_nocase(self, scopes: ScopeSet, name: str) -> Entity | None:
+        """The entity whose name equals `name` ignoring case, when exactly one name does
+        (None when none or several)."""
         ...
 
-    def entity_texts(
-        self, scopes: ScopeSet, pks: Sequence[int] | None = None
-    ) -> Iterator[tuple[int, str, str, str, str]]: ...
-    def observations_in(self, scopes: ScopeSet) -> Iterator[tuple[int, str]]: ...
-    def entity_links(self, pks: Sequence[int], scopes: ScopeSet) -> list[tuple[int, int, int]]: ...
-    def node_views(self, pks: Sequence[int]) -> dict[int, Node]: ...
-    def node_view_by_id(self, node_id: str) -> Node | None: ...
-    def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: ScopeSet) -> list[int]: ...
-    def node_text_search(self, terms: Sequence[str], scopes: ScopeSet, limit: int) -> list[tuple[int, float]]: ...
-    def node_pks_with_labels(self, labels: Sequence[str]) -> list[int]: ...
-    def access_of(self, pk: int) -> tuple[int, int]: ...
-    def embedding_dim(self, model: str, *, excluding: int | None = None) -> int | None: ...
-    def embeddings_of_model(self, model: str, *, since: int | None = None) -> list[tuple[int, str, str, bytes]]: ...
-    def embedded_nodes(self, model: str) -> list[int]: ...
-    def embedding_changes(self, model: str) -> tuple[int, int]: ...
-    def node_versions(self, pks: Sequence[int]) -> dict[int, int]: ...
-    def access_counts(self, pks: Sequence[int]) -> dict[int, int]: ...
-    def embedding_generation(self, model: str) -> int: ...
-    def unembedded(self, model: str, labels: Sequence[str], limit: int, *, after: int = 0) -> list[int]: ...
-    def embedding_coverage(self, model: str, labels: Sequence[str]) -> tuple[int, int]: ...
-    def changes_of(self, target: str) -> list[Change]: ...
-    def relations_by_pk(self, pks: Sequence[int]) -> dict[int, Relation]: ...
-    def relations_touching(
-        self, pks: Sequence[int], scopes: ScopeSet, *, both_ends: bool = False
-    ) -> list[Relation]: ...
+    def entities_named(self, scopes: ScopeSet, names: Sequence[str]) -> dict[str, Entity]:
+        """The entity each name means, for the names that exist."""
+        ...
+
+    def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:
+        """Entities with their observations in order."""
+        ...
+
+    def entity_pks(self, scopes: ScopeSet, *, after: int = 0, limit: int | None = None) -> list[int]:
+        """The entities names mean, oldest first, from just after pk `after`."""
+        ...
+
+    def entity_pks_of_type(self, scopes: ScopeSet, entity_type: str) -> list[int]:
+        """The entities names mean whose type equals `entity_type` ignoring case, oldest first."""
+        ...
+
+    def entity_names_starting(self, scopes: ScopeSet, prefix: str, limit: int) -> list[str]:
+        """Distinct names starting with `prefix` (ignoring the case of ASCII letters),
+        ordered ignoring that case, at most `limit`."""
+        ...
+
+    def entity_texts(self, scopes: ScopeSet, pks: Sequence[int] | None = None) -> Iterator[EntityText]:
+        """The searchable text of the given entities (None: every entity a name means in
+        `scopes`), oldest first."""
+        ...
+
+    def entity_links(self, pks: Sequence[int], scopes: ScopeSet) -> list[EntityLink]:
+        """Visible open relations between entities with an end among `pks`, oldest first."""
+        ...
+
+    def relations_by_pk(self, pks: Sequence[int]) -> dict[int, Relation]:
+        """Relations (edges between entities) by edge pk."""
+        ...
+
+    def relations_touching(self, pks: Sequence[int], scopes: ScopeSet, *, both_ends: bool = False) -> list[Relation]:
+        """Visible open relations with one end (with `both_ends`: both ends) among `pks`,
+        oldest first."""
+        ...
+
     def relations_matching(
         self,
         scopes: ScopeSet,
@@ -123,45 +439,236 @@ class ReadTx(Protocol):
         to_pk: int | None = None,
         after: int = 0,
         limit: int | None = None,
-    ) -> list[Relation]: ...
+    ) -> list[Relation]:
+        """Visible open relations, filtered by type (ASCII case ignored with `ignore_case`)
+        and ends, oldest first from just after edge pk `after`."""
+        ...
+
+
+class TextSearch(Protocol):
+    """Search by analysed words. `terms` are the engine's analysed query words
+    (`search.analyzer`); a row matches when it holds any of them, stemmed the way the
+    index stems (Porter, for English). Hits are best first (see `TextHit.score`)."""
+
+    def search_text(
+        self, terms: Sequence[str], scopes: ScopeSet, limit: int, *, content_only: bool = False
+    ) -> list[TextHit]:
+        """Memories whose content or summary (with `content_only`: content) holds a term.
+        The turn context is not searched here (see `filtered_text_search`)."""
+        ...
+
+    def memories_with_tags(self, tags: Sequence[str], scopes: ScopeSet, limit: int) -> list[TextHit]:
+        """The newest memories carrying any of `tags`, newest first, score 0.0."""
+        ...
+
     def filtered_text_search(
-        self, terms: Sequence[str], scopes: ScopeSet, limit: int, where: ItemFilter, at: int
-    ) -> list[Candidate]: ...
+        self,
+        terms: Sequence[str],
+        scopes: ScopeSet,
+        limit: int,
+        where: ItemFilter,
+        at: int,
+        weights: MemoryFieldWeights,
+    ) -> list[TextHit]:
+        """Memories meeting `where` (edges judged as valid at `at`) whose content, summary or
+        turn context holds a term, each field weighted by `weights`."""
+        ...
+
     def filtered_tagged(
         self, tags: Sequence[str], scopes: ScopeSet, limit: int, where: ItemFilter, at: int
-    ) -> list[Candidate]: ...
-    def list_memories(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]: ...
-    def list_entities(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]: ...
-    def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int, scopes: ScopeSet) -> set[int]: ...
-    def facets(self, scopes: ScopeSet, top: int) -> dict[str, list[tuple[str, int]]]: ...
-    def count_memories(self, scopes: ScopeSet) -> int: ...
-    def memories_per_scope(self) -> dict[str, int]: ...
-    def token_by_hash(self, digest: str) -> Token | None: ...
-    def tokens(self, *, revoked: bool = False) -> list[Token]: ...
-    def live_token_count(self) -> int: ...
-    def count_tags(self, scopes: ScopeSet) -> int: ...
-    def memory_time_range(self, scopes: ScopeSet) -> tuple[int | None, int | None]: ...
-    def counts(self, scopes: ScopeSet | None) -> dict[str, int]: ...
-    def current_seq(self) -> int: ...
-    def changes(self, since_seq: int, limit: int | None) -> list[Change]: ...
-    def dump(self) -> Iterator[dict[str, Any]]: ...
-    def get_meta(self, key: str) -> str | None: ...
+    ) -> list[TextHit]:
+        """`memories_with_tags` for memories meeting `where`."""
+        ...
+
+    def node_text_search(self, terms: Sequence[str], scopes: ScopeSet, limit: int) -> list[ScoredPk]:
+        """Nodes whose declared text (`NodeWrites.set_node_text`) holds a term."""
+        ...
+
+    def entity_word_search(
+        self, terms: Sequence[str], scopes: ScopeSet, limit: int, weights: EntityFieldWeights
+    ) -> list[ScoredPk]:
+        """The entities names mean whose name, type or observations hold a term, each field
+        weighted by `weights`."""
+        ...
 
 
-class WriteTx(ReadTx, Protocol):
-    """A read-write transaction: every change it makes commits together or not at all."""
+class EntityTextSearch(Protocol):
+    """Substring search over entity text, for the knowledge graph's literal semantics."""
 
-    def savepoint(self) -> AbstractContextManager[None]: ...
-    def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None: ...
-    def insert_node(
-        self, node_id: str, scope: str, label: str, props: Props, at: int, *, pk: int | None = None
-    ) -> int: ...
-    def touch_node(self, pk: int, at: int) -> None: ...
-    def insert_token(self, token: Token, digest: str) -> None: ...
-    def name_scope(self, name: str, scope: str, at: int) -> None: ...
-    def revoke_token(self, token_id: str, at: int) -> None: ...
-    def set_node_props(self, pk: int, props: Props, at: int) -> None: ...
-    def delete_node(self, pk: int) -> None: ...
+    def entity_text_search(self, clauses: Sequence[TextClause], scopes: ScopeSet) -> list[int] | None:
+        """A superset of the entities names mean whose text meets every clause, oldest
+        first; the engine checks each candidate exactly. None when the index cannot narrow
+        the search (a substring shorter than the index's grain, three characters for
+        trigrams): the engine then reads every entity's text (`entity_texts`)."""
+        ...
+
+
+class ItemReads(Protocol):
+    """Memories and entities under an `ItemFilter` (the native face's listing and recall).
+    A filter's edge conditions count only edges visible to `scopes` and valid at `at`."""
+
+    def list_memories(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
+        """Memories meeting `where`, newest first, a page of them."""
+        ...
+
+    def list_entities(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
+        """Entities names mean meeting `where`, newest first, a page of them."""
+        ...
+
+    def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int, scopes: ScopeSet) -> set[int]:
+        """Which of these memories (`kind` "memory") or entities ("entity") meet `where`."""
+        ...
+
+    def facets(self, scopes: ScopeSet, top: int) -> dict[str, list[tuple[str, int]]]:
+        """The `top` most common tags, memory types, entity types and relation types
+        (keys "tags", "memory_types", "entity_types", "relation_types") with their
+        counts, most common first, ties by value."""
+        ...
+
+
+class EmbeddingReads(Protocol):
+    """Vectors, one per (node, model), with the node version they were made from."""
+
+    def embedding_dim(self, model: str, *, excluding: int | None = None) -> int | None:
+        """The length of `model`'s vectors, not counting node `excluding`'s (None: none)."""
+        ...
+
+    def embeddings_of_model(self, model: str, *, since: int | None = None) -> list[StoredVector]:
+        """Every vector of `model`, oldest node first; with `since`, those set after that
+        generation (`embedding_changes`)."""
+        ...
+
+    def embedded_nodes(self, model: str) -> list[int]:
+        """The nodes with a `model` vector, in pk order."""
+        ...
+
+    def embedding_changes(self, model: str) -> EmbeddingChanges:
+        """How far `model`'s vectors have changed: what a cached vector index compares."""
+        ...
+
+    def unembedded(self, model: str, labels: Sequence[str], limit: int, *, after: int = 0) -> list[int]:
+        """Nodes of `labels` past pk `after` with no `model` vector, or with one made from
+        an older version of the node, in pk order, at most `limit`."""
+        ...
+
+    def embedding_coverage(self, model: str, labels: Sequence[str]) -> Coverage:
+        """How many nodes of `labels` have a current `model` vector, of how many."""
+        ...
+
+
+class ChangeLogReads(Protocol):
+    """The change log: every caller write, in commit order. `seq` is gapless and grows in
+    commit order (a reader that has seen n has seen everything before n)."""
+
+    def current_seq(self) -> int:
+        """The last entry's seq (0 for an empty log)."""
+        ...
+
+    def changes(self, since_seq: int, limit: int | None) -> list[Change]:
+        """Entries from `since_seq` on (inclusive), in seq order, at most `limit`."""
+        ...
+
+    def changes_of(self, target: str) -> list[Change]:
+        """Every entry about one node or edge id, in seq order."""
+        ...
+
+
+class MetaReads(Protocol):
+    def get_meta(self, key: str) -> str | None:
+        """A stored setting (None when unset)."""
+        ...
+
+
+class TokenReads(Protocol):
+    """Access tokens (stored by hash only) and scope names."""
+
+    def token_by_hash(self, digest: str) -> Token | None:
+        """The live (not revoked) token with this hash."""
+        ...
+
+    def tokens(self, *, revoked: bool = False) -> list[Token]:
+        """Live tokens (with `revoked`, revoked ones too), oldest first."""
+        ...
+
+    def live_token_count(self) -> int:
+        """How many tokens are not revoked."""
+        ...
+
+    def scope_named(self, name: str) -> str | None:
+        """The scope a person's name for it stands for (names ignore case)."""
+        ...
+
+    def scope_names(self) -> list[ScopeName]:
+        """Every named scope, by name."""
+        ...
+
+
+class TransferReads(Protocol):
+    def counts(self, scopes: ScopeSet | None) -> dict[str, int]:
+        """Rows per kind in `scopes` (None: everywhere): keys "nodes", "memories",
+        "entities", "edges", "observations", "embeddings"."""
+        ...
+
+    def dump(self) -> Iterator[dict[str, Any]]:
+        """Every node, then every edge, then every embedding as plain records (the export
+        format, `docs/cli.md`), oldest first."""
+        ...
+
+
+class ReadTx(
+    MemoryReads,
+    NodeReads,
+    EdgeReads,
+    EntityReads,
+    TextSearch,
+    EntityTextSearch,
+    ItemReads,
+    EmbeddingReads,
+    ChangeLogReads,
+    MetaReads,
+    TokenReads,
+    TransferReads,
+    Protocol,
+):
+    """A consistent snapshot of the store: every read sees the same committed state."""
+
+
+# -- writes, by role -----------------------------------------------------------------------
+
+
+class NodeWrites(Protocol):
+    def insert_node(self, node_id: str, scope: str, label: str, props: Props, at: int, *, pk: int | None = None) -> int:
+        """A new node created and updated at `at`; its pk (`pk` when given and free)."""
+        ...
+
+    def touch_node(self, pk: int, at: int) -> None:
+        """Mark the node updated at `at` (its version grows)."""
+        ...
+
+    def replace_node_props(self, pk: int, props: Mapping[str, Scalar], at: int) -> None:
+        """The node's stored props become exactly `props`; updated at `at`."""
+        ...
+
+    def delete_node(self, pk: int) -> None:
+        """Remove the node with everything that hangs off it: its memory or entity row,
+        tags, observations, edges at either end, vectors, read counts and index rows."""
+        ...
+
+    def ensure_prop_index(self, label: str, prop: str) -> None:
+        """Make `nodes_with_prop` fast for this (label, prop) pair (idempotent)."""
+        ...
+
+    def set_node_text(self, pk: int, text: str | None) -> None:
+        """The node's declared text for `node_text_search` (None: none). Derived data,
+        written by the engine's upkeep."""
+        ...
+
+    def clear_node_text(self) -> None:
+        """Forget every node's declared text (before a reindex)."""
+        ...
+
+
+class MemoryWrites(Protocol):
     def insert_memory(
         self,
         pk: int,
@@ -172,31 +679,29 @@ class WriteTx(ReadTx, Protocol):
         importance: int,
         memory_type: str,
         *,
-        turn: bool = False,
-    ) -> None: ...
-    def update_memory(self, pk: int, fields: Mapping[str, Any]) -> None: ...
-    def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]: ...
-    def replace_tags(self, pk: int, tags: Iterable[str]) -> None: ...
-    def insert_entity(
-        self,
-        pk: int,
-        scope: str,
-        name: str,
-        entity_type: str,
-        extra: Mapping[str, Any] | None = None,
-        observations: Sequence[str] = (),
-        at: int = 0,
-    ) -> list[str]: ...
-    def sync_entity_text(self, pk: int) -> None: ...
-    def set_node_text(self, pk: int, text: str | None) -> None: ...
-    def clear_node_text(self) -> None: ...
-    def ensure_prop_index(self, label: str, prop: str) -> None: ...
-    def replace_node_props(self, pk: int, props: Mapping[str, Scalar], at: int) -> None: ...
-    def delete_embeddings(self, pk: int) -> None: ...
-    def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None: ...
-    def set_edge_extra(self, pk: int, extra: Mapping[str, Any] | None) -> None: ...
-    def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]: ...
-    def delete_observations(self, entity_pk: int, contents: Sequence[str]) -> list[str]: ...
+        context_from: int | None = None,
+    ) -> None:
+        """The memory row of node `pk`. `context_from` is the turn it follows (chosen by the
+        engine: `MemoryReads.latest_memory`); the store derives the turn-context text from
+        it: the content of that turn, preceded by that of the turn it in turn follows,
+        joined by a space. The context follows those turns when they are edited or removed."""
+        ...
+
+    def update_memory(self, pk: int, fields: Mapping[str, Any]) -> None:
+        """Set some of the memory's fields ("hash", "content", "summary", "importance",
+        "memory_type"); ValueError for any other name."""
+        ...
+
+    def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
+        """Add tags the memory does not carry yet; those added, in the order given."""
+        ...
+
+    def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
+        """The memory's tags become exactly `tags`."""
+        ...
+
+
+class EdgeWrites(Protocol):
     def insert_edge(
         self,
         edge_id: str,
@@ -209,52 +714,211 @@ class WriteTx(ReadTx, Protocol):
         at: int,
         *,
         pk: int | None = None,
-    ) -> int: ...
-    def close_edge(self, pk: int, valid_to: int) -> None: ...
-    def delete_edge(self, pk: int) -> None: ...
+    ) -> int:
+        """A new open edge; its pk (`pk` when given and free)."""
+        ...
+
+    def close_edge(self, pk: int, valid_to: int) -> None:
+        """End the edge's validity at `valid_to`."""
+        ...
+
+    def delete_edge(self, pk: int) -> None:
+        """Remove the edge and its history (closing keeps it: `close_edge`)."""
+        ...
+
+    def set_edge_extra(self, pk: int, extra: Mapping[str, Any] | None) -> None:
+        """Fields a foreign format keeps on a relation (None or empty: none)."""
+        ...
+
+
+class EntityWrites(Protocol):
+    def insert_entity(
+        self,
+        pk: int,
+        scope: str,
+        name: str,
+        entity_type: str,
+        extra: Mapping[str, Any] | None = None,
+        observations: Sequence[str] = (),
+        at: int = 0,
+    ) -> list[str]:
+        """The entity row of node `pk` with its first observations (duplicates dropped);
+        the observations kept, in order."""
+        ...
+
+    def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None:
+        """Change the entity's name and/or type."""
+        ...
+
+    def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
+        """Append observations the entity does not hold yet; those added, in order."""
+        ...
+
+    def delete_observations(self, entity_pk: int, contents: Sequence[str]) -> list[str]:
+        """Remove these observations; those that were there."""
+        ...
+
+
+class EmbeddingWrites(Protocol):
     def set_embedding(
         self, pk: int, model: str, vector: bytes, dim: int, at: int, *, node_version: int | None = None
-    ) -> None: ...
-    def append_change(
-        self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]
-    ) -> int: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def load(self, record: Mapping[str, Any]) -> bool: ...
+    ) -> None:
+        """Set the node's `model` vector (little-endian float32), made from `node_version`
+        of the node (None: its current version). The model's generation grows."""
+        ...
+
+    def delete_embeddings(self, pk: int) -> None:
+        """Remove every vector of the node. The models' generations and removals grow."""
+        ...
 
 
-@dataclass(frozen=True, slots=True)
-class StoreHealth:
-    """What a store says of itself when asked to check (`Store.check`)."""
+class ChangeLogWrites(Protocol):
+    def append_change(self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]) -> int:
+        """Append an entry; its seq, the last one plus one (see `ChangeLogReads`)."""
+        ...
 
-    schema_version: int
-    """The schema the database is at."""
-    latest_schema: int
-    """The schema this mnemodb writes."""
-    problems: tuple[str, ...]
-    """What the database's own consistency checks found wrong (none when sound)."""
-    details: Mapping[str, Any]
-    """Backend facts worth showing an operator (journal mode, WAL size, free pages...)."""
+    def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
+        """Replace one entry's data, keeping its seq, time, op and target: how a forgotten
+        item's text leaves the log."""
+        ...
 
 
-class Store(Protocol):
-    """A database holding one mnemodb graph."""
+class MetaWrites(Protocol):
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a setting, replacing its value."""
+        ...
+
+
+class TokenWrites(Protocol):
+    def insert_token(self, token: Token, digest: str) -> None:
+        """Store a token under the hash of its secret (the secret itself is never stored)."""
+        ...
+
+    def revoke_token(self, token_id: str, at: int) -> None:
+        """Mark the token revoked at `at`: `token_by_hash` no longer finds it."""
+        ...
+
+    def name_scope(self, name: str, scope: str, at: int) -> None:
+        """Give a scope a name people can use for it (ValueError when the name is taken)."""
+        ...
+
+
+class TransferWrites(Protocol):
+    def load(self, record: Mapping[str, Any]) -> bool:
+        """Insert one record of the export format unless it is already here (same id);
+        True when something was written. Records come checked by the engine; ValueError,
+        with the reason, for one the database cannot take. Integer keys of the source are
+        kept when free."""
+        ...
+
+
+class WriteTx(
+    ReadTx,
+    NodeWrites,
+    MemoryWrites,
+    EdgeWrites,
+    EntityWrites,
+    EmbeddingWrites,
+    ChangeLogWrites,
+    MetaWrites,
+    TokenWrites,
+    TransferWrites,
+    Protocol,
+):
+    """A read-write transaction: every change it makes commits together or not at all, and
+    no other writer runs meanwhile (see the module's rules)."""
+
+    def savepoint(self) -> AbstractContextManager[None]:
+        """Changes made inside are undone alone if the block raises; the transaction goes on."""
+        ...
+
+
+# -- vector search -------------------------------------------------------------------------
+
+
+class VectorIndex(Protocol):
+    """Nearest-neighbour search over one store's vectors.
+
+    The default (`mnemodb.store.vectors.ExactVectorIndex`) scores every readable vector
+    exactly, from a matrix it keeps up to date through `EmbeddingReads`; a server database
+    may answer from an index of its own."""
+
+    def nearest(
+        self,
+        tx: ReadTx,
+        model: str,
+        query: Sequence[float],
+        *,
+        k: int,
+        scopes: ScopeSet,
+        candidates: Collection[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `k` nodes in `scopes` (and among the node ids `candidates`, when given) whose
+        `model` vector is most similar to `query` (finite float32 values, checked by the
+        engine), best first, ties by node id; zero vectors match nothing. InvalidArgument
+        when `query`'s length is not the model's."""
+        ...
+
+
+# -- the store -----------------------------------------------------------------------------
+
+
+class Admin(Protocol):
+    """What an operator and the composition roots need of a store as a whole."""
 
     @property
-    def location(self) -> str: ...
-    def read(self) -> AbstractContextManager[ReadTx]: ...
-    def write(self) -> AbstractContextManager[WriteTx]: ...
-    def bump_access(self, hits: Mapping[int, tuple[int, int]]) -> None: ...
-    def deadline(self, seconds: float | None) -> AbstractContextManager[None]: ...
+    def location(self) -> str:
+        """Where the data lives, as a person would name it (a path, or a URL without its
+        password)."""
+        ...
+
+    def deadline(self, seconds: float | None) -> AbstractContextManager[None]:
+        """Abort, with `OperationTimeout`, and roll back any statement this thread runs
+        after `seconds` (None: no limit)."""
+        ...
+
     def files(self) -> list[str]:
         """The files the data lives in while the store is open (none for a database server):
         what an export or a backup must never be written over."""
         ...
 
-    def backup(self, target: str, progress: Callable[[int, int], None] | None = None) -> None: ...
-    def check(self, *, thorough: bool = False) -> StoreHealth:
-        """Run the database's own consistency checks (`thorough`: every page and index
-        entry, which reads the whole file) and say what was found."""
+    def backup(self, target: str, progress: Callable[[int, int], None] | None = None) -> None:
+        """A consistent copy of the whole database, taken while it stays in use, that
+        replaces `target` only once complete. `progress(done, total)` as it goes."""
         ...
 
-    def size_bytes(self) -> int: ...
-    def close(self) -> None: ...
+    def check(self, *, thorough: bool = False) -> StoreHealth:
+        """Run the database's own consistency checks (`thorough`: every page and index
+        entry, which reads everything) and say what was found."""
+        ...
+
+    def size_bytes(self) -> int:
+        """The space the data takes (files, or the database's own figure)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files; the store is unusable afterwards."""
+        ...
+
+
+class Store(Admin, Protocol):
+    """A database holding one mnemodb graph."""
+
+    def read(self) -> AbstractContextManager[ReadTx]:
+        """A read transaction: a consistent snapshot, never blocked by the writer."""
+        ...
+
+    def write(self) -> AbstractContextManager[WriteTx]:
+        """A write transaction, serialised against every other writer (see the module's
+        rules); commits when the block ends, rolls back if it raises."""
+        ...
+
+    @property
+    def vectors(self) -> VectorIndex:
+        """This store's nearest-neighbour search."""
+        ...
+
+    def bump_access(self, hits: Mapping[int, tuple[int, int]]) -> None:
+        """Add read counts: node pk -> (reads, last read ms). Best effort, outside any
+        transaction of the caller's; never logged."""
+        ...

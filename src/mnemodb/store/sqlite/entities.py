@@ -14,21 +14,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Entity, Relation
+from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks
 
-__all__ = ["EntityReads", "EntityWrites", "TextClause"]
-
-TextClause = tuple[str | None, Sequence[str], Sequence[str]]
-"""A substring condition for `entity_text_search`: (column or None for all, every one
-of these, at least one of these)."""
+__all__ = ["EntityReads", "EntityWrites"]
 
 _ENTITY_COLUMNS = "n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.items"
 _RELATION_COLUMNS = "r.pk, r.src, r.dst, r.type, es.name, ed.name, r.extra"
 _RELATION_FROM = "edge r JOIN entity es ON es.node = r.src JOIN entity ed ON ed.node = r.dst"
 _MIN_TRIGRAM = 3
-# How much a word in an entity's name, and in its type, counts beside one in its observations.
-_NAME_WEIGHT = 4.0
-_TYPE_WEIGHT = 1.5
 
 
 def _trigram_pieces(term: str) -> list[str]:
@@ -207,54 +201,51 @@ class EntityReads:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def entity_word_search(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
+    def entity_word_search(
+        self, terms: Sequence[str], scopes: Sequence[str], limit: int, weights: EntityFieldWeights
+    ) -> list[ScoredPk]:
         """Entities whose name, type or observations hold any of `terms` as words (stemmed,
-        as memories are searched), best first, at most `limit`: (pk, relevance), higher is
-        better. A word in the name counts most, then the type, then the observations."""
+        as memories are searched), best first, at most `limit`, each field weighted by
+        `weights` (the score is FTS5's bm25 negated)."""
         if not terms or limit <= 0:
             return []
         canonical, params = oldest_of_each_name("e", scopes)
         rows = self.conn.execute(
-            f"SELECT w.rowid, bm25(entity_words, {_NAME_WEIGHT}, {_TYPE_WEIGHT}, 1.0) AS rank "
+            "SELECT w.rowid, bm25(entity_words, ?, ?, ?) AS rank "
             "FROM entity_words w JOIN entity e ON e.node = w.rowid "
             f"WHERE entity_words MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} "
             "ORDER BY rank LIMIT ?",
-            [fts_any(terms), *scopes, *params, limit],
+            [*weights, fts_any(terms), *scopes, *params, limit],
         ).fetchall()
-        # FTS5's bm25 is negative, more so for a better match.
-        return [(int(pk), -float(rank)) for pk, rank in rows]
+        return [ScoredPk(int(pk), -float(rank)) for pk, rank in rows]
 
-    def entity_texts(
-        self, scopes: Sequence[str], pks: Sequence[int] | None = None
-    ) -> Iterator[tuple[int, str, str, str, str]]:
+    def entity_texts(self, scopes: Sequence[str], pks: Sequence[int] | None = None) -> Iterator[EntityText]:
         """(pk, name, type, observations joined by spaces, observations as a JSON array) of
         the given entities, or of every entity in `scopes`, in creation order: one query,
         for search (which parses the array only for the entities that match)."""
         if pks is None:
             canonical, params = oldest_of_each_name("e", scopes)
-            yield from self.conn.execute(
-                "SELECT t.rowid, t.name, t.type, t.obs, t.items FROM entity_text t JOIN entity e ON e.node = t.rowid "
-                f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
-                [*scopes, *params],
+            yield from map(
+                EntityText._make,
+                self.conn.execute(
+                    "SELECT t.rowid, t.name, t.type, t.obs, t.items "
+                    "FROM entity_text t JOIN entity e ON e.node = t.rowid "
+                    f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
+                    [*scopes, *params],
+                ),
             )
             return
         ordered = sorted(pks)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
-            yield from self.conn.execute(
-                f"SELECT rowid, name, type, obs, items FROM entity_text WHERE rowid IN ({marks(len(chunk))}) "
-                "ORDER BY rowid",
-                chunk,
+            yield from map(
+                EntityText._make,
+                self.conn.execute(
+                    f"SELECT rowid, name, type, obs, items FROM entity_text WHERE rowid IN ({marks(len(chunk))}) "
+                    "ORDER BY rowid",
+                    chunk,
+                ),
             )
-
-    def observations_in(self, scopes: Sequence[str]) -> Iterator[tuple[int, str]]:
-        """Every observation of the entities in `scopes`: (entity pk, text), entity by entity."""
-        canonical, params = oldest_of_each_name("e", scopes)
-        yield from self.conn.execute(
-            "SELECT o.entity, o.content FROM observation o JOIN entity e ON e.node = o.entity "
-            f"WHERE e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY o.entity, o.position",
-            [*scopes, *params],
-        )
 
     # -- relations between entities ---------------------------------------------------------
 
@@ -273,7 +264,7 @@ class EntityReads:
             for r in rows
         ]
 
-    def entity_links(self, pks: Sequence[int], scopes: Sequence[str]) -> list[tuple[int, int, int]]:
+    def entity_links(self, pks: Sequence[int], scopes: Sequence[str]) -> list[EntityLink]:
         """(relation pk, from pk, to pk) of the open relations between entities touching
         `pks`, oldest first: the light rows graph walks step over."""
         if not pks:
@@ -290,7 +281,7 @@ class EntityReads:
                     [*chunk, *edge_visible_params(scopes)],
                 ):
                     found[row[0]] = row
-        return [found[k] for k in sorted(found)]
+        return [EntityLink._make(found[k]) for k in sorted(found)]
 
     def relations_by_pk(self, pks: Sequence[int]) -> dict[int, Relation]:
         out: dict[int, Relation] = {}

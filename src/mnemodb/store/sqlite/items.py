@@ -9,16 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnemodb.model.records import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
+from mnemodb.store.base import MemoryFieldWeights, TextHit
 from mnemodb.store.sqlite.entities import oldest_of_each_name
 from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["ItemReads", "filter_sql"]
-
-Candidate = tuple[int, float, int, int]
-
-# What a match in a memory's context (the memory before it) is worth next to one in its
-# own text: 0.5 gave the best NDCG@10 on the LoCoMo development split (1.0 and 0.3 lost).
-CONTEXT_WEIGHT = 0.5
 
 
 def _json_path(key: str) -> str:
@@ -98,26 +93,35 @@ class ItemReads:
     conn: sqlite3.Connection
 
     def filtered_text_search(
-        self, terms: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int
-    ) -> list[Candidate]:
+        self,
+        terms: Sequence[str],
+        scopes: Sequence[str],
+        limit: int,
+        where: ItemFilter,
+        at: int,
+        weights: MemoryFieldWeights,
+    ) -> list[TextHit]:
         """Memories whose content, summary or context holds any of `terms` and that meet
-        `where`, best first: (pk, bm25, importance, created_at). A match in the context
-        counts `CONTEXT_WEIGHT` of one in the memory's own text."""
+        `where`, best first, each field weighted by `weights` (the score is FTS5's bm25
+        negated)."""
         if not terms:
             return []
         condition, params = filter_sql(where, "memory", at, scopes)
-        return self.conn.execute(
-            f"SELECT f.rowid, bm25(memory_fts, 1.0, 1.0, {CONTEXT_WEIGHT}) AS rank, m.importance, n.created_at "
+        # The weights are bound parameters: FTS5 takes them as such, and a tuned number
+        # belongs to the engine's ranking, not to the SQL.
+        rows = self.conn.execute(
+            "SELECT f.rowid, bm25(memory_fts, ?, ?, ?) AS rank, m.importance, n.created_at "
             "FROM memory_fts f JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
             f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
             "ORDER BY rank LIMIT ?",
-            [fts_any(terms), *scopes, *params, limit],
+            [*weights, fts_any(terms), *scopes, *params, limit],
         ).fetchall()
+        return [TextHit(pk, -rank, importance, created_at) for pk, rank, importance, created_at in rows]
 
     def filtered_tagged(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int
-    ) -> list[Candidate]:
-        """The newest memories with any of `tags` that meet `where`: (pk, 0.0, importance, created_at)."""
+    ) -> list[TextHit]:
+        """The newest memories with any of `tags` that meet `where`, score 0."""
         if not tags:
             return []
         condition, params = filter_sql(where, "memory", at, scopes)
@@ -125,12 +129,13 @@ class ItemReads:
         # walking the scope index instead): testing every memory of the scopes for a tag
         # cost 17 ms a query at 100,000 memories, tagged or not.
         in_scopes = f"IN ({marks(len(scopes))})"
-        return self.conn.execute(
+        rows = self.conn.execute(
             "SELECT m.node, 0.0, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
             f"WHERE m.node IN (SELECT t.node FROM memory_tag t WHERE t.tag IN ({marks(len(tags))}) "
             f"AND t.scope {in_scopes}) AND +m.scope {in_scopes} AND {condition} ORDER BY m.node DESC LIMIT ?",
             [*tags, *scopes, *scopes, *params, limit],
         ).fetchall()
+        return [TextHit(*row) for row in rows]
 
     def _newest(
         self,

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Change, Node, Scalar
+from mnemodb.store.base import AccessStats, Coverage, EmbeddingChanges, ScoredPk, StoredVector
 from mnemodb.store.sqlite.sql import fts_any, marks
 
 __all__ = ["NodeReads", "NodeWrites"]
@@ -130,8 +131,9 @@ class NodeReads:
         matched = [pk for pk, kind in rows if kind == wanted]
         return sorted({*found, *matched}) if found else matched
 
-    def node_text_search(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        """Nodes whose declared text matches any of `terms`, best first: (pk, bm25)."""
+    def node_text_search(self, terms: Sequence[str], scopes: Sequence[str], limit: int) -> list[ScoredPk]:
+        """Nodes whose declared text matches any of `terms`, best first (the score is
+        FTS5's bm25 negated)."""
         if not terms or limit <= 0:
             return []
         rows = self.conn.execute(
@@ -139,7 +141,7 @@ class NodeReads:
             f"WHERE node_text MATCH ? AND n.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
             [fts_any(terms), *scopes, limit],
         ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return [ScoredPk(int(r[0]), -float(r[1])) for r in rows]
 
     def node_pks_with_labels(self, labels: Sequence[str]) -> list[int]:
         if not labels:
@@ -151,9 +153,9 @@ class NodeReads:
             )
         ]
 
-    def access_of(self, pk: int) -> tuple[int, int]:
+    def access_of(self, pk: int) -> AccessStats:
         row = self.conn.execute("SELECT count, last_at FROM node_access WHERE node = ?", [pk]).fetchone()
-        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+        return AccessStats(0, 0) if row is None else AccessStats(int(row[0]), int(row[1]))
 
     def access_counts(self, pks: Sequence[int]) -> dict[int, int]:
         """Times each of `pks` was read (absent: never)."""
@@ -172,12 +174,12 @@ class NodeReads:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def embeddings_of_model(self, model: str, *, since: int | None = None) -> list[tuple[int, str, str, bytes]]:
+    def embeddings_of_model(self, model: str, *, since: int | None = None) -> list[StoredVector]:
         """(node pk, node id, scope, float32 vector) of every embedding under `model`, or with
         `since` of those written after that generation."""
         later = "" if since is None else "AND b.generation > ? "
         return [
-            (r[0], r[1], r[2], bytes(r[3]))
+            StoredVector(r[0], r[1], r[2], bytes(r[3]))
             for r in self.conn.execute(
                 "SELECT b.node, n.id, n.scope, b.vector FROM embedding b JOIN node n ON n.pk = b.node "
                 f"WHERE b.model = ? {later}ORDER BY b.node",
@@ -197,16 +199,12 @@ class NodeReads:
             out.update(self.conn.execute(f"SELECT pk, version FROM node WHERE pk IN ({marks(len(chunk))})", chunk))
         return out
 
-    def embedding_generation(self, model: str) -> int:
-        """A number that changes whenever any of `model`'s vectors is set or removed (0: none yet)."""
-        return self.embedding_changes(model)[0]
-
-    def embedding_changes(self, model: str) -> tuple[int, int]:
+    def embedding_changes(self, model: str) -> EmbeddingChanges:
         """(`model`'s generation, how many of its vectors were ever removed)."""
         row = self.conn.execute(
             "SELECT generation, removals FROM embedding_generation WHERE model = ?", [model]
         ).fetchone()
-        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+        return EmbeddingChanges(0, 0) if row is None else EmbeddingChanges(int(row[0]), int(row[1]))
 
     def unembedded(self, model: str, labels: Sequence[str], limit: int, *, after: int = 0) -> list[int]:
         """Nodes of `labels` past pk `after` with no `model` vector, or with one made before
@@ -221,7 +219,7 @@ class NodeReads:
             )
         ]
 
-    def embedding_coverage(self, model: str, labels: Sequence[str]) -> tuple[int, int]:
+    def embedding_coverage(self, model: str, labels: Sequence[str]) -> Coverage:
         """(nodes of `labels` whose `model` vector is current, nodes of `labels`)."""
         row = self.conn.execute(
             "SELECT COUNT(*), COUNT(b.node) FILTER (WHERE b.node_version >= n.version) "
@@ -229,7 +227,7 @@ class NodeReads:
             f"WHERE n.label IN ({marks(len(labels))})",
             [model, *labels],
         ).fetchone()
-        return int(row[1]), int(row[0])
+        return Coverage(int(row[1]), int(row[0]))
 
     def changes_of(self, target: str) -> list[Change]:
         """Every change-log entry about one node or edge, oldest first."""

@@ -14,9 +14,6 @@ APPLICATION_ID = 0x4D4E454D  # "MNEM": marks a file as a mnemodb database
 # best BM25 recall on the conversational-memory development split (see docs/design.md).
 TEXT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
-# How close in time the memory before must be to count as a memory's context (30 minutes).
-CONTEXT_WINDOW_MS = 30 * 60 * 1000
-
 MIGRATIONS: tuple[str, ...] = (
     # 1: nodes, memories, tags, edges, the change log.
     f"""
@@ -225,7 +222,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 7: a memory's context, for memories stored as turns of a conversation: the two turns
     # before it in its scope (`context_from` is the one just before, when it was stored
-    # within CONTEXT_WINDOW_MS; its own `context_from` is the one before that). An answer
+    # within 30 minutes, `model.rules.TURN_CONTEXT_WINDOW_MS`; its own `context_from` is the one before that). An answer
     # often names little of what it answers; the turns before it name the rest. The
     # context is a third column of memory_fts: the native search matches it at reduced
     # weight, the other faces search content and summary only (a column filter). Indexed

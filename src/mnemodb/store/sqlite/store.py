@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from mnemodb.model.errors import OperationTimeout, StoreFailed, StoreUnavailable
 from mnemodb.model.records import Change, Direction, Edge, Memory, Node, Props
-from mnemodb.store.base import StoreHealth
+from mnemodb.store.base import NodeLabel, StoreHealth, TextHit, TimeRange, VectorIndex
 from mnemodb.store.files import (
     create_private_file,
     make_private_dirs,
@@ -34,7 +34,7 @@ from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
-from mnemodb.store.sqlite.schema import APPLICATION_ID, CONTEXT_WINDOW_MS, MIGRATIONS, SCHEMA_VERSION
+from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 
@@ -67,7 +67,6 @@ _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
 _MAX_KEPT_PK = 2**53 - 1
 
 
-Candidate = tuple[int, float, int, int]
 """A search candidate: (memory pk, bm25, importance, created_at)."""
 
 
@@ -170,6 +169,14 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
         row = self.conn.execute("SELECT node FROM memory WHERE scope = ? AND hash = ?", [scope, digest]).fetchone()
         return None if row is None else int(row[0])
 
+    def latest_memory(self, scope: str, before_pk: int, created_since: int) -> int | None:
+        row = self.conn.execute(
+            "SELECT m.node FROM memory m JOIN node n ON n.pk = m.node "
+            "WHERE m.scope = ? AND m.node < ? AND n.created_at >= ? ORDER BY m.node DESC LIMIT 1",
+            [scope, before_pk, created_since],
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def memory_by_pk(self, pk: int) -> Memory | None:
         found = self._memories("m.node = ?", [pk])
         return found[0] if found else None
@@ -183,13 +190,11 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
 
     def search_text(
         self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
-    ) -> list[Candidate]:
-        """Memories matching any of `terms`, best first: (pk, bm25, importance, created_at).
-        With `content_only`, a match in the summary does not count. A memory's context is
-        not searched here (see `filtered_text_search`).
-
-        bm25 is FTS5's: more negative is better.
-        """
+    ) -> list[TextHit]:
+        """Memories matching any of `terms`, best first. With `content_only`, a match in the
+        summary does not count. A memory's context is not searched here (see
+        `filtered_text_search`). FTS5's bm25 is more negative for a better match: the score
+        is its negation."""
         if not terms or limit <= 0:
             return []
         match = fts_any(terms)
@@ -211,13 +216,14 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
                     [pk for pk, _ in ranked],
                 )
             }
-            return [(pk, rank, *details[pk]) for pk, rank in ranked if pk in details]
-        return self.conn.execute(
+            return [TextHit(pk, -rank, *details[pk]) for pk, rank in ranked if pk in details]
+        rows = self.conn.execute(
             "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
             f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
             [match, *scopes, limit],
         ).fetchall()
+        return [TextHit(pk, -rank, importance, created_at) for pk, rank, importance, created_at in rows]
 
     def _holds_only(self, scopes: Sequence[str]) -> bool:
         """True when no memory lives outside `scopes` (read from the per-scope counters)."""
@@ -225,19 +231,20 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
         wanted = set(scopes)
         return all(scope in wanted for (scope,) in held)
 
-    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[Candidate]:
-        """The newest memories with any of `tags`: (pk, 0.0, importance, created_at)."""
+    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[TextHit]:
+        """The newest memories with any of `tags`, score 0."""
         if not tags or limit <= 0:
             return []
         # The newest `limit` tagged memories, read from the (tag, scope) index alone, then
         # their details: a common tag costs an index scan, not a join and sort of every row.
-        return self.conn.execute(
+        rows = self.conn.execute(
             "SELECT t.node, 0.0, m.importance, n.created_at FROM "
             f"(SELECT DISTINCT node FROM memory_tag WHERE tag IN ({marks(len(tags))}) "
             f"AND scope IN ({marks(len(scopes))}) ORDER BY node DESC LIMIT ?) t "
             "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node",
             [*tags, *scopes, limit],
         ).fetchall()
+        return [TextHit(*row) for row in rows]
 
     def count_memories(self, scopes: Sequence[str]) -> int:
         row = self.conn.execute(
@@ -259,7 +266,7 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
         ).fetchone()
         return int(row[0])
 
-    def memory_time_range(self, scopes: Sequence[str]) -> tuple[int | None, int | None]:
+    def memory_time_range(self, scopes: Sequence[str]) -> TimeRange:
         # One scope at a time: MIN and MAX then read one end of the (label, scope,
         # created_at) index each, instead of scanning every memory.
         oldest: int | None = None
@@ -274,7 +281,7 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
             if low is not None:
                 oldest = low if oldest is None else min(oldest, low)
                 newest = high if newest is None else max(newest, high)
-        return oldest, newest
+        return TimeRange(oldest, newest)
 
     # -- nodes and entities ---------------------------------------------------------------
 
@@ -290,14 +297,14 @@ class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
         row = self.conn.execute("SELECT pk FROM node WHERE id = ?", [node_id]).fetchone()
         return None if row is None else int(row[0])
 
-    def labels_of(self, pks: Sequence[int]) -> dict[int, tuple[str, str]]:
+    def labels_of(self, pks: Sequence[int]) -> dict[int, NodeLabel]:
         """Node pk -> (label, scope), for the pks that exist."""
-        out: dict[int, tuple[str, str]] = {}
+        out: dict[int, NodeLabel] = {}
         for chunk in _chunks(pks, 500):
             for pk, label, scope in self.conn.execute(
                 f"SELECT pk, label, scope FROM node WHERE pk IN ({marks(len(chunk))})", chunk
             ):
-                out[pk] = (label, scope)
+                out[pk] = NodeLabel(label, scope)
         return out
 
     # -- edges ------------------------------------------------------------------------------
@@ -547,9 +554,6 @@ class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
     def touch_node(self, pk: int, at: int) -> None:
         self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [at, pk])
 
-    def set_node_props(self, pk: int, props: Props, at: int) -> None:
-        self.conn.execute("UPDATE node SET props = ?, updated_at = ? WHERE pk = ?", [_dumps(dict(props)), at, pk])
-
     def delete_node(self, pk: int) -> None:
         # Memory, tags, entity, observations, edges, embeddings and access rows go by cascade.
         self.conn.execute("DELETE FROM node WHERE pk = ?", [pk])
@@ -564,19 +568,16 @@ class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
         importance: int,
         memory_type: str,
         *,
-        turn: bool = False,
+        context_from: int | None = None,
     ) -> None:
-        # A turn's context is the two turns before it in the scope, the nearer one stored
-        # recently enough (schema migration 7 says why); the node row, with its time, is
-        # already written.
+        # The context's text is derived here from the turn it follows, as the triggers of
+        # schema migration 7 derive it again when those turns change.
         before = None
-        if turn:
+        if context_from is not None:
             before = self.conn.execute(
                 "SELECT p.node, trim(coalesce(pp.content, '') || ' ' || p.content) "
-                "FROM memory p JOIN node pn ON pn.pk = p.node LEFT JOIN memory pp ON pp.node = p.context_from "
-                "WHERE p.scope = ? AND p.node < ? AND pn.created_at >= (SELECT created_at FROM node WHERE pk = ?) - ? "
-                "ORDER BY p.node DESC LIMIT 1",
-                [scope, pk, pk, CONTEXT_WINDOW_MS],
+                "FROM memory p LEFT JOIN memory pp ON pp.node = p.context_from WHERE p.node = ?",
+                [context_from],
             ).fetchone()
         self.conn.execute(
             "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type, context_from, context) "
@@ -843,6 +844,7 @@ class SqliteStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._vectors: VectorIndex | None = None
         self._writer = self._connect(_WRITE_BUSY_TIMEOUT_S)
         try:
             self._open_schema()
@@ -852,6 +854,17 @@ class SqliteStore:
         except BaseException:
             self._writer.close()
             raise
+
+    @property
+    def vectors(self) -> VectorIndex:
+        """SQLite has no vector index: the exact one, built on first use (numpy loads then)."""
+        if self._vectors is None:
+            with self._readers_lock:
+                if self._vectors is None:
+                    from mnemodb.store.vectors import ExactVectorIndex
+
+                    self._vectors = ExactVectorIndex()
+        return self._vectors
 
     # -- connections ------------------------------------------------------------------------
 

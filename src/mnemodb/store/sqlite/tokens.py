@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from mnemodb.model.records import Token
+from mnemodb.store.base import ScopeName
 
 _COLUMNS = "id, name, read_scopes, write_scope, write_scopes, created_at, revoked_at"
 
@@ -38,10 +39,10 @@ class TokenReads:
         row = self.conn.execute("SELECT scope FROM scope_name WHERE name = ?", [name]).fetchone()
         return None if row is None else str(row[0])
 
-    def scope_names(self) -> list[tuple[str, str, int]]:
-        """Every (name, scope, created_at), by name."""
+    def scope_names(self) -> list[ScopeName]:
+        """Every named scope, by name."""
         rows = self.conn.execute("SELECT name, scope, created_at FROM scope_name ORDER BY name")
-        return [(str(n), str(s), int(c)) for n, s, c in rows]
+        return [ScopeName(str(n), str(s), int(c)) for n, s, c in rows]
 
 
 class TokenWrites:

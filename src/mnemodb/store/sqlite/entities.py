@@ -392,6 +392,14 @@ class EntityWrites(EntityReads):
         if row is not None:
             self._index_text(pk, row[0], row[1], observations)
 
+    def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None:
+        """Change an entity's name and/or type (its search text follows)."""
+        if name is not None:
+            self.conn.execute("UPDATE entity SET name = ? WHERE node = ?", [name, pk])
+        if entity_type is not None:
+            self.conn.execute("UPDATE entity SET entity_type = ? WHERE node = ?", [entity_type, pk])
+        self.sync_entity_text(pk)
+
     def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
         row = self.conn.execute(
             "SELECT COALESCE(MAX(position), -1) FROM observation WHERE entity = ?", [entity_pk]

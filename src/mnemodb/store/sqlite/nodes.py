@@ -14,9 +14,9 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Change, Node, Scalar
-from mnemodb.store.base import AccessStats, Coverage, EmbeddingChanges, ScoredPk, StoredVector
-from mnemodb.store.sqlite.sql import fts_any, marks
+from mnemodb.model.records import Change, Node, Props, Scalar
+from mnemodb.store.base import AccessStats, Coverage, EmbeddingChanges, NodeLabel, ScoredPk, StoredVector
+from mnemodb.store.sqlite.sql import chunks, dumps, fts_any, marks
 
 __all__ = ["NodeReads", "NodeWrites"]
 
@@ -70,6 +70,28 @@ def _view(row: Sequence[Any]) -> Node:
 
 class NodeReads:
     conn: sqlite3.Connection
+
+    def node_by_id(self, node_id: str) -> Node | None:
+        row = self.conn.execute(
+            "SELECT pk, id, scope, label, props, created_at, updated_at FROM node WHERE id = ?", [node_id]
+        ).fetchone()
+        if row is None:
+            return None
+        return Node(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+
+    def node_pk(self, node_id: str) -> int | None:
+        row = self.conn.execute("SELECT pk FROM node WHERE id = ?", [node_id]).fetchone()
+        return None if row is None else int(row[0])
+
+    def labels_of(self, pks: Sequence[int]) -> dict[int, NodeLabel]:
+        """Node pk -> (label, scope), for the pks that exist."""
+        out: dict[int, NodeLabel] = {}
+        for chunk in chunks(pks, 500):
+            for pk, label, scope in self.conn.execute(
+                f"SELECT pk, label, scope FROM node WHERE pk IN ({marks(len(chunk))})", chunk
+            ):
+                out[pk] = NodeLabel(label, scope)
+        return out
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         out: dict[int, Node] = {}
@@ -240,6 +262,33 @@ class NodeReads:
 
 
 class NodeWrites(NodeReads):
+    def insert_node(self, node_id: str, scope: str, label: str, props: Props, at: int, *, pk: int | None = None) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [pk, node_id, scope, label, dumps(dict(props)), at, at],
+        )
+        return int(cur.lastrowid or 0)
+
+    def touch_node(self, pk: int, at: int) -> None:
+        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [at, pk])
+
+    def delete_node(self, pk: int) -> None:
+        # Memory, tags, entity, observations, edges, embeddings and access rows go by cascade.
+        self.conn.execute("DELETE FROM node WHERE pk = ?", [pk])
+
+    def set_embedding(
+        self, pk: int, model: str, vector: bytes, dim: int, at: int, *, node_version: int | None = None
+    ) -> None:
+        # Without `node_version`, the vector is of the node as it is now (a client's own).
+        made_at = "(SELECT version FROM node WHERE pk = ?)" if node_version is None else "?"
+        self.conn.execute(
+            "INSERT INTO embedding (node, model, dim, vector, updated_at, node_version) "
+            f"VALUES (?, ?, ?, ?, ?, {made_at}) "
+            "ON CONFLICT (node, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
+            "updated_at = excluded.updated_at, node_version = excluded.node_version",
+            [pk, model, dim, vector, at, pk if node_version is None else node_version],
+        )
+
     def set_node_text(self, pk: int, text: str | None) -> None:
         self.conn.execute("DELETE FROM node_text WHERE rowid = ?", [pk])
         if text:
@@ -267,14 +316,3 @@ class NodeWrites(NodeReads):
 
     def delete_embeddings(self, pk: int) -> None:
         self.conn.execute("DELETE FROM embedding WHERE node = ?", [pk])
-
-    def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None:
-        """Change an entity's name and/or type (its search text follows)."""
-        if name is not None:
-            self.conn.execute("UPDATE entity SET name = ? WHERE node = ?", [name, pk])
-        if entity_type is not None:
-            self.conn.execute("UPDATE entity SET entity_type = ? WHERE node = ?", [entity_type, pk])
-        self.sync_entity_text(pk)
-
-    def sync_entity_text(self, pk: int) -> None:  # provided by EntityWrites
-        raise NotImplementedError

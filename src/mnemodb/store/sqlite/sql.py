@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def props_of(text: str) -> dict[str, Any]:
+    """Stored JSON properties as a dict."""
+    return {} if text == "{}" else dict(json.loads(text))
+
+
+def dumps(value: Any) -> str:
+    """JSON as the store writes it: compact, characters as they are."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """`items` in slices of at most `size`: SQLite takes a bounded number of parameters."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def marks(n: int) -> str:

@@ -10,19 +10,17 @@ failing half-way with "database is locked".
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mnemodb.model.errors import OperationTimeout, StoreFailed, StoreUnavailable
-from mnemodb.model.records import Change, Direction, Edge, Memory, Node, Props
-from mnemodb.store.base import NodeLabel, StoreHealth, TextHit, TimeRange, VectorIndex
+from mnemodb.store.base import ReadTx, Store, StoreHealth, VectorIndex, WriteTx
 from mnemodb.store.files import (
     create_private_file,
     make_private_dirs,
@@ -31,12 +29,15 @@ from mnemodb.store.files import (
     same_file,
 )
 from mnemodb.store.sqlite import legacy
+from mnemodb.store.sqlite.changes import LogReads, LogWrites
+from mnemodb.store.sqlite.edges import EdgeReads, EdgeWrites
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
+from mnemodb.store.sqlite.memories import MemoryReads, MemoryWrites
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
+from mnemodb.store.sqlite.transfer import TransferReads, TransferWrites
 
 __all__ = ["SqliteStore"]
 
@@ -55,27 +56,6 @@ _SIDECARS = ("", "-wal", "-shm", "-journal")
 _WRITE_BUSY_TIMEOUT_S = 0.1
 _READ_BUSY_TIMEOUT_S = 5.0
 _WRITE_LOCK_DEADLINE_S = 120.0
-
-_MEMORY_COLUMNS = (
-    "n.pk, n.id, n.scope, m.content, m.hash, m.importance, m.memory_type, m.summary, n.props, "
-    "n.created_at, n.updated_at, a.count, a.last_at"
-)
-_MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
-_EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
-_EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
-# The largest row id an import keeps (JavaScript's largest exact integer).
-_MAX_KEPT_PK = 2**53 - 1
-
-
-"""A search candidate: (memory pk, bm25, importance, created_at)."""
-
-
-def _props(text: str) -> dict[str, Any]:
-    return {} if text == "{}" else dict(json.loads(text))
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _refusal(exc: sqlite3.Error) -> StoreFailed | None:
@@ -116,414 +96,24 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class _Tx(EntityReads, NodeReads, ItemReads, TokenReads):
-    """Read methods over one connection. Every method is a few indexed statements."""
+class SqliteReadTx(TransferReads, MemoryReads, NodeReads, EdgeReads, EntityReads, ItemReads, TokenReads, LogReads):
+    """Read methods over one connection (each role's in its own module). Every method is a
+    few indexed statements."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    # -- memories --------------------------------------------------------------------------
 
-    def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
-        rows = self.conn.execute(f"SELECT {_MEMORY_COLUMNS} FROM {_MEMORY_FROM} WHERE {where}", params).fetchall()
-        if not rows:
-            return []
-        tags = self._tags_of([r[0] for r in rows])
-        return [
-            Memory(
-                pk=r[0],
-                id=r[1],
-                scope=r[2],
-                content=r[3],
-                hash=r[4],
-                importance=r[5],
-                memory_type=r[6],
-                summary=r[7],
-                props=_props(r[8]),
-                created_at=r[9],
-                updated_at=r[10],
-                tags=tags.get(r[0], ()),
-                access_count=r[11] or 0,
-                last_accessed_at=r[12],
-            )
-            for r in rows
-        ]
-
-    def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        out: dict[int, list[str]] = {}
-        for chunk in _chunks(pks, 500):
-            for node, tag in self.conn.execute(
-                f"SELECT node, tag FROM memory_tag WHERE node IN ({marks(len(chunk))}) ORDER BY node, tag",
-                chunk,
-            ):
-                out.setdefault(node, []).append(tag)
-        return {k: tuple(v) for k, v in out.items()}
-
-    def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
-        found = self._memories(
-            f"m.hash = ? AND m.scope IN ({marks(len(scopes))}) ORDER BY m.node LIMIT 1", [digest, *scopes]
-        )
-        return found[0] if found else None
-
-    def memory_pk(self, scope: str, digest: str) -> int | None:
-        row = self.conn.execute("SELECT node FROM memory WHERE scope = ? AND hash = ?", [scope, digest]).fetchone()
-        return None if row is None else int(row[0])
-
-    def latest_memory(self, scope: str, before_pk: int, created_since: int) -> int | None:
-        row = self.conn.execute(
-            "SELECT m.node FROM memory m JOIN node n ON n.pk = m.node "
-            "WHERE m.scope = ? AND m.node < ? AND n.created_at >= ? ORDER BY m.node DESC LIMIT 1",
-            [scope, before_pk, created_since],
-        ).fetchone()
-        return None if row is None else int(row[0])
-
-    def memory_by_pk(self, pk: int) -> Memory | None:
-        found = self._memories("m.node = ?", [pk])
-        return found[0] if found else None
-
-    def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
-        out: dict[int, Memory] = {}
-        for chunk in _chunks(pks, 500):
-            for memory in self._memories(f"m.node IN ({marks(len(chunk))})", chunk):
-                out[memory.pk] = memory
-        return out
-
-    def search_text(
-        self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
-    ) -> list[TextHit]:
-        """Memories matching any of `terms`, best first. With `content_only`, a match in the
-        summary does not count. A memory's context is not searched here (see
-        `filtered_text_search`). FTS5's bm25 is more negative for a better match: the score
-        is its negation."""
-        if not terms or limit <= 0:
-            return []
-        match = fts_any(terms)
-        # A memory's context (see schema migration 7) is the native search's alone.
-        match = f"{{content}} : ({match})" if content_only else f"{{content summary}} : ({match})"
-        if self._holds_only(scopes):
-            # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
-            # instead of scoring and joining every match before sorting.
-            ranked = self.conn.execute(
-                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
-            ).fetchall()
-            if not ranked:
-                return []
-            details = {
-                pk: (importance, created_at)
-                for pk, importance, created_at in self.conn.execute(
-                    "SELECT m.node, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
-                    f"WHERE m.node IN ({marks(len(ranked))})",
-                    [pk for pk, _ in ranked],
-                )
-            }
-            return [TextHit(pk, -rank, *details[pk]) for pk, rank in ranked if pk in details]
-        rows = self.conn.execute(
-            "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
-            "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
-            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
-            [match, *scopes, limit],
-        ).fetchall()
-        return [TextHit(pk, -rank, importance, created_at) for pk, rank, importance, created_at in rows]
-
-    def _holds_only(self, scopes: Sequence[str]) -> bool:
-        """True when no memory lives outside `scopes` (read from the per-scope counters)."""
-        held = self.conn.execute("SELECT scope FROM scope_count WHERE kind = 'memory' AND n > 0").fetchall()
-        wanted = set(scopes)
-        return all(scope in wanted for (scope,) in held)
-
-    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[TextHit]:
-        """The newest memories with any of `tags`, score 0."""
-        if not tags or limit <= 0:
-            return []
-        # The newest `limit` tagged memories, read from the (tag, scope) index alone, then
-        # their details: a common tag costs an index scan, not a join and sort of every row.
-        rows = self.conn.execute(
-            "SELECT t.node, 0.0, m.importance, n.created_at FROM "
-            f"(SELECT DISTINCT node FROM memory_tag WHERE tag IN ({marks(len(tags))}) "
-            f"AND scope IN ({marks(len(scopes))}) ORDER BY node DESC LIMIT ?) t "
-            "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node",
-            [*tags, *scopes, limit],
-        ).fetchall()
-        return [TextHit(*row) for row in rows]
-
-    def count_memories(self, scopes: Sequence[str]) -> int:
-        row = self.conn.execute(
-            f"SELECT COALESCE(SUM(n), 0) FROM scope_count WHERE kind = 'memory' AND scope IN ({marks(len(scopes))})",
-            scopes,
-        ).fetchone()
-        return int(row[0])
-
-    def memories_per_scope(self) -> dict[str, int]:
-        """How many memories each scope holds (scopes with none left out)."""
-        return dict(
-            self.conn.execute("SELECT scope, n FROM scope_count WHERE kind = 'memory' AND n > 0 ORDER BY scope")
-        )
-
-    def count_tags(self, scopes: Sequence[str]) -> int:
-        """Distinct tags over the memories of `scopes` (from counters kept by triggers)."""
-        row = self.conn.execute(
-            f"SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope IN ({marks(len(scopes))})", scopes
-        ).fetchone()
-        return int(row[0])
-
-    def memory_time_range(self, scopes: Sequence[str]) -> TimeRange:
-        # One scope at a time: MIN and MAX then read one end of the (label, scope,
-        # created_at) index each, instead of scanning every memory.
-        oldest: int | None = None
-        newest: int | None = None
-        for scope in scopes:
-            low = self.conn.execute(
-                "SELECT MIN(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
-            ).fetchone()[0]
-            high = self.conn.execute(
-                "SELECT MAX(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
-            ).fetchone()[0]
-            if low is not None:
-                oldest = low if oldest is None else min(oldest, low)
-                newest = high if newest is None else max(newest, high)
-        return TimeRange(oldest, newest)
-
-    # -- nodes and entities ---------------------------------------------------------------
-
-    def node_by_id(self, node_id: str) -> Node | None:
-        row = self.conn.execute(
-            "SELECT pk, id, scope, label, props, created_at, updated_at FROM node WHERE id = ?", [node_id]
-        ).fetchone()
-        if row is None:
-            return None
-        return Node(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
-
-    def node_pk(self, node_id: str) -> int | None:
-        row = self.conn.execute("SELECT pk FROM node WHERE id = ?", [node_id]).fetchone()
-        return None if row is None else int(row[0])
-
-    def labels_of(self, pks: Sequence[int]) -> dict[int, NodeLabel]:
-        """Node pk -> (label, scope), for the pks that exist."""
-        out: dict[int, NodeLabel] = {}
-        for chunk in _chunks(pks, 500):
-            for pk, label, scope in self.conn.execute(
-                f"SELECT pk, label, scope FROM node WHERE pk IN ({marks(len(chunk))})", chunk
-            ):
-                out[pk] = NodeLabel(label, scope)
-        return out
-
-    # -- edges ------------------------------------------------------------------------------
-
-    def edges_of_types(
-        self, types: Sequence[str] | None, scopes: Sequence[str], *, valid_at: int | None, limit: int
-    ) -> list[Edge]:
-        """Edges of these types (every type for None) in `scopes`, valid at `valid_at` unless
-        it is None, newest first."""
-        typed = f"e.type IN ({marks(len(types))}) AND " if types is not None else ""
-        valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
-        return self._edges(
-            f"{typed}{edge_visible('e', len(scopes))}{valid} ORDER BY e.pk DESC LIMIT ?",
-            [
-                *(types or ()),
-                *edge_visible_params(scopes),
-                *([valid_at, valid_at] if valid_at is not None else []),
-                limit,
-            ],
-        )
-
-    def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
-        rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
-        return [
-            Edge(
-                pk=r[0],
-                id=r[1],
-                src=r[2],
-                dst=r[3],
-                type=r[4],
-                scope=r[5],
-                props=_props(r[6]),
-                valid_from=r[7],
-                valid_to=r[8],
-                created_at=r[9],
-                src_pk=r[10],
-                dst_pk=r[11],
-            )
-            for r in rows
-        ]
-
-    def edge_by_pk(self, pk: int) -> Edge | None:
-        found = self._edges("e.pk = ?", [pk])
-        return found[0] if found else None
-
-    def edge_by_id(self, edge_id: str) -> Edge | None:
-        found = self._edges("e.id = ?", [edge_id])
-        return found[0] if found else None
-
-    def find_edges(self, src: int, dst: int, edge_type: str, *, open_only: bool = False) -> list[Edge]:
-        """Edges of this type from `src` to `dst`, oldest first; with `open_only`, those not closed."""
-        where = "e.src = ? AND e.dst = ? AND e.type = ?"
-        if open_only:
-            where += " AND e.valid_to IS NULL"
-        return self._edges(where + " ORDER BY e.pk", [src, dst, edge_type])
-
-    def edges_of(
-        self,
-        pks: Sequence[int],
-        direction: Direction,
-        *,
-        valid_at: int | None = None,
-        scopes: Sequence[str] | None = None,
-        edge_types: Sequence[str] | None = None,
-    ) -> list[Edge]:
-        """Edges leaving (`out`), entering (`in`) or touching (`both`) any of `pks`."""
-        if not pks:
-            return []
-        filters = ""
-        extra: list[Any] = []
-        if valid_at is not None:
-            filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
-            extra += [valid_at, valid_at]
-        if scopes is not None:
-            filters += f" AND {edge_visible('e', len(scopes))}"
-            extra += edge_visible_params(scopes)
-        if edge_types:
-            filters += f" AND e.type IN ({marks(len(edge_types))})"
-            extra += list(edge_types)
-        found: dict[int, Edge] = {}
-        for chunk in _chunks(pks, 400):
-            chunk_marks = marks(len(chunk))
-            # Two indexed lookups (edge_src, edge_dst) rather than one OR, which would scan.
-            if direction in ("out", "both"):
-                for edge in self._edges(f"e.src IN ({chunk_marks}){filters}", [*chunk, *extra]):
-                    found[edge.pk] = edge
-            if direction in ("in", "both"):
-                for edge in self._edges(f"e.dst IN ({chunk_marks}){filters}", [*chunk, *extra]):
-                    found[edge.pk] = edge
-        return [found[k] for k in sorted(found)]
-
-    def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
-        """Edges whose both endpoints are in `pks`."""
-        members = set(pks)
-        return [e for e in self.edges_of(pks, "out", valid_at=valid_at) if e.dst_pk in members]
-
-    # -- statistics, change log, metadata ---------------------------------------------------
-
-    def counts(self, scopes: Sequence[str] | None) -> dict[str, int]:
-        if scopes is None:
-            where, params = "", []
-        else:
-            where, params = f" WHERE scope IN ({marks(len(scopes))})", list(scopes)
-        out = {}
-        for name, table in (
-            ("nodes", "node"),
-            ("memories", "memory"),
-            ("entities", "entity"),
-            ("edges", "edge"),
-        ):
-            out[name] = int(self.conn.execute(f"SELECT COUNT(*) FROM {table}{where}", params).fetchone()[0])
-        obs_where = (
-            "" if scopes is None else f" JOIN entity e ON e.node = o.entity WHERE e.scope IN ({marks(len(scopes))})"
-        )
-        out["observations"] = int(
-            self.conn.execute(f"SELECT COUNT(*) FROM observation o{obs_where}", params).fetchone()[0]
-        )
-        emb_where = "" if scopes is None else f" JOIN node n ON n.pk = b.node WHERE n.scope IN ({marks(len(scopes))})"
-        out["embeddings"] = int(self.conn.execute(f"SELECT COUNT(*) FROM embedding b{emb_where}", params).fetchone()[0])
-        return out
-
-    def current_seq(self) -> int:
-        row = self.conn.execute("SELECT MAX(seq) FROM change_log").fetchone()
-        return int(row[0] or 0)
-
-    def changes(self, since_seq: int, limit: int | None) -> list[Change]:
-        sql = "SELECT seq, at, scope, op, target, data FROM change_log WHERE seq >= ? ORDER BY seq"
-        params: list[Any] = [since_seq]
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [Change(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self.conn.execute(sql, params)]
-
-    def get_meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
-        return None if row is None else str(row[0])
-
-    def dump(self) -> Iterator[dict[str, Any]]:
-        """Every node, edge and embedding as plain records, in creation order."""
-        conn = self.conn
-        tags: dict[int, list[str]] = {}
-        for node, tag in conn.execute("SELECT node, tag FROM memory_tag ORDER BY node, tag"):
-            tags.setdefault(node, []).append(tag)
-        observations: dict[int, list[dict[str, Any]]] = {}
-        for entity, content, created_at in conn.execute(
-            "SELECT entity, content, created_at FROM observation ORDER BY entity, position"
-        ):
-            observations.setdefault(entity, []).append({"content": content, "created_at": created_at})
-        rows = conn.execute(
-            "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
-            "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
-            "a.count, a.last_at, e.extra "
-            "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
-            "LEFT JOIN node_access a ON a.node = n.pk ORDER BY n.pk"
-        )
-        for r in rows:
-            record: dict[str, Any] = {
-                "type": "node",
-                "pk": r[0],
-                "id": r[1],
-                "scope": r[2],
-                "label": r[3],
-                "props": json.loads(r[4]),
-                "created_at": r[5],
-                "updated_at": r[6],
-            }
-            if r[7] is not None:
-                record["memory"] = {
-                    "hash": r[7],
-                    "content": r[8],
-                    "summary": r[9],
-                    "importance": r[10],
-                    "memory_type": r[11],
-                    "tags": tags.get(r[0], []),
-                }
-            if r[12] is not None:
-                record["entity"] = {
-                    "name": r[12],
-                    "entity_type": r[13],
-                    "observations": observations.get(r[0], []),
-                }
-                if r[16]:
-                    record["entity"]["extra"] = json.loads(r[16])
-            if r[14] is not None:
-                record["access"] = {"count": r[14], "last_at": r[15]}
-            yield record
-        extras = dict(conn.execute("SELECT pk, extra FROM edge WHERE extra IS NOT NULL").fetchall())
-        for edge in self._edges("1 ORDER BY e.pk", []):
-            record = {
-                "type": "edge",
-                "pk": edge.pk,
-                "id": edge.id,
-                "from": edge.src,
-                "to": edge.dst,
-                "edge_type": edge.type,
-                "scope": edge.scope,
-                "props": dict(edge.props),
-                "valid_from": edge.valid_from,
-                "valid_to": edge.valid_to,
-                "created_at": edge.created_at,
-            }
-            if edge.pk in extras:
-                record["extra"] = json.loads(extras[edge.pk])
-            yield record
-        for node_id, model, dim, vector, updated_at in conn.execute(
-            "SELECT n.id, b.model, b.dim, b.vector, b.updated_at FROM embedding b JOIN node n ON n.pk = b.node "
-            "ORDER BY b.node, b.model"
-        ):
-            yield {
-                "type": "embedding",
-                "node": node_id,
-                "model": model,
-                "dim": dim,
-                "vector": bytes(vector).hex(),
-                "updated_at": updated_at,
-            }
-
-
-class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
+class SqliteWriteTx(
+    SqliteReadTx,
+    TransferWrites,
+    MemoryWrites,
+    NodeWrites,
+    EdgeWrites,
+    EntityWrites,
+    TokenWrites,
+    LogWrites,
+):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -544,257 +134,9 @@ class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
             raise
         self.conn.execute(f"RELEASE {name}")
 
-    def insert_node(self, node_id: str, scope: str, label: str, props: Props, at: int, *, pk: int | None = None) -> int:
-        cur = self.conn.execute(
-            "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [pk, node_id, scope, label, _dumps(dict(props)), at, at],
-        )
-        return int(cur.lastrowid or 0)
-
-    def touch_node(self, pk: int, at: int) -> None:
-        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [at, pk])
-
-    def delete_node(self, pk: int) -> None:
-        # Memory, tags, entity, observations, edges, embeddings and access rows go by cascade.
-        self.conn.execute("DELETE FROM node WHERE pk = ?", [pk])
-
-    def insert_memory(
-        self,
-        pk: int,
-        scope: str,
-        digest: str,
-        content: str,
-        summary: str | None,
-        importance: int,
-        memory_type: str,
-        *,
-        context_from: int | None = None,
-    ) -> None:
-        # The context's text is derived here from the turn it follows, as the triggers of
-        # schema migration 7 derive it again when those turns change.
-        before = None
-        if context_from is not None:
-            before = self.conn.execute(
-                "SELECT p.node, trim(coalesce(pp.content, '') || ' ' || p.content) "
-                "FROM memory p LEFT JOIN memory pp ON pp.node = p.context_from WHERE p.node = ?",
-                [context_from],
-            ).fetchone()
-        self.conn.execute(
-            "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type, context_from, context) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [pk, scope, digest, content, summary, importance, memory_type, *(before or (None, None))],
-        )
-
-    _MEMORY_FIELDS = frozenset({"hash", "content", "summary", "importance", "memory_type"})
-
-    def update_memory(self, pk: int, fields: Mapping[str, Any]) -> None:
-        unknown = set(fields) - self._MEMORY_FIELDS
-        if unknown:
-            raise ValueError(f"not memory fields: {sorted(unknown)}")
-        if not fields:
-            return
-        names = list(fields)
-        self.conn.execute(
-            f"UPDATE memory SET {', '.join(f'{n} = ?' for n in names)} WHERE node = ?",
-            [*(fields[n] for n in names), pk],
-        )
-
-    def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
-        added = []
-        for tag in tags:
-            cur = self.conn.execute(
-                "INSERT OR IGNORE INTO memory_tag (node, tag, scope) SELECT ?, ?, scope FROM memory WHERE node = ?",
-                [pk, tag, pk],
-            )
-            if cur.rowcount:
-                added.append(tag)
-        return added
-
-    def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
-        self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk])
-        self.add_tags(pk, tags)
-
-    def insert_edge(
-        self,
-        edge_id: str,
-        src: int,
-        dst: int,
-        edge_type: str,
-        scope: str,
-        props: Props,
-        valid_from: int,
-        at: int,
-        *,
-        pk: int | None = None,
-    ) -> int:
-        cur = self.conn.execute(
-            "INSERT INTO edge (pk, id, src, dst, type, scope, props, valid_from, valid_to, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
-            [pk, edge_id, src, dst, edge_type, scope, _dumps(dict(props)), valid_from, at],
-        )
-        return int(cur.lastrowid or 0)
-
-    def close_edge(self, pk: int, valid_to: int) -> None:
-        self.conn.execute("UPDATE edge SET valid_to = ? WHERE pk = ?", [valid_to, pk])
-
-    def delete_edge(self, pk: int) -> None:
-        self.conn.execute("DELETE FROM edge WHERE pk = ?", [pk])
-
-    def set_embedding(
-        self, pk: int, model: str, vector: bytes, dim: int, at: int, *, node_version: int | None = None
-    ) -> None:
-        # Without `node_version`, the vector is of the node as it is now (a client's own).
-        made_at = "(SELECT version FROM node WHERE pk = ?)" if node_version is None else "?"
-        self.conn.execute(
-            "INSERT INTO embedding (node, model, dim, vector, updated_at, node_version) "
-            f"VALUES (?, ?, ?, ?, ?, {made_at}) "
-            "ON CONFLICT (node, model) DO UPDATE SET dim = excluded.dim, vector = excluded.vector, "
-            "updated_at = excluded.updated_at, node_version = excluded.node_version",
-            [pk, model, dim, vector, at, pk if node_version is None else node_version],
-        )
-
-    def append_change(self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]) -> int:
-        # INTEGER PRIMARY KEY without AUTOINCREMENT takes MAX(seq)+1. Writers are serialised
-        # by BEGIN IMMEDIATE and a rolled-back insert leaves no row, so the log has no gaps.
-        cur = self.conn.execute(
-            "INSERT INTO change_log (at, scope, op, target, data) VALUES (?, ?, ?, ?, ?)",
-            [at, scope, op, target, _dumps(dict(data))],
-        )
-        return int(cur.lastrowid or 0)
-
-    def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
-        """Replace one entry's data (its seq, time, op and target stay): how a forgotten
-        item's text leaves the log."""
-        self.conn.execute("UPDATE change_log SET data = ? WHERE seq = ?", [_dumps(dict(data)), seq])
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [key, value],
-        )
-
-    def load(self, record: Mapping[str, Any]) -> bool:
-        """Insert one dumped record unless it is already here. True when something was written.
-
-        The record is one the engine checked (`Engine._checked_record`): every field of the
-        shape and type the data model requires. ValueError (with the reason) for a record
-        the database cannot take.
-        """
-        try:
-            return self._load(record)
-        except sqlite3.IntegrityError as exc:
-            raise ValueError(f"the database refused it: {exc}") from exc
-
-    def _pk_if_free(self, table: str, pk: Any) -> int | None:
-        """Keep a record's integer id when no other row has it (memdb clients hold these ids)
-        and it is one a JavaScript client holds exactly. A larger one is not kept: after a
-        row at SQLite's largest rowid, AUTOINCREMENT could give no row an id again."""
-        if not isinstance(pk, int) or isinstance(pk, bool) or not 1 <= pk <= _MAX_KEPT_PK:
-            return None
-        taken = self.conn.execute(f"SELECT 1 FROM {table} WHERE pk = ?", [pk]).fetchone()
-        return None if taken else pk
-
-    def _load(self, record: Mapping[str, Any]) -> bool:
-        kind = record["type"]
-        if kind == "node":
-            return self._load_node(record)
-        if kind == "edge":
-            if self.conn.execute("SELECT 1 FROM edge WHERE id = ?", [record["id"]]).fetchone():
-                return False
-            src, dst = self.node_pk(record["from"]), self.node_pk(record["to"])
-            if src is None or dst is None:
-                missing = record["from"] if src is None else record["to"]
-                raise ValueError(f"edge {record['id']} refers to node {missing}, which is not in the store")
-            pk = self.insert_edge(
-                record["id"],
-                src,
-                dst,
-                record["edge_type"],
-                record["scope"],
-                record.get("props") or {},
-                record["valid_from"],
-                record["created_at"],
-                pk=self._pk_if_free("edge", record.get("pk")),
-            )
-            if record.get("valid_to") is not None:
-                self.close_edge(pk, record["valid_to"])
-            if record.get("extra"):
-                self.set_edge_extra(pk, record["extra"])
-            return True
-        if kind == "embedding":
-            node = self.node_pk(record["node"])
-            if node is None:
-                raise ValueError(f"embedding refers to node {record['node']}, which is not in the store")
-            exists = self.conn.execute(
-                "SELECT 1 FROM embedding WHERE node = ? AND model = ?", [node, record["model"]]
-            ).fetchone()
-            if exists:
-                return False
-            made = record["updated_at"]
-            changed = self.conn.execute("SELECT updated_at FROM node WHERE pk = ?", [node]).fetchone()[0]
-            self.set_embedding(
-                node,
-                record["model"],
-                bytes.fromhex(record["vector"]),
-                record["dim"],
-                made,
-                # Made before the node's last change: stale here too, to be embedded again.
-                node_version=-1 if made < changed else None,
-            )
-            return True
-        raise ValueError(f"unknown record type {kind!r}")
-
-    def _load_node(self, record: Mapping[str, Any]) -> bool:
-        memory = record.get("memory")
-        entity = record.get("entity")
-        if self.node_pk(record["id"]) is not None:
-            return False
-        # The same content under another id is the same memory (content-addressed per scope).
-        if memory is not None and self.memory_pk(record["scope"], memory["hash"]) is not None:
-            return False
-        pk = self.insert_node(
-            record["id"],
-            record["scope"],
-            record["label"],
-            record.get("props") or {},
-            record["created_at"],
-            pk=self._pk_if_free("node", record.get("pk")),
-        )
-        self.conn.execute("UPDATE node SET updated_at = ? WHERE pk = ?", [record["updated_at"], pk])
-        if memory is not None:
-            self.insert_memory(
-                pk,
-                record["scope"],
-                memory["hash"],
-                memory["content"],
-                memory.get("summary"),
-                memory.get("importance", 0),
-                memory.get("memory_type", "general"),
-            )
-            self.add_tags(pk, memory.get("tags", []))
-        if entity is not None:
-            self.insert_entity(
-                pk, record["scope"], entity["name"], entity.get("entity_type", ""), entity.get("extra") or None
-            )
-            for obs in entity.get("observations", []):
-                self.add_observations(pk, [obs["content"]], obs.get("created_at", record["created_at"]))
-            # (one observation at a time keeps each one's own time)
-        access = record.get("access")
-        if access:
-            self.conn.execute(
-                "INSERT INTO node_access (node, count, last_at) VALUES (?, ?, ?)",
-                [pk, access["count"], access["last_at"]],
-            )
-        return True
-
 
 def _with_sidecars(path: str) -> list[str]:
     return [path + suffix for suffix in _SIDECARS]
-
-
-def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _foreign_format(path: str) -> str:
@@ -1055,7 +397,7 @@ class SqliteStore:
             raise
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[_Tx]:
+    def read(self) -> Iterator[SqliteReadTx]:
         self._ensure_open()
         if self._in_memory:
             with self._write_lock:
@@ -1063,11 +405,11 @@ class SqliteStore:
             return
         yield from self._read_on(self._reader())
 
-    def _read_on(self, conn: sqlite3.Connection) -> Iterator[_Tx]:
+    def _read_on(self, conn: sqlite3.Connection) -> Iterator[SqliteReadTx]:
         # One deferred transaction: every statement of the read sees the same snapshot.
         self._retry_busy(lambda: conn.execute("BEGIN"), "start a read")
         try:
-            yield _Tx(conn)
+            yield SqliteReadTx(conn)
         except sqlite3.DatabaseError as exc:
             if "interrupted" in str(exc):
                 raise OperationTimeout("the operation ran past its time limit") from exc
@@ -1250,3 +592,11 @@ def _split_sql(script: str) -> list[str]:
     if current.strip():
         statements.append(current.strip())
     return statements
+
+
+if TYPE_CHECKING:
+    # Where mypy checks that the SQLite classes meet the store contract.
+    def _meets_the_contract(
+        store: SqliteStore, read: SqliteReadTx, write: SqliteWriteTx
+    ) -> tuple[Store, ReadTx, WriteTx]:
+        return store, read, write

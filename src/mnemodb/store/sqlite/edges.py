@@ -1,0 +1,140 @@
+"""Edges: typed, directed, time-bounded rows of `edge`, read with both ends' ids. Mixed
+into the store's read and write transactions."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from mnemodb.model.records import Direction, Edge, Props
+from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, props_of
+
+__all__ = ["EdgeReads", "EdgeWrites"]
+
+_EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
+_EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+
+
+class EdgeReads:
+    conn: sqlite3.Connection
+
+    def edges_of_types(
+        self, types: Sequence[str] | None, scopes: Sequence[str], *, valid_at: int | None, limit: int
+    ) -> list[Edge]:
+        """Edges of these types (every type for None) in `scopes`, valid at `valid_at` unless
+        it is None, newest first."""
+        typed = f"e.type IN ({marks(len(types))}) AND " if types is not None else ""
+        valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
+        return self._edges(
+            f"{typed}{edge_visible('e', len(scopes))}{valid} ORDER BY e.pk DESC LIMIT ?",
+            [
+                *(types or ()),
+                *edge_visible_params(scopes),
+                *([valid_at, valid_at] if valid_at is not None else []),
+                limit,
+            ],
+        )
+
+    def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
+        rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
+        return [
+            Edge(
+                pk=r[0],
+                id=r[1],
+                src=r[2],
+                dst=r[3],
+                type=r[4],
+                scope=r[5],
+                props=props_of(r[6]),
+                valid_from=r[7],
+                valid_to=r[8],
+                created_at=r[9],
+                src_pk=r[10],
+                dst_pk=r[11],
+            )
+            for r in rows
+        ]
+
+    def edge_by_pk(self, pk: int) -> Edge | None:
+        found = self._edges("e.pk = ?", [pk])
+        return found[0] if found else None
+
+    def edge_by_id(self, edge_id: str) -> Edge | None:
+        found = self._edges("e.id = ?", [edge_id])
+        return found[0] if found else None
+
+    def find_edges(self, src: int, dst: int, edge_type: str, *, open_only: bool = False) -> list[Edge]:
+        """Edges of this type from `src` to `dst`, oldest first; with `open_only`, those not closed."""
+        where = "e.src = ? AND e.dst = ? AND e.type = ?"
+        if open_only:
+            where += " AND e.valid_to IS NULL"
+        return self._edges(where + " ORDER BY e.pk", [src, dst, edge_type])
+
+    def edges_of(
+        self,
+        pks: Sequence[int],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[Edge]:
+        """Edges leaving (`out`), entering (`in`) or touching (`both`) any of `pks`."""
+        if not pks:
+            return []
+        filters = ""
+        extra: list[Any] = []
+        if valid_at is not None:
+            filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+            extra += [valid_at, valid_at]
+        if scopes is not None:
+            filters += f" AND {edge_visible('e', len(scopes))}"
+            extra += edge_visible_params(scopes)
+        if edge_types:
+            filters += f" AND e.type IN ({marks(len(edge_types))})"
+            extra += list(edge_types)
+        found: dict[int, Edge] = {}
+        for chunk in chunks(pks, 400):
+            chunk_marks = marks(len(chunk))
+            # Two indexed lookups (edge_src, edge_dst) rather than one OR, which would scan.
+            if direction in ("out", "both"):
+                for edge in self._edges(f"e.src IN ({chunk_marks}){filters}", [*chunk, *extra]):
+                    found[edge.pk] = edge
+            if direction in ("in", "both"):
+                for edge in self._edges(f"e.dst IN ({chunk_marks}){filters}", [*chunk, *extra]):
+                    found[edge.pk] = edge
+        return [found[k] for k in sorted(found)]
+
+    def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
+        """Edges whose both endpoints are in `pks`."""
+        members = set(pks)
+        return [e for e in self.edges_of(pks, "out", valid_at=valid_at) if e.dst_pk in members]
+
+
+class EdgeWrites(EdgeReads):
+    def insert_edge(
+        self,
+        edge_id: str,
+        src: int,
+        dst: int,
+        edge_type: str,
+        scope: str,
+        props: Props,
+        valid_from: int,
+        at: int,
+        *,
+        pk: int | None = None,
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO edge (pk, id, src, dst, type, scope, props, valid_from, valid_to, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+            [pk, edge_id, src, dst, edge_type, scope, dumps(dict(props)), valid_from, at],
+        )
+        return int(cur.lastrowid or 0)
+
+    def close_edge(self, pk: int, valid_to: int) -> None:
+        self.conn.execute("UPDATE edge SET valid_to = ? WHERE pk = ?", [valid_to, pk])
+
+    def delete_edge(self, pk: int) -> None:
+        self.conn.execute("DELETE FROM edge WHERE pk = ?", [pk])

@@ -1,0 +1,241 @@
+"""Memories: rows of `memory` with their tags, found by hash, by words and by tag. Mixed
+into the store's read and write transactions."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from mnemodb.model.records import Memory
+from mnemodb.store.base import TextHit, TimeRange
+from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of
+
+__all__ = ["MemoryReads", "MemoryWrites"]
+
+_MEMORY_COLUMNS = (
+    "n.pk, n.id, n.scope, m.content, m.hash, m.importance, m.memory_type, m.summary, n.props, "
+    "n.created_at, n.updated_at, a.count, a.last_at"
+)
+_MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
+
+
+class MemoryReads:
+    conn: sqlite3.Connection
+
+    def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
+        rows = self.conn.execute(f"SELECT {_MEMORY_COLUMNS} FROM {_MEMORY_FROM} WHERE {where}", params).fetchall()
+        if not rows:
+            return []
+        tags = self._tags_of([r[0] for r in rows])
+        return [
+            Memory(
+                pk=r[0],
+                id=r[1],
+                scope=r[2],
+                content=r[3],
+                hash=r[4],
+                importance=r[5],
+                memory_type=r[6],
+                summary=r[7],
+                props=props_of(r[8]),
+                created_at=r[9],
+                updated_at=r[10],
+                tags=tags.get(r[0], ()),
+                access_count=r[11] or 0,
+                last_accessed_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        out: dict[int, list[str]] = {}
+        for chunk in chunks(pks, 500):
+            for node, tag in self.conn.execute(
+                f"SELECT node, tag FROM memory_tag WHERE node IN ({marks(len(chunk))}) ORDER BY node, tag",
+                chunk,
+            ):
+                out.setdefault(node, []).append(tag)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
+        found = self._memories(
+            f"m.hash = ? AND m.scope IN ({marks(len(scopes))}) ORDER BY m.node LIMIT 1", [digest, *scopes]
+        )
+        return found[0] if found else None
+
+    def memory_pk(self, scope: str, digest: str) -> int | None:
+        row = self.conn.execute("SELECT node FROM memory WHERE scope = ? AND hash = ?", [scope, digest]).fetchone()
+        return None if row is None else int(row[0])
+
+    def latest_memory(self, scope: str, before_pk: int, created_since: int) -> int | None:
+        row = self.conn.execute(
+            "SELECT m.node FROM memory m JOIN node n ON n.pk = m.node "
+            "WHERE m.scope = ? AND m.node < ? AND n.created_at >= ? ORDER BY m.node DESC LIMIT 1",
+            [scope, before_pk, created_since],
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def memory_by_pk(self, pk: int) -> Memory | None:
+        found = self._memories("m.node = ?", [pk])
+        return found[0] if found else None
+
+    def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        out: dict[int, Memory] = {}
+        for chunk in chunks(pks, 500):
+            for memory in self._memories(f"m.node IN ({marks(len(chunk))})", chunk):
+                out[memory.pk] = memory
+        return out
+
+    def search_text(
+        self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
+    ) -> list[TextHit]:
+        """Memories matching any of `terms`, best first. With `content_only`, a match in the
+        summary does not count. A memory's context is not searched here (see
+        `filtered_text_search`). FTS5's bm25 is more negative for a better match: the score
+        is its negation."""
+        if not terms or limit <= 0:
+            return []
+        match = fts_any(terms)
+        # A memory's context (see schema migration 7) is the native search's alone.
+        match = f"{{content}} : ({match})" if content_only else f"{{content summary}} : ({match})"
+        if self._holds_only(scopes):
+            # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
+            # instead of scoring and joining every match before sorting.
+            ranked = self.conn.execute(
+                "SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
+            ).fetchall()
+            if not ranked:
+                return []
+            details = {
+                pk: (importance, created_at)
+                for pk, importance, created_at in self.conn.execute(
+                    "SELECT m.node, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
+                    f"WHERE m.node IN ({marks(len(ranked))})",
+                    [pk for pk, _ in ranked],
+                )
+            }
+            return [TextHit(pk, -rank, *details[pk]) for pk, rank in ranked if pk in details]
+        rows = self.conn.execute(
+            "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
+            "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            [match, *scopes, limit],
+        ).fetchall()
+        return [TextHit(pk, -rank, importance, created_at) for pk, rank, importance, created_at in rows]
+
+    def _holds_only(self, scopes: Sequence[str]) -> bool:
+        """True when no memory lives outside `scopes` (read from the per-scope counters)."""
+        held = self.conn.execute("SELECT scope FROM scope_count WHERE kind = 'memory' AND n > 0").fetchall()
+        wanted = set(scopes)
+        return all(scope in wanted for (scope,) in held)
+
+    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[TextHit]:
+        """The newest memories with any of `tags`, score 0."""
+        if not tags or limit <= 0:
+            return []
+        # The newest `limit` tagged memories, read from the (tag, scope) index alone, then
+        # their details: a common tag costs an index scan, not a join and sort of every row.
+        rows = self.conn.execute(
+            "SELECT t.node, 0.0, m.importance, n.created_at FROM "
+            f"(SELECT DISTINCT node FROM memory_tag WHERE tag IN ({marks(len(tags))}) "
+            f"AND scope IN ({marks(len(scopes))}) ORDER BY node DESC LIMIT ?) t "
+            "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node",
+            [*tags, *scopes, limit],
+        ).fetchall()
+        return [TextHit(*row) for row in rows]
+
+    def count_memories(self, scopes: Sequence[str]) -> int:
+        row = self.conn.execute(
+            f"SELECT COALESCE(SUM(n), 0) FROM scope_count WHERE kind = 'memory' AND scope IN ({marks(len(scopes))})",
+            scopes,
+        ).fetchone()
+        return int(row[0])
+
+    def memories_per_scope(self) -> dict[str, int]:
+        """How many memories each scope holds (scopes with none left out)."""
+        return dict(
+            self.conn.execute("SELECT scope, n FROM scope_count WHERE kind = 'memory' AND n > 0 ORDER BY scope")
+        )
+
+    def count_tags(self, scopes: Sequence[str]) -> int:
+        """Distinct tags over the memories of `scopes` (from counters kept by triggers)."""
+        row = self.conn.execute(
+            f"SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope IN ({marks(len(scopes))})", scopes
+        ).fetchone()
+        return int(row[0])
+
+    def memory_time_range(self, scopes: Sequence[str]) -> TimeRange:
+        # One scope at a time: MIN and MAX then read one end of the (label, scope,
+        # created_at) index each, instead of scanning every memory.
+        oldest: int | None = None
+        newest: int | None = None
+        for scope in scopes:
+            low = self.conn.execute(
+                "SELECT MIN(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
+            ).fetchone()[0]
+            high = self.conn.execute(
+                "SELECT MAX(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
+            ).fetchone()[0]
+            if low is not None:
+                oldest = low if oldest is None else min(oldest, low)
+                newest = high if newest is None else max(newest, high)
+        return TimeRange(oldest, newest)
+
+
+class MemoryWrites(MemoryReads):
+    def insert_memory(
+        self,
+        pk: int,
+        scope: str,
+        digest: str,
+        content: str,
+        summary: str | None,
+        importance: int,
+        memory_type: str,
+        *,
+        context_from: int | None = None,
+    ) -> None:
+        # The context's text is derived here from the turn it follows, as the triggers of
+        # schema migration 7 derive it again when those turns change.
+        before = None
+        if context_from is not None:
+            before = self.conn.execute(
+                "SELECT p.node, trim(coalesce(pp.content, '') || ' ' || p.content) "
+                "FROM memory p LEFT JOIN memory pp ON pp.node = p.context_from WHERE p.node = ?",
+                [context_from],
+            ).fetchone()
+        self.conn.execute(
+            "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type, context_from, context) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [pk, scope, digest, content, summary, importance, memory_type, *(before or (None, None))],
+        )
+
+    _MEMORY_FIELDS = frozenset({"hash", "content", "summary", "importance", "memory_type"})
+
+    def update_memory(self, pk: int, fields: Mapping[str, Any]) -> None:
+        unknown = set(fields) - self._MEMORY_FIELDS
+        if unknown:
+            raise ValueError(f"not memory fields: {sorted(unknown)}")
+        if not fields:
+            return
+        names = list(fields)
+        self.conn.execute(
+            f"UPDATE memory SET {', '.join(f'{n} = ?' for n in names)} WHERE node = ?",
+            [*(fields[n] for n in names), pk],
+        )
+
+    def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
+        added = []
+        for tag in tags:
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO memory_tag (node, tag, scope) SELECT ?, ?, scope FROM memory WHERE node = ?",
+                [pk, tag, pk],
+            )
+            if cur.rowcount:
+                added.append(tag)
+        return added
+
+    def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
+        self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk])
+        self.add_tags(pk, tags)

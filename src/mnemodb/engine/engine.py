@@ -394,13 +394,28 @@ class Engine:
         self.log(tx, ops.memory_created(memory), at)
         return StoredMemory(memory, True)
 
-    def replace_tags(self, tx: WriteTx, memory: Memory, tags: Iterable[str], at: int) -> None:
-        """Give a memory exactly these tags (normalized), inside the caller's transaction."""
-        new_tags = normalize_tags(tags)
-        if new_tags != memory.tags:
-            tx.replace_tags(memory.pk, new_tags)
+    def update_memory(
+        self,
+        tx: WriteTx,
+        memory: Memory,
+        at: int,
+        *,
+        fields: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> None:
+        """The one way a memory's own fields (checked by the caller) and its tags change in
+        place, inside the caller's transaction: `tags` (normalized) replace the memory's
+        when given, and what changed is logged as one update."""
+        changes: dict[str, Any] = dict(fields or {})
+        tx.update_memory(memory.pk, changes)
+        if tags is not None:
+            new_tags = normalize_tags(tags)
+            if new_tags != memory.tags:
+                tx.replace_tags(memory.pk, new_tags)
+                changes["tags"] = list(new_tags)
+        if changes:
             tx.touch_node(memory.pk, at)
-            self.log(tx, ops.node_updated(memory.scope, memory.id, {"tags": list(new_tags)}), at)
+            self.log(tx, ops.node_updated(memory.scope, memory.id, changes), at)
 
     # -- edges between any nodes ------------------------------------------------------------------
 

@@ -836,7 +836,7 @@ class Items:
         if props:
             self._engine.nodes.apply_props(tx, memory.id, props, at)
         if tags != set(memory.tags):
-            self._engine.replace_tags(tx, memory, sorted(tags), at)
+            self._engine.update_memory(tx, memory, at, tags=sorted(tags))
 
     def _revise_entity(self, tx: WriteTx, entity: Entity, patch: Patch, reads: Sequence[str], at: int) -> None:
         props: dict[str, Scalar | None] = dict(patch.props)

@@ -3,7 +3,8 @@ type, searched by words and followed over relations between memories.
 
 It is what the memdb profile serves, over the engine's core: a memory is stored through
 the engine's one write path for memories (`Engine.check_new_memory`, `Engine.store_one`),
-relations through `Engine.insert_edge`, and every change is logged by `Engine.log`.
+changed in place through `Engine.update_memory`, related through `Engine.insert_edge`, and
+every change is logged by `Engine.log`.
 """
 
 from __future__ import annotations
@@ -143,14 +144,7 @@ class Memories:
                 fields["importance"] = importance
             if memory_type is not None and memory_type != before.memory_type:
                 fields["memory_type"] = memory_type
-            changes: dict[str, Any] = dict(fields)
-            tx.update_memory(before.pk, fields)
-            if new_tags is not None and new_tags != before.tags:
-                tx.replace_tags(before.pk, new_tags)
-                changes["tags"] = list(new_tags)
-            if changes:
-                tx.touch_node(before.pk, at)
-                self._engine.log(tx, ops.node_updated(before.scope, before.id, changes), at)
+            self._engine.update_memory(tx, before, at, fields=fields, tags=new_tags)
             after = tx.memory_by_pk(before.pk)
             assert after is not None
         return before, after

@@ -18,7 +18,7 @@ from typing import Any
 from mnemodb.engine.access import AccessRecorder
 from mnemodb.engine.changes import ChangeLog
 from mnemodb.engine.embedding import Embeddings
-from mnemodb.engine.graph import KnowledgeGraph, NewEntity
+from mnemodb.engine.graph import KnowledgeGraph
 from mnemodb.engine.items import Items
 from mnemodb.engine.memories import Memories
 from mnemodb.engine.properties import PropertyGraph
@@ -27,13 +27,12 @@ from mnemodb.engine.tokens import Tokens, current_grant
 from mnemodb.engine.transfer import EXPORT_FORMAT, EXPORT_VERSION, Transfer
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_text
-from mnemodb.model.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from mnemodb.model.errors import Conflict, Forbidden, InvalidArgument
 from mnemodb.model.ids import SHARED, InvalidId, content_hash, is_ulid, new_ulid, normalize_scope
 from mnemodb.model.records import (
     MEMORY,
     Change,
     Edge,
-    Entity,
     ImportReport,
     Memory,
     MemoryStats,
@@ -45,7 +44,6 @@ from mnemodb.model.records import (
 from mnemodb.model.rules import (
     check_edge_ends,
     check_importance,
-    check_new_entity,
     normalize_tags,
 )
 from mnemodb.search.embedders import Embedder
@@ -95,7 +93,8 @@ class Engine:
         """How a search's rankings (words, vectors) are fused, and how much reads count."""
         self.embeddings = Embeddings(self, embedder)
         """The embedder that gives queries and items vectors, and the work of keeping them current."""
-        self._access = AccessRecorder(store.bump_access, interval=access_interval)
+        self.access = AccessRecorder(store.bump_access, interval=access_interval)
+        """Reads' access statistics, queued and written in batches off the read path."""
         self.memories = Memories(self)
         """Memories by content hash, with tags, search and relations (the memdb API)."""
         self.graph = KnowledgeGraph(self)
@@ -130,7 +129,7 @@ class Engine:
             raise
 
     def close(self) -> None:
-        self._access.close()
+        self.access.close()
         self.store.close()
 
     def __enter__(self) -> Engine:
@@ -155,10 +154,6 @@ class Engine:
         the store cannot stop midway, such as compiling a caller's pattern, to fit it in."""
         at: float | None = getattr(self._deadlines, "at", None)
         return None if at is None else max(0.0, at - time.monotonic())
-
-    def flush_access(self) -> None:
-        """Write queued access statistics now (they are otherwise written within ~0.1 s)."""
-        self._access.flush()
 
     # -- scopes -------------------------------------------------------------------------------
 
@@ -342,7 +337,7 @@ class Engine:
         return tx.append_change(at, scope, name, target, data)
 
     def record_access(self, pks: Iterable[int]) -> None:
-        self._access.record(pks, self.clock())
+        self.access.record(pks, self.clock())
 
     # -- memories -------------------------------------------------------------------------------
 
@@ -447,79 +442,6 @@ class Engine:
         assert edge is not None
         self.log(tx, ops.edge_created(edge), at)
         return edge
-
-    def link(
-        self,
-        from_id: str,
-        to_id: str,
-        edge_type: str,
-        *,
-        props: Props | None = None,
-        valid_from: int | None = None,
-        scope: str | None = None,
-    ) -> Edge:
-        """A new edge between two existing nodes, valid from `valid_from` (default: now)."""
-        check_text(edge_type, "edge type")
-        if not edge_type:
-            raise InvalidArgument("edge type must not be empty")
-        clean = check_props(props)
-        edge_scope = self.scope_to_write(scope)
-        with self.change() as tx:
-            at = self.clock()
-            src, dst = tx.node_by_id(from_id), tx.node_by_id(to_id)
-            if src is None:
-                raise NotFound(f"node {from_id} not found")
-            if dst is None:
-                raise NotFound(f"node {to_id} not found")
-            start = at if valid_from is None else valid_from
-            return self.insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, edge_scope, clean, start, at)
-
-    def close_edge(self, edge_id: str, valid_to: int | None = None) -> Edge:
-        """Mark an open edge as no longer true from `valid_to` (default: now)."""
-        with self.change() as tx:
-            at = self.clock()
-            edge = tx.edge_by_id(edge_id)
-            if edge is None:
-                raise NotFound(f"edge {edge_id} not found")
-            if edge.valid_to is not None:
-                raise Conflict(f"edge {edge_id} is already closed")
-            end = at if valid_to is None else valid_to
-            tx.close_edge(edge.pk, end)
-            self.log(tx, ops.edge_closed(edge, end), at)
-            closed = tx.edge_by_pk(edge.pk)
-            assert closed is not None
-            return closed
-
-    # -- entities and observations ------------------------------------------------------------
-
-    def create_entity(
-        self,
-        name: str,
-        entity_type: str = "",
-        observations: Sequence[str] = (),
-        *,
-        props: Props | None = None,
-        scope: str | None = None,
-        unique: bool = True,
-    ) -> tuple[Entity, bool]:
-        """An entity; with `unique`, an existing entity of that name in the scope is returned."""
-        clean = check_new_entity(name, entity_type, observations, props)
-        target = self.scope_to_write(scope)
-        with self.change() as tx:
-            at = self.clock()
-            if unique:
-                existing = tx.entity_by_name([target], name)
-                if existing is not None:
-                    return existing, False
-            return self.graph.insert(tx, NewEntity(name, entity_type, tuple(observations)), target, at, clean), True
-
-    def get_entity(self, name: str, *, scopes: Sequence[str] | None = None) -> Entity | None:
-        with self.store.read() as tx:
-            return tx.entity_by_name(self.scopes(scopes), check_text(name, "entity name"))
-
-    def add_observations(self, name: str, contents: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[str]:
-        """Append observations to an entity, skipping ones it already has. Returns the added ones."""
-        return self.graph.add_observations([(name, contents)], scopes=scopes)[0][1]
 
     # -- statistics, change log, export and import: the profiles' and the CLI's names for
     # -- what the statistics, change-log and transfer faces do

@@ -1,8 +1,11 @@
 """The engine: the one Python API every profile, the CLI and library users call.
 
-It owns the rules of the data model (content addressing, tag normalisation, scopes,
-temporal edges, the change log) and runs every operation as one store transaction.
-It knows nothing of MCP.
+`Engine` is composition: it opens the store, holds the core every face shares (scopes
+and grants, the kinds of write transaction, the change log's `log`, access statistics,
+time limits) and builds the faces, which do the work: memories, the knowledge graph, the
+property graph, items, embeddings, tokens, statistics, the change log's reading, export
+and import, and the one write path per primitive (`engine.writes`). It knows nothing of
+MCP.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from mnemodb.engine.access import AccessRecorder
@@ -25,25 +27,17 @@ from mnemodb.engine.properties import PropertyGraph
 from mnemodb.engine.stats import Statistics
 from mnemodb.engine.tokens import Tokens, current_grant
 from mnemodb.engine.transfer import EXPORT_FORMAT, EXPORT_VERSION, Transfer
+from mnemodb.engine.writes import Writes
 from mnemodb.model import ops
-from mnemodb.model.checks import check_props, check_text
 from mnemodb.model.errors import Conflict, Forbidden, InvalidArgument
 from mnemodb.model.ids import SHARED, InvalidId, content_hash, is_ulid, new_ulid, normalize_scope
 from mnemodb.model.records import (
-    MEMORY,
     Change,
-    Edge,
     ImportReport,
-    Memory,
     MemoryStats,
-    NewMemory,
-    Props,
     Stats,
-    StoredMemory,
 )
 from mnemodb.model.rules import (
-    check_edge_ends,
-    check_importance,
     normalize_tags,
 )
 from mnemodb.search.embedders import Embedder
@@ -67,7 +61,7 @@ _SCOPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class Engine:
-    """Memories, entities, relations and the change log over one store."""
+    """The store, the core every face shares, and the faces over them."""
 
     def __init__(
         self,
@@ -91,6 +85,8 @@ class Engine:
         self.weights = weights
         self.fusion = fusion
         """How a search's rankings (words, vectors) are fused, and how much reads count."""
+        self.writes = Writes(self)
+        """The one write path per primitive that every face writes through."""
         self.embeddings = Embeddings(self, embedder)
         """The embedder that gives queries and items vectors, and the work of keeping them current."""
         self.access = AccessRecorder(store.bump_access, interval=access_interval)
@@ -338,110 +334,6 @@ class Engine:
 
     def record_access(self, pks: Iterable[int]) -> None:
         self.access.record(pks, self.clock())
-
-    # -- memories -------------------------------------------------------------------------------
-
-    def check_new_memory(self, item: NewMemory) -> NewMemory:
-        """The item with canonical tags and clean props, or InvalidArgument: checked before any write."""
-        content = check_text(item.content, "content")
-        if not content:
-            raise InvalidArgument("content must not be empty")
-        check_importance(item.importance)
-        if not check_text(item.memory_type, "memory_type"):
-            raise InvalidArgument("memory_type must not be empty")
-        if item.summary is not None:
-            check_text(item.summary, "summary")
-        return replace(item, tags=normalize_tags(item.tags), props=check_props(item.props))
-
-    def store_one(self, tx: WriteTx, item: NewMemory, scope: str, at: int, *, turn: bool = False) -> StoredMemory:
-        """Write one checked item (see `_check_new_memory`); a `turn` is also found by the
-        words of the two turns before it (see `store_memories`)."""
-        digest = content_hash(item.content)
-        existing_pk = tx.memory_pk(scope, digest)
-        if existing_pk is not None:
-            # Same content, same memory: merge the tags, keep everything else.
-            added = tx.add_tags(existing_pk, item.tags)
-            if added:
-                tx.touch_node(existing_pk, at)
-            existing = tx.memory_by_pk(existing_pk)
-            assert existing is not None
-            if added:
-                self.log(tx, ops.tags_added(scope, existing.id, added), at)
-            return StoredMemory(existing, False)
-        node_id = new_ulid()
-        pk = tx.insert_node(node_id, scope, MEMORY, item.props, at)
-        tx.insert_memory(pk, scope, digest, item.content, item.summary, item.importance, item.memory_type, turn=turn)
-        tx.add_tags(pk, item.tags)
-        memory = Memory(
-            pk=pk,
-            id=node_id,
-            scope=scope,
-            content=item.content,
-            hash=digest,
-            tags=item.tags,
-            importance=item.importance,
-            memory_type=item.memory_type,
-            summary=item.summary,
-            props=item.props,
-            created_at=at,
-            updated_at=at,
-        )
-        self.log(tx, ops.memory_created(memory), at)
-        return StoredMemory(memory, True)
-
-    def update_memory(
-        self,
-        tx: WriteTx,
-        memory: Memory,
-        at: int,
-        *,
-        fields: Mapping[str, Any] | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> None:
-        """The one way a memory's own fields (checked by the caller) and its tags change in
-        place, inside the caller's transaction: `tags` (normalized) replace the memory's
-        when given, and what changed is logged as one update."""
-        changes: dict[str, Any] = dict(fields or {})
-        tx.update_memory(memory.pk, changes)
-        if tags is not None:
-            new_tags = normalize_tags(tags)
-            if new_tags != memory.tags:
-                tx.replace_tags(memory.pk, new_tags)
-                changes["tags"] = list(new_tags)
-        if changes:
-            tx.touch_node(memory.pk, at)
-            self.log(tx, ops.node_updated(memory.scope, memory.id, changes), at)
-
-    # -- edges between any nodes ------------------------------------------------------------------
-
-    def insert_edge(
-        self,
-        tx: WriteTx,
-        src: int,
-        dst: int,
-        src_scope: str,
-        dst_scope: str,
-        edge_type: str,
-        scope: str,
-        props: Props,
-        valid_from: int,
-        at: int,
-        *,
-        edge_id: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> Edge:
-        """The one way a caller's relation is written (every face comes here): the scope
-        rules, the row, and its change-log entry. Faces that word the cross-scope refusal in
-        their own protocol's terms check it first; the check here stands either way."""
-        check_edge_ends(src_scope, dst_scope)
-        self.check_edge_scope(scope, src_scope, dst_scope)
-        pk = tx.insert_edge(edge_id or new_ulid(), src, dst, edge_type, scope, props, valid_from, at)
-        if extra:
-            tx.set_edge_extra(pk, extra)
-        edge = tx.edge_by_pk(pk)
-        assert edge is not None
-        self.log(tx, ops.edge_created(edge), at)
-        return edge
 
     # -- statistics, change log, export and import: the profiles' and the CLI's names for
     # -- what the statistics, change-log and transfer faces do

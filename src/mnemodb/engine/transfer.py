@@ -185,7 +185,7 @@ class Transfer:
         self, fields: Mapping[str, Any], props: Mapping[str, Any]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A Memory node's memory fields and properties, through the checks every new memory
-        passes (`_check_new_memory`), with a hash that must be its content's."""
+        passes (`Writes.check_new_memory`), with a hash that must be its content's."""
         content = _string(fields.get("content"), "content")
         summary = fields.get("summary")
         if summary is not None:
@@ -195,7 +195,9 @@ class Transfer:
         tags = fields.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
             raise InvalidArgument("tags must be a list of strings")
-        item = self._engine.check_new_memory(NewMemory(content, tuple(tags), importance, memory_type, summary, props))
+        item = self._engine.writes.check_new_memory(
+            NewMemory(content, tuple(tags), importance, memory_type, summary, props)
+        )
         digest = content_hash(content)
         given = fields.get("hash")
         if not isinstance(given, str) or given.lower() != digest:

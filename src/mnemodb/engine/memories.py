@@ -2,8 +2,8 @@
 type, searched by words and followed over relations between memories.
 
 It is what the memdb profile serves, over the engine's core: a memory is stored through
-the engine's one write path for memories (`Engine.check_new_memory`, `Engine.store_one`),
-changed in place through `Engine.update_memory`, related through `Engine.insert_edge`, and
+the one write path for memories (`Writes.check_new_memory`, `Writes.store_memory`),
+changed in place through `Writes.update_memory`, related through `Writes.open_edge`, and
 every change is logged by `Engine.log`.
 """
 

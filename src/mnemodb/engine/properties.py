@@ -703,7 +703,7 @@ class PropertyGraph:
                 engine.writes.open_edge(
                     tx, a.pk, b.pk, a.scope, b.scope, edge_type, edge_scope, dict(props), start, at, edge_id=edge_id
                 )
-                return edge_id, tx.current_seq()  # the entry `_insert_edge` just appended
+                return edge_id, tx.current_seq()  # the entry `Writes.open_edge` just appended
             case SetProps(node=ref, props=props):
                 props = {
                     **check_props({k: v for k, v in props.items() if v is not None}),

@@ -16,6 +16,7 @@ import pytest
 
 from mnemodb.cli.main import build_parser
 from mnemodb.engine import Engine, NewMemory
+from mnemodb.engine.graph import NewEntity
 from mnemodb.search.embedders import local_available
 from support import sha256
 
@@ -152,7 +153,7 @@ def filled(tmp_path: Path, db: str) -> str:
         engine.memories.store("She runs every morning", ["health"], 5)
         engine.memories.store("He walks to work")
         engine.memories.store("Running shoes wear out   after 800 km", ["gear"])
-        engine.create_entity("Runner", "person", ["likes hills"])
+        engine.graph.create_entities([NewEntity("Runner", "person", ("likes hills",))])
     return db
 
 
@@ -295,8 +296,7 @@ def test_export_and_import_into_a_fresh_database(tmp_path: Path, filled: str) ->
         assert copy is not None
         assert (copy.id, copy.tags, copy.importance) == (a.id, a.tags, a.importance)
         assert [lk.edge.type for lk in engine.memories.links(a.hash)] == ["contrasts"]
-        entity = engine.get_entity("Runner")
-        assert entity is not None
+        [entity] = engine.graph.open(["Runner"]).entities
         assert entity.observations == ("likes hills",)
         assert engine.stats().memories == 3
 
@@ -334,7 +334,7 @@ def test_backup_makes_a_database_that_opens_with_all_data(tmp_path: Path, filled
             r for r in original.export() if r["type"] != "header"
         ]
         assert copy.stats().memories == 3
-        assert copy.get_entity("Runner") is not None
+        assert copy.graph.open(["Runner"]).entities
     with sqlite3.connect(target) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 

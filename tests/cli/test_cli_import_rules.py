@@ -146,7 +146,7 @@ def test_each_refused_record_is_a_skipped_line_on_stderr(tmp_path: Path) -> None
     with Engine.open(str(db)) as engine:
         stats = engine.stats(scopes=["shared", SCOPE_A, SCOPE_B])
         assert (stats.memories, stats.entities, stats.nodes, stats.edges, stats.embeddings) == (3, 1, 4, 0, 0)
-        assert engine.get_entity("Ada") is not None
+        assert engine.graph.open(["Ada"]).entities
 
 
 @pytest.mark.parametrize("kind", ["mnemodb", "server-memory"])

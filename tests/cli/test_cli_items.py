@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from mnemodb.engine import Engine, Memory
+from mnemodb.engine.graph import NewEntity
 from support import server_env
 
 TIMEOUT_S = 60
@@ -52,7 +53,7 @@ def db(tmp_path: Path) -> str:
     with Engine.open(path) as engine:
         engine.memories.store("The deploy runs on Fridays", ["deploy"], 7)
         engine.memories.store("Tom prefers phone calls")
-        engine.create_entity("Tom Becker", "person", ["prefers phone calls", "lives in Leipzig"])
+        engine.graph.create_entities([NewEntity("Tom Becker", "person", ("prefers phone calls", "lives in Leipzig"))])
     return path
 
 

@@ -21,6 +21,6 @@ def clock() -> Clock:
 
 @pytest.fixture
 def eng(db_path: Path, clock: Clock) -> Iterator[Engine]:
-    # A long access interval: statistics are written only by flush_access() (or close).
+    # A long access interval: statistics are written only by access.flush() (or close).
     with Engine(open_store(store_location(db_path)), clock=clock, access_interval=3600) as opened:
         yield opened

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, OperationTimeout
+from mnemodb.engine.graph import NewEntity
 from mnemodb.model.ids import new_ulid
 from mnemodb.store.sqlite import SqliteStore
 from support import START_MS, Clock, sha256
@@ -116,14 +117,14 @@ def test_relation_and_edge_writes_append_their_ops(eng: Engine, clock: Clock) ->
     eng.memories.relate(a.hash, b.hash, "supports")
     assert log.take() == []
     clock.now += 7
-    eng.close_edge(link.edge.id)
+    eng.items.relate(close=[(link.edge.id, None)])
     [closed] = log.take()
     assert (closed.op, closed.target, closed.data) == (
         "close_edge",
         link.edge.id,
         {"id": link.edge.id, "valid_to": clock.now},
     )
-    edge = eng.link(b.id, a.id, "answers", props={"w": 1})
+    [(edge, _)], _ = eng.items.relate(add=[(b.id, a.id, "answers", {"w": 1}, None)])
     assert log.ops() == [("create_edge", edge.id)]
     assert eng.memories.unrelate(a.hash, b.hash, "supports")
     assert log.ops() == [("remove_edge", link.edge.id)]
@@ -136,22 +137,22 @@ def test_relation_and_edge_writes_append_their_ops(eng: Engine, clock: Clock) ->
 
 def test_entity_writes_append_their_ops(eng: Engine) -> None:
     log = Log(eng)
-    entity, _ = eng.create_entity("Ada", "person", ["one", "two"])
+    [entity] = eng.graph.create_entities([NewEntity("Ada", "person", ("one", "two"))])
     [created] = log.take()
     assert (created.op, created.target) == ("create_node", entity.id)
     assert created.data["entity"] == {"name": "Ada", "entity_type": "person", "observations": ["one", "two"]}
-    eng.create_entity("Ada", "person")
+    eng.graph.create_entities([NewEntity("Ada", "person")])
     assert log.take() == []
-    eng.add_observations("Ada", ["two", "three"])
+    eng.graph.add_observations([("Ada", ["two", "three"])])
     [added] = log.take()
     assert (added.op, added.target, added.data["contents"]) == ("add_observations", entity.id, ["three"])
-    eng.add_observations("Ada", ["one"])
+    eng.graph.add_observations([("Ada", ["one"])])
     assert log.take() == []
 
 
 def test_every_change_is_stored_in_the_change_log_table(eng: Engine, db_path: Path) -> None:
     eng.memories.store("a", ["t"])
-    eng.create_entity("E")
+    eng.graph.create_entities([NewEntity("E")])
     assert raw_count(db_path, "change_log") == len(eng.changes()) == 2
 
 
@@ -168,8 +169,8 @@ def test_seq_is_gapless_from_one_when_writes_fail(eng: Engine) -> None:
         lambda: eng.memories.store("bad", ["no good"]),
         lambda: eng.memories.relate(a.hash, a.hash, "self"),
         lambda: eng.memories.relate(a.hash, sha256("missing"), "x"),
-        lambda: eng.add_observations("nobody", ["x"]),
-        lambda: eng.link(a.id, "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z", "x"),
+        lambda: eng.graph.add_observations([("nobody", ["x"])]),
+        lambda: eng.items.relate(add=[(a.id, "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z", "x", {}, None)]),
         lambda: eng.memories.store("private", scope="nope"),
     ]
     expected = 2
@@ -180,9 +181,9 @@ def test_seq_is_gapless_from_one_when_writes_fail(eng: Engine) -> None:
         eng.memories.store(f"after failure {expected}")
         expected += 1
     link, _ = eng.memories.relate(a.hash, b.hash, "x")
-    eng.close_edge(link.edge.id)
+    eng.items.relate(close=[(link.edge.id, None)])
     with pytest.raises(Conflict):
-        eng.close_edge(link.edge.id)
+        eng.items.relate(close=[(link.edge.id, None)])
     expected += 2
     results = eng.memories.store_many([NewMemory("ok 1"), NewMemory(""), NewMemory("x", ("a b",)), NewMemory("ok 2")])
     assert [r.ok for r in results] == [True, False, False, True]
@@ -251,7 +252,7 @@ def test_reads_write_no_ops(eng: Engine, db_path: Path) -> None:
     a = eng.memories.store("read me", ["tag"]).memory
     b = eng.memories.store("read me too").memory
     eng.memories.relate(a.hash, b.hash, "x")
-    eng.create_entity("Reader", observations=["o"])
+    eng.graph.create_entities([NewEntity("Reader", observations=("o",))])
     seq = eng.current_seq()
     eng.memories.get(a.hash)
     eng.memories.get(sha256("missing"))
@@ -259,11 +260,11 @@ def test_reads_write_no_ops(eng: Engine, db_path: Path) -> None:
     eng.memories.search("tag")
     eng.memories.recall("read", 2)
     eng.memories.links(a.hash)
-    eng.get_entity("Reader")
+    eng.graph.open(["Reader"])
     eng.stats()
     eng.changes()
     list(eng.export())
-    eng.flush_access()
+    eng.access.flush()
     assert eng.current_seq() == seq
     assert raw_count(db_path, "change_log") == seq
 
@@ -287,7 +288,7 @@ def test_access_statistics_are_counted_for_reads(eng: Engine, clock: Clock) -> N
     clock.now += 10
     eng.memories.recall("apple", 1)  # a and b
     eng.memories.links(a.hash)  # not counted
-    eng.flush_access()
+    eng.access.flush()
 
     def current(digest: str) -> tuple[int, int | None]:
         with eng.store.read() as tx:  # reading through the store records no access
@@ -302,7 +303,7 @@ def test_access_statistics_are_counted_for_reads(eng: Engine, clock: Clock) -> N
     fetched = eng.memories.get(a.hash)
     assert fetched is not None
     assert fetched.access_count == 4
-    eng.flush_access()
+    eng.access.flush()
     assert current(a.hash) == (5, clock.now)
     assert eng.current_seq() == seq
 
@@ -323,6 +324,6 @@ def test_access_to_a_memory_deleted_before_the_flush_is_dropped(eng: Engine, db_
     memory = eng.memories.store("fleeting").memory
     eng.memories.get(memory.hash)
     eng.memories.delete(memory.hash)
-    eng.flush_access()
+    eng.access.flush()
     assert raw_count(db_path, "node_access") == 0
     assert eng.current_seq() == 2

@@ -729,7 +729,7 @@ def test_often_read_items_are_raised_by_the_access_weight(tmp_path: Path, local:
         higher = plain[0]
         for _ in range(5):
             eng.items.get([lower])
-        eng.flush_access()
+        eng.access.flush()
 
         weight = 0.5
         eng.fusion = FusionWeights(access=weight)

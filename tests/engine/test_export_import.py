@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument
-from mnemodb.engine.graph import NewRelation
+from mnemodb.engine.graph import NewEntity, NewRelation
+from mnemodb.engine.items import EntityNote
 from mnemodb.model import ops as ops_module
+from mnemodb.model.records import Entity
 from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, START_MS, Clock, sha256
 
@@ -46,21 +48,24 @@ def fill(engine: Engine) -> dict[str, Any]:
     dropped = engine.memories.store("Deleted before export").memory
     engine.memories.delete(dropped.hash)  # leaves a gap in the row ids
     three = engine.memories.store("Props and all", props={"source": "chat", "n": 2, "ok": True, "w": 0.25}).memory
-    ada, _ = engine.create_entity("Ada", "person", ["wrote the first program", "liked maths"], props={"born": 1815})
-    engine.add_observations("Ada", ["corresponded with Babbage"])
-    engine.create_entity("Ada", "person", ["in another scope"], scope=SCOPE_A)
+    ada_note = EntityNote(NewEntity("Ada", "person", ("wrote the first program", "liked maths")), {"born": 1815})
+    _, [remembered] = engine.items.remember(entities=[ada_note])
+    ada = remembered.item
+    assert isinstance(ada, Entity)
+    engine.graph.add_observations([("Ada", ["corresponded with Babbage"])])
+    engine.graph.create_entities([NewEntity("Ada", "person", ("in another scope",))], scope=SCOPE_A, scopes=[SCOPE_A])
     supports, _ = engine.memories.relate(one.hash, two.hash, "supports")
-    engine.link(three.id, ada.id, "mentions", props={"weight": 0.5}, valid_from=1000)
-    closed = engine.link(two.id, ada.id, "assigned_to", valid_from=2000)
-    engine.close_edge(closed.id, valid_to=3000)
-    engine.link(private.id, one.id, "refines", scope=SCOPE_A)
+    engine.items.relate(add=[(three.id, ada.id, "mentions", {"weight": 0.5}, 1000)])
+    [(closed, _)], _ = engine.items.relate(add=[(two.id, ada.id, "assigned_to", {}, 2000)])
+    engine.items.relate(close=[(closed.id, 3000)])
+    engine.items.relate(add=[(private.id, one.id, "refines", {}, None)], scope=SCOPE_A, scopes=["shared", SCOPE_A])
     with engine.store.write() as tx:
         tx.set_embedding(one.pk, "test-model", vector(0.5, -1.25, 3.0), 3, START_MS)
         tx.set_embedding(one.pk, "other-model", vector(1.0), 1, START_MS + 1)
         tx.set_embedding(ada.pk, "test-model", vector(0.0, 0.0, 1.0), 3, START_MS + 2)
     engine.memories.get(one.hash)
     engine.memories.get(one.hash)
-    engine.flush_access()
+    engine.access.flush()
     return {"one": one, "two": two, "three": three, "private": private, "ada": ada, "supports": supports}
 
 
@@ -116,13 +121,11 @@ def test_round_trip_reproduces_everything(source: Engine, target: Engine) -> Non
     assert copied_one is not None
     assert copied_one.access_count == 2  # the access statistics came along
 
-    ada = target.get_entity("Ada")
-    assert ada is not None
+    [ada] = target.graph.open(["Ada"]).entities
     assert ada.id == made["ada"].id
     assert ada.observations == ("wrote the first program", "liked maths", "corresponded with Babbage")
     assert dict(ada.props) == {"born": 1815}
-    other_ada = target.get_entity("Ada", scopes=[SCOPE_A])
-    assert other_ada is not None
+    [other_ada] = target.graph.open(["Ada"], scopes=[SCOPE_A]).entities
     assert other_ada.observations == ("in another scope",)
 
     links = target.memories.links(made["one"].hash)
@@ -611,7 +614,7 @@ def test_an_edge_between_two_private_scopes_is_refused(target: Engine) -> None:
     assert edges == [EDGE_2]
     # The live path refuses the same edge with the same words.
     with pytest.raises(InvalidArgument, match="cross-scope edge requires at least one shared endpoint"):
-        target.link(NODE_1, NODE_2, "knows", scope=SCOPE_A)
+        target.items.relate(add=[(NODE_1, NODE_2, "knows", {}, None)], scope=SCOPE_A, scopes=[SCOPE_A, SCOPE_B])
 
 
 def test_an_embedding_of_another_length_than_its_models_is_refused(target: Engine) -> None:
@@ -682,8 +685,7 @@ def test_an_existing_entity_gets_the_observations_it_lacks_logged_as_added(targe
     target.import_records([HEADER, entity_record(NODE_1, "Ada", "wrote the first program")])
     report = target.import_records([HEADER, entity_record(NODE_1, "Ada", "wrote the first program", "liked maths")])
     assert (report.written, report.errors) == (1, ())
-    ada = target.get_entity("Ada")
-    assert ada is not None
+    [ada] = target.graph.open(["Ada"]).entities
     assert ada.observations == ("wrote the first program", "liked maths")
     last = target.changes()[-1]
     assert (last.op, last.scope, last.target, last.data["contents"]) == (
@@ -716,8 +718,7 @@ def test_under_a_grant_import_writes_only_the_scopes_it_may_write(target: Engine
         f'line 5: node {NODE_1}: scope "shared" is not writable with token "team-a"',
     )
     assert report.written == 2
-    ada = target.get_entity("Ada")
-    assert ada is not None
+    [ada] = target.graph.open(["Ada"]).entities
     assert ada.observations == ("in shared",)
     assert {c.scope for c in target.changes(seq + 1)} == {SCOPE_A}
 
@@ -742,9 +743,9 @@ def test_records_may_carry_the_line_they_were_read_from(target: Engine) -> None:
 def test_what_the_live_paths_accept_still_round_trips(source: Engine, target: Engine) -> None:
     # A relation true since before 1970 (the faces take such times), a self-relation (the
     # knowledge graph makes them), NUL in text, and empty observations and types.
-    ada, _ = source.create_entity("Ada", "", ["", "nul \x00 inside"])
+    [ada] = source.graph.create_entities([NewEntity("Ada", "", ("", "nul \x00 inside"))])
     memory = source.memories.store("with a nul \x00 byte", props={"k": "v\x00"}).memory
-    source.link(memory.id, ada.id, "about", valid_from=-2_208_988_800_000)
+    source.items.relate(add=[(memory.id, ada.id, "about", {}, -2_208_988_800_000)])
     source.graph.create_relations([NewRelation("Ada", "Ada", "knows")])
     exported = through_json(list(source.export()))
     report = target.import_records(exported)

@@ -25,6 +25,7 @@ from mnemodb.engine.properties import (
     SetEmbedding,
     SetProps,
 )
+from mnemodb.engine.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from mnemodb.model import ops
 from mnemodb.model.records import Edge, Node
 from mnemodb.store.sqlite import SqliteStore
@@ -204,8 +205,7 @@ def test_create_node_memory_entity_and_any_label(eng: Engine, clock: Clock) -> N
     entity = eng.nodes.get_node(entity_id)
     assert entity is not None
     assert (entity.label, entity.props) == ("Entity", {"name": "Ada", "entityType": "person", "born": 1815})
-    kg_entity = eng.get_entity("Ada")
-    assert kg_entity is not None
+    [kg_entity] = eng.graph.open(["Ada"]).entities
     assert (kg_entity.id, kg_entity.entity_type) == (entity_id, "person")
 
     assert eng.nodes.get_node(gadget_id) is None  # written to SCOPE_A, read from shared
@@ -247,11 +247,22 @@ def test_link_and_the_cross_scope_rule(eng: Engine, clock: Clock) -> None:
     assert (edge.id, edge.scope) == (from_shared, SCOPE_B)  # the edge's scope is its own
 
 
-def test_link_refuses_an_empty_edge_type_like_engine_link(eng: Engine) -> None:
+def test_link_refuses_an_empty_edge_type_like_import(eng: Engine, clock: Clock) -> None:
     a, b = eng.nodes.submit([CreateNode("Thing"), CreateNode("Thing")])[0]
     assert a and b
-    with pytest.raises(InvalidArgument, match="edge type must not be empty"):
-        eng.link(a, b, "")
+    header = {"type": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
+    edge_id = "01HV7N8Q3Y2J6W5X4Z9A0B1C3Z"
+    untyped = {
+        "type": "edge",
+        "id": edge_id,
+        "from": a,
+        "to": b,
+        "edge_type": "",
+        "scope": "shared",
+        "valid_from": clock.now,
+        "created_at": clock.now,
+    }
+    assert eng.import_records([header, untyped]).errors == (f"line 2: edge {edge_id}: edge type must not be empty",)
     with pytest.raises(InvalidArgument, match="edge type must not be empty"):
         eng.nodes.submit([Link(a, b, "")])
 
@@ -291,9 +302,9 @@ def test_set_props_entity_name_updates_find_by_prop(eng: Engine) -> None:
     assert eng.nodes.find_by_prop("Entity", "name", "Ada") == []
     [found] = eng.nodes.find_by_prop("Entity", "name", "Ada Lovelace")
     assert (found.id, found.props) == (entity, {"name": "Ada Lovelace", "role": "analyst"})
-    assert eng.get_entity("Ada") is None
-    renamed = eng.get_entity("Ada Lovelace")
-    assert renamed is not None and renamed.id == entity
+    assert eng.graph.open(["Ada"]).entities == ()
+    [renamed] = eng.graph.open(["Ada Lovelace"]).entities
+    assert renamed.id == entity
     with pytest.raises(InvalidArgument, match="name must be a non-empty string"):
         eng.nodes.submit([SetProps(entity, {"name": None})])
 
@@ -1035,7 +1046,7 @@ def test_access_stats_count_reads(spec_eng: Engine, clock: Clock) -> None:
     t = clock.now
 
     def stats(node: str) -> tuple[int, int] | None:
-        eng.flush_access()
+        eng.access.flush()
         return eng.nodes.access_stats(node)
 
     clock.now = t + 1
@@ -1066,7 +1077,7 @@ def test_access_stats_visibility(eng: Engine, clock: Clock) -> None:
     shared, private = eng.nodes.submit([CreateNode("Thing"), CreateNode("Thing", scope=SCOPE_A)])[0]
     assert shared and private
     eng.nodes.get_node(private, scopes=[SCOPE_A])
-    eng.flush_access()
+    eng.access.flush()
     assert eng.nodes.access_stats(private) is None
     assert eng.nodes.access_stats(private, scopes=[SCOPE_A]) == (1, clock.now)
     assert eng.nodes.access_stats(MISSING) is None
@@ -1079,7 +1090,7 @@ def test_access_counts_are_not_in_the_change_log(eng: Engine, clock: Clock) -> N
     seq = eng.current_seq()
     for _ in range(3):
         eng.nodes.get_node(node)
-    eng.flush_access()
+    eng.access.flush()
     assert eng.nodes.access_stats(node) == (3, clock.now)
     assert eng.current_seq() == seq
 

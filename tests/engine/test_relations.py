@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
-from mnemodb.model.records import Edge
+from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.items import EntityNote
+from mnemodb.engine.transfer import EXPORT_FORMAT, EXPORT_VERSION
+from mnemodb.model.records import Edge, Entity, Props
 from support import SCOPE_A, Clock, sha256
 
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
@@ -109,7 +112,7 @@ def test_relate_again_after_the_relation_was_closed(eng: Engine, clock: Clock) -
     b = eng.memories.store("memory b").memory
     first, _ = eng.memories.relate(a.hash, b.hash, "likes")
     clock.now += 10
-    eng.close_edge(first.edge.id)
+    eng.items.relate(close=[(first.edge.id, None)])
     clock.now += 10
     assert eng.memories.links(a.hash) == []
     second, created = eng.memories.relate(a.hash, b.hash, "likes")
@@ -119,13 +122,15 @@ def test_relate_again_after_the_relation_was_closed(eng: Engine, clock: Clock) -
     assert eng.stats().edges == 0  # the closed one goes too
 
 
-# -- link / close_edge ---------------------------------------------------------------------------------------
+# -- relations by id: open and close (the items face) -----------------------------------------------------
 
 
-def test_link_between_any_nodes(eng: Engine, clock: Clock) -> None:
+def test_relate_items_by_id(eng: Engine, clock: Clock) -> None:
     memory = eng.memories.store("about ada").memory
-    entity, _ = eng.create_entity("Ada", "person")
-    edge = eng.link(memory.id, entity.id, "mentions", props={"weight": 0.5, "source": "chat", "sure": True, "n": 3})
+    [entity] = eng.graph.create_entities([NewEntity("Ada", "person")])
+    props: Props = {"weight": 0.5, "source": "chat", "sure": True, "n": 3}
+    [(edge, created)], _ = eng.items.relate(add=[(memory.id, entity.id, "mentions", props, None)])
+    assert created
     assert (edge.src, edge.dst, edge.type, edge.scope) == (memory.id, entity.id, "mentions", "shared")
     assert dict(edge.props) == {"weight": 0.5, "source": "chat", "sure": True, "n": 3}
     assert edge.valid_from == clock.now
@@ -136,29 +141,29 @@ def test_link_between_any_nodes(eng: Engine, clock: Clock) -> None:
         assert tx.edge_by_id(edge.id) == edge
 
 
-def test_link_refuses_bad_arguments(eng: Engine) -> None:
+def test_relate_refuses_bad_arguments(eng: Engine) -> None:
     memory = eng.memories.store("m").memory
     other = eng.memories.store("n").memory
     missing = "01HV7N8Q3Y2J6W5X4Z9A0B1C2Z"
     with pytest.raises(NotFound):
-        eng.link(memory.id, missing, "x")
+        eng.items.relate(add=[(memory.id, missing, "x", {}, None)])
     with pytest.raises(NotFound):
-        eng.link(missing, memory.id, "x")
+        eng.items.relate(add=[(missing, memory.id, "x", {}, None)])
     with pytest.raises(InvalidArgument):
-        eng.link(memory.id, other.id, "")
+        eng.items.relate(add=[(memory.id, other.id, "", {}, None)])
     for bad in ({"k": None}, {"k": [1]}, {"k": float("nan")}, {"k": {"nested": 1}}):
         with pytest.raises(InvalidArgument):
-            eng.link(memory.id, other.id, "x", props=bad)  # type: ignore[arg-type]
+            eng.items.relate(add=[(memory.id, other.id, "x", bad, None)])  # type: ignore[list-item]
     assert eng.stats().edges == 0
 
 
 def test_valid_from_and_valid_to(eng: Engine, clock: Clock) -> None:
     a = eng.memories.store("a").memory
     b = eng.memories.store("b").memory
-    edge = eng.link(a.id, b.id, "employed_by", valid_from=1000)
+    [(edge, _)], _ = eng.items.relate(add=[(a.id, b.id, "employed_by", {}, 1000)])
     assert edge.valid_from == 1000
     assert edge.created_at == clock.now
-    closed = eng.close_edge(edge.id, valid_to=2000)
+    _, [closed] = eng.items.relate(close=[(edge.id, 2000)])
     assert (closed.id, closed.valid_from, closed.valid_to) == (edge.id, 1000, 2000)
     # valid_from inclusive, valid_to exclusive
     assert not closed.is_valid_at(999)
@@ -173,19 +178,19 @@ def test_valid_from_and_valid_to(eng: Engine, clock: Clock) -> None:
         assert tx.edges_of([a.pk], "out") == [closed]  # history is kept
 
 
-def test_close_edge_defaults_to_now_and_only_once(eng: Engine, clock: Clock) -> None:
+def test_close_defaults_to_now_and_only_once(eng: Engine, clock: Clock) -> None:
     a = eng.memories.store("a").memory
     b = eng.memories.store("b").memory
-    edge = eng.link(a.id, b.id, "x")
+    [(edge, _)], _ = eng.items.relate(add=[(a.id, b.id, "x", {}, None)])
     clock.now += 42
-    closed = eng.close_edge(edge.id)
+    _, [closed] = eng.items.relate(close=[(edge.id, None)])
     assert closed.valid_to == clock.now
     assert not closed.is_valid_at(clock.now)
     assert closed.is_valid_at(clock.now - 1)
     with pytest.raises(Conflict, match="already closed"):
-        eng.close_edge(edge.id)
+        eng.items.relate(close=[(edge.id, None)])
     with pytest.raises(NotFound):
-        eng.close_edge("01HV7N8Q3Y2J6W5X4Z9A0B1C2Z")
+        eng.items.relate(close=[("01HV7N8Q3Y2J6W5X4Z9A0B1C2Z", None)])
 
 
 def test_open_edge_is_valid_from_its_start_onwards() -> None:
@@ -200,90 +205,109 @@ def test_cross_scope_edges_need_a_shared_endpoint(eng: Engine) -> None:
     in_a2 = eng.memories.store("in a too", scope=SCOPE_A).memory
     in_b = eng.memories.store("in b", scope=SCOPE_B).memory
     shared = eng.memories.store("in shared").memory
+    every = ["shared", SCOPE_A, SCOPE_B]
     with pytest.raises(InvalidArgument, match="shared endpoint"):
-        eng.link(in_a.id, in_b.id, "x")
+        eng.items.relate(add=[(in_a.id, in_b.id, "x", {}, None)], scopes=every)
     with pytest.raises(InvalidArgument, match="shared endpoint"):
-        eng.link(in_b.id, in_a.id, "x", scope=SCOPE_B)
-    assert eng.link(in_a.id, in_a2.id, "same_scope", scope=SCOPE_A).scope == SCOPE_A
-    assert eng.link(in_a.id, shared.id, "to_shared", scope=SCOPE_A).type == "to_shared"
-    assert eng.link(shared.id, in_b.id, "from_shared", scope=SCOPE_B).type == "from_shared"
+        eng.items.relate(add=[(in_b.id, in_a.id, "x", {}, None)], scope=SCOPE_B, scopes=every)
+    [(same, _)], _ = eng.items.relate(add=[(in_a.id, in_a2.id, "same_scope", {}, None)], scope=SCOPE_A, scopes=every)
+    assert same.scope == SCOPE_A
+    [(to_shared, _)], _ = eng.items.relate(
+        add=[(in_a.id, shared.id, "to_shared", {}, None)], scope=SCOPE_A, scopes=every
+    )
+    assert to_shared.type == "to_shared"
+    [(from_shared, _)], _ = eng.items.relate(
+        add=[(shared.id, in_b.id, "from_shared", {}, None)], scope=SCOPE_B, scopes=every
+    )
+    assert from_shared.type == "from_shared"
     assert eng.stats(scopes=[SCOPE_A, SCOPE_B]).edges == 3
 
 
 def test_edges_of_a_deleted_node_go_with_it(eng: Engine) -> None:
     memory = eng.memories.store("short-lived").memory
-    entity, _ = eng.create_entity("Keeper")
-    edge = eng.link(entity.id, memory.id, "remembers")
+    [entity] = eng.graph.create_entities([NewEntity("Keeper")])
+    [(edge, _)], _ = eng.items.relate(add=[(entity.id, memory.id, "remembers", {}, None)])
     eng.memories.delete(memory.hash)
     with eng.store.read() as tx:
         assert tx.edge_by_id(edge.id) is None
-    assert eng.get_entity("Keeper") is not None
+    assert eng.graph.open(["Keeper"]).entities
 
 
 # -- entities and observations ---------------------------------------------------------------------------------
 
 
 def test_create_entity(eng: Engine, clock: Clock) -> None:
-    entity, created = eng.create_entity("Ada Lovelace", "person", ["wrote notes", "liked maths"], props={"born": 1815})
-    assert created
+    note = EntityNote(NewEntity("Ada Lovelace", "person", ("wrote notes", "liked maths")), {"born": 1815})
+    _, [outcome] = eng.items.remember(entities=[note])
+    assert outcome.status == "created"
+    entity = outcome.item
+    assert isinstance(entity, Entity)
     assert (entity.name, entity.entity_type, entity.scope) == ("Ada Lovelace", "person", "shared")
     assert entity.observations == ("wrote notes", "liked maths")
     assert dict(entity.props) == {"born": 1815}
     assert entity.created_at == clock.now
-    assert eng.get_entity("Ada Lovelace") == entity
-    assert eng.get_entity("ada lovelace") is None  # names are exact
+    assert eng.graph.open(["Ada Lovelace"]).entities == (entity,)
+    assert eng.graph.open(["ada lovelace"]).entities == ()  # names are exact
     assert eng.stats().entities == 1
     assert eng.stats().observations == 2
 
 
-def test_create_entity_is_unique_per_scope(eng: Engine) -> None:
-    first, _ = eng.create_entity("Bob", "person", ["one"])
-    again, created = eng.create_entity("Bob", "robot", ["two"])
-    assert not created
-    assert again == first
-    elsewhere, created_elsewhere = eng.create_entity("Bob", "person", scope=SCOPE_A)
-    assert created_elsewhere
+def test_create_entity_is_unique_per_scope(eng: Engine, clock: Clock) -> None:
+    [first] = eng.graph.create_entities([NewEntity("Bob", "person", ("one",))])
+    assert eng.graph.create_entities([NewEntity("Bob", "robot", ("two",))]) == []  # not created
+    assert eng.graph.open(["Bob"]).entities == (first,)
+    [elsewhere] = eng.graph.create_entities([NewEntity("Bob", "person")], scope=SCOPE_A, scopes=[SCOPE_A])
     assert elsewhere.id != first.id
     assert elsewhere.scope == SCOPE_A
-    assert eng.get_entity("Bob") == first
-    assert eng.get_entity("Bob", scopes=[SCOPE_A]) == elsewhere
-    duplicate, created_duplicate = eng.create_entity("Bob", unique=False)
-    assert created_duplicate
-    assert duplicate.id != first.id
-    assert eng.get_entity("Bob") == first  # the oldest of that name
+    assert eng.graph.open(["Bob"]).entities == (first,)
+    assert eng.graph.open(["Bob"], scopes=[SCOPE_A]).entities == (elsewhere,)
+    # Only a file imported from elsewhere brings a second entity of a name into a scope.
+    duplicate = "01HV7N8Q3Y2J6W5X4Z9A0B1C3Z"
+    header = {"type": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION}
+    node = {
+        "type": "node",
+        "id": duplicate,
+        "scope": "shared",
+        "label": "Entity",
+        "created_at": clock.now,
+        "updated_at": clock.now,
+        "entity": {"name": "Bob"},
+    }
+    assert eng.import_records([header, node]).written == 1
+    assert duplicate != first.id
+    assert eng.graph.open(["Bob"]).entities == (first,)  # the oldest of that name
     assert eng.stats(scopes=["shared", SCOPE_A]).entities == 3
 
 
 def test_create_entity_refuses_bad_arguments(eng: Engine) -> None:
     with pytest.raises(InvalidArgument):
-        eng.create_entity("")
+        eng.graph.create_entities([NewEntity("")])
     with pytest.raises(InvalidArgument):
-        eng.create_entity("bad \ud800")
+        eng.graph.create_entities([NewEntity("bad \ud800")])
     with pytest.raises(InvalidArgument):
-        eng.create_entity("ok", observations=["bad \udfff"])
+        eng.graph.create_entities([NewEntity("ok", observations=("bad \udfff",))])
     assert eng.stats().entities == 0
 
 
 def test_add_observations_dedups_and_keeps_order(eng: Engine) -> None:
-    eng.create_entity("Carol", observations=["first", "second"])
-    added = eng.add_observations("Carol", ["third", "first", "fourth", "third", "second", "fifth"])
+    eng.graph.create_entities([NewEntity("Carol", observations=("first", "second"))])
+    [(_, added)] = eng.graph.add_observations([("Carol", ["third", "first", "fourth", "third", "second", "fifth"])])
     assert added == ["third", "fourth", "fifth"]
-    assert eng.add_observations("Carol", ["fourth"]) == []
-    entity = eng.get_entity("Carol")
-    assert entity is not None
+    assert eng.graph.add_observations([("Carol", ["fourth"])]) == [("Carol", [])]
+    [entity] = eng.graph.open(["Carol"]).entities
     assert entity.observations == ("first", "second", "third", "fourth", "fifth")
 
 
 def test_create_entity_with_duplicate_observations(eng: Engine) -> None:
-    entity, _ = eng.create_entity("Dave", observations=["x", "y", "x"])
+    [entity] = eng.graph.create_entities([NewEntity("Dave", observations=("x", "y", "x"))])
     assert entity.observations == ("x", "y")
-    assert eng.get_entity("Dave") == entity
+    assert eng.graph.open(["Dave"]).entities == (entity,)
 
 
 def test_add_observations_to_a_missing_entity(eng: Engine) -> None:
     with pytest.raises(NotFound, match="Nobody"):
-        eng.add_observations("Nobody", ["anything"])
-    eng.create_entity("Private", scope=SCOPE_A)
+        eng.graph.add_observations([("Nobody", ["anything"])])
+    eng.graph.create_entities([NewEntity("Private")], scope=SCOPE_A)
     with pytest.raises(NotFound):
-        eng.add_observations("Private", ["not visible from shared"])
-    assert eng.add_observations("Private", ["visible"], scopes=[SCOPE_A]) == ["visible"]
+        eng.graph.add_observations([("Private", ["not visible from shared"])])
+    assert eng.graph.add_observations([("Private", ["visible"])], scopes=[SCOPE_A]) == [("Private", ["visible"])]

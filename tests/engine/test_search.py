@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument, SearchHit
+from mnemodb.engine.graph import NewEntity
 from support import SCOPE_A, Clock
 
 
@@ -234,7 +235,7 @@ def test_recall_does_not_follow_closed_edges(eng: Engine, clock: Clock) -> None:
     link, _ = eng.memories.relate(seed.hash, old.hash, "knows")
     eng.memories.relate(seed.hash, new.hash, "knows")
     clock.now += 10
-    eng.close_edge(link.edge.id)
+    eng.items.relate(close=[(link.edge.id, None)])
     clock.now += 10
     result = eng.memories.recall("walrus", 1)
     assert [r.memory.content for r in result.memories] == ["walrus seed", "new friend"]
@@ -244,7 +245,7 @@ def test_recall_does_not_follow_closed_edges(eng: Engine, clock: Clock) -> None:
 def test_recall_does_not_follow_edges_not_yet_valid(eng: Engine, clock: Clock) -> None:
     seed = eng.memories.store("ibis seed").memory
     later = eng.memories.store("future friend").memory
-    eng.link(seed.id, later.id, "will_know", valid_from=clock.now + 1000)
+    eng.items.relate(add=[(seed.id, later.id, "will_know", {}, clock.now + 1000)])
     assert [r.memory.content for r in eng.memories.recall("ibis", 1).memories] == ["ibis seed"]
     clock.now += 1000
     assert [r.memory.content for r in eng.memories.recall("ibis", 1).memories] == ["ibis seed", "future friend"]
@@ -253,9 +254,8 @@ def test_recall_does_not_follow_edges_not_yet_valid(eng: Engine, clock: Clock) -
 def test_recall_returns_only_memories(eng: Engine) -> None:
     seed = eng.memories.store("okapi seed").memory
     beyond = eng.memories.store("beyond the entity").memory
-    entity, _ = eng.create_entity("Okapi", "animal", ["okapi observation"])
-    eng.link(seed.id, entity.id, "about")
-    eng.link(entity.id, beyond.id, "about")
+    [entity] = eng.graph.create_entities([NewEntity("Okapi", "animal", ("okapi observation",))])
+    eng.items.relate(add=[(seed.id, entity.id, "about", {}, None), (entity.id, beyond.id, "about", {}, None)])
     result = eng.memories.recall("okapi", 3)
     assert [r.memory.content for r in result.memories] == ["okapi seed"]
     assert result.links == ()
@@ -264,5 +264,5 @@ def test_recall_returns_only_memories(eng: Engine) -> None:
 def test_recall_stays_in_the_read_scopes(eng: Engine) -> None:
     seed = eng.memories.store("yak seed").memory
     private = eng.memories.store("private yak friend", scope=SCOPE_A).memory
-    eng.link(seed.id, private.id, "knows")
+    eng.items.relate(add=[(seed.id, private.id, "knows", {}, None)], scopes=["shared", SCOPE_A])
     assert [r.memory.content for r in eng.memories.recall("yak", 2).memories] == ["yak seed"]

@@ -152,7 +152,7 @@ def test_a_read_only_grant_cannot_change_or_delete_what_it_reads(eng: Engine) ->
     from mnemodb.engine.items import Patch
 
     memory = eng.memories.store("Shared note", scope="shared").memory
-    eng.create_entity("Ada", "person", ["likes tea"])
+    eng.graph.create_entities([NewEntity("Ada", "person", ("likes tea",))])
     token, _ = eng.tokens.create("reader", read_only=True)
     seq = eng.current_seq()
     with granted(Grant.of(token)):
@@ -183,11 +183,14 @@ def _seed_team_a(eng: Engine) -> dict[str, str]:
     """Team A's memory, entities, relations and a property-graph node; returns their ids."""
     memory = eng.memories.store("Team A deploys on Mondays", ["deploys"], scope=TEAM_A).memory
     other = eng.memories.store("Team A rolls back on Tuesdays", scope=TEAM_A).memory
-    ada, _ = eng.create_entity("Ada", "person", ["leads team A"], scope=TEAM_A)
-    bob, _ = eng.create_entity("Bob", "person", ["joined team A"], scope=TEAM_A)
+    ada, bob = eng.graph.create_entities(
+        [NewEntity("Ada", "person", ("leads team A",)), NewEntity("Bob", "person", ("joined team A",))],
+        scope=TEAM_A,
+        scopes=[TEAM_A],
+    )
     with granted(None):
         eng.graph.create_relations([NewRelation("Ada", "Bob", "mentors")], scope=TEAM_A, scopes=[TEAM_A])
-    edge = eng.link(memory.id, other.id, "precedes", scope=TEAM_A)
+    [(edge, _)], _ = eng.items.relate(add=[(memory.id, other.id, "precedes", {}, None)], scope=TEAM_A, scopes=[TEAM_A])
     return {
         "memory": memory.id,
         "hash": memory.hash,
@@ -218,10 +221,10 @@ def test_a_scope_a_token_only_reads_is_never_changed(eng: Engine) -> None:
         lambda: eng.memories.delete_many([ids["hash"]]),
         lambda: eng.memories.relate(ids["hash"], ids["other_hash"], "follows", scope=TEAM_A),
         lambda: eng.memories.unrelate(ids["hash"], ids["other_hash"], "precedes"),
-        lambda: eng.close_edge(ids["edge"]),
-        lambda: eng.link(ids["memory"], ids["ada"], "about", scope=TEAM_A),
-        lambda: eng.create_entity("Cy", scope=TEAM_A),
-        lambda: eng.add_observations("Ada", ["plays chess"]),
+        lambda: eng.items.relate(close=[((ids["hash"], "precedes", ids["other_hash"]), None)]),
+        lambda: eng.items.relate(add=[(ids["memory"], ids["ada"], "about", {}, None)], scope=TEAM_A),
+        lambda: eng.items.remember(entities=[NewEntity("Cy")], scope=TEAM_A),
+        lambda: eng.graph.add_observations([("Ada", ["plays chess"])]),
         lambda: eng.graph.create_entities([NewEntity("Cy")], scope=TEAM_A),
         lambda: eng.graph.create_relations([NewRelation("Bob", "Ada", "reports to")], scope=TEAM_A),
         lambda: eng.graph.delete_entities(["Bob"]),
@@ -255,7 +258,7 @@ def test_deleting_an_item_may_not_take_a_relation_in_a_scope_the_token_only_read
     """The relation would go with the item (by cascade): a change to the scope it lives in."""
     shared = eng.memories.store("The shared calendar", scope="shared").memory
     own = eng.memories.store("Team B's launch", scope=TEAM_B).memory
-    eng.link(shared.id, own.id, "lists", scope="shared")
+    eng.items.relate(add=[(shared.id, own.id, "lists", {}, None)], scope="shared", scopes=["shared", TEAM_B])
     token, _ = eng.tokens.create("b", read_scopes=["shared"], write_scope=TEAM_B)
     seq = eng.current_seq()
     with granted(Grant.of(token)), pytest.raises(Forbidden, match="relations in scopes it may not write touch it"):

@@ -39,7 +39,10 @@ import pytest
 
 from http_support import HttpServer
 from mnemodb.engine import Engine
-from mnemodb.engine.properties import CreateNode, SetEmbedding
+from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.items import EntityNote
+from mnemodb.engine.properties import CloseEdge, CreateNode, Link, SetEmbedding
+from mnemodb.model.records import Edge
 from native_support import Native
 
 TEAM_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
@@ -236,10 +239,16 @@ def _seed(db: Path) -> World:
             ids[label], hashes[label], pks[label] = stored.id, stored.hash, stored.pk
 
         def entity(label: str, name: str, kind: str, observations: Sequence[str], scope: str, **props: Any) -> None:
-            ids[label] = engine.create_entity(name, kind, observations, props=props or None, scope=scope)[0].id
+            note = EntityNote(NewEntity(name, kind, tuple(observations)), props)
+            _, [remembered] = engine.items.remember(entities=[note], scope=scope)
+            assert remembered.status == "created" and remembered.item is not None
+            ids[label] = remembered.item.id
 
         def edge(label: str, src: str, dst: str, kind: str, scope: str, **props: Any) -> None:
-            made = engine.link(ids[src], ids[dst], kind, props=props or None, scope=scope)
+            [made_id], _ = engine.nodes.submit([Link(ids[src], ids[dst], kind, props, scope)])
+            assert made_id is not None
+            [made] = engine.items.get([made_id], record_access=False)
+            assert isinstance(made, Edge)
             ids[label], pks[label] = made.id, made.pk
 
         # shared
@@ -293,7 +302,7 @@ def _seed(db: Path) -> World:
         edge("B_ABOUT", "B1", "B_ENT1", "about", TEAM_B)
         edge("B_BLOCKS", "B_TASK", "B1", "zorblaxblocks", TEAM_B, zorblaxedgekey="zorblaxedgevalue")
         edge("B_WAS", "B_TASK", "B_ENT1", "zorblaxwas", TEAM_B)
-        engine.close_edge(ids["B_WAS"])
+        engine.nodes.submit([CloseEdge(ids["B_WAS"])])
         # B's items tied to shared ones, by edges in B's scope...
         edge("B_TO_HUB", "B_ENT1", "SHUB", "uses", TEAM_B)
         edge("B_ABOUT_HUB", "B2", "SHUB", "about", TEAM_B)

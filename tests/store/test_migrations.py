@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mnemodb.engine import Engine, InvalidArgument, StoreUnavailable
+from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import SetEmbedding
 from mnemodb.model import ops
 from mnemodb.store.sqlite import SqliteStore
@@ -143,9 +144,9 @@ def test_an_older_schema_is_upgraded_and_its_data_readable(db_path: Path, versio
         # The upgraded file takes new writes of every kind, and its counters stay right.
         new = engine.memories.store("A new memory", ["deploy"]).memory
         assert new.pk == 4
-        engine.create_entity("Ops", "team", ["runs deploys"])
+        engine.graph.create_entities([NewEntity("Ops", "team", ("runs deploys",))])
         engine.memories.get(new.hash)
-        engine.flush_access()
+        engine.access.flush()
         engine.memories.delete(sha256(OLD_CONTENT[1]))
         stats = engine.stats()
         assert (stats.memories, stats.tags, stats.entities, stats.observations) == (2, 2, 1, 1)

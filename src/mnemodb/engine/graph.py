@@ -24,15 +24,15 @@ from mnemodb.graph.paths import shortest_path
 from mnemodb.model import ops
 from mnemodb.model.checks import check_query, check_text
 from mnemodb.model.errors import InvalidArgument, NotFound, OperationTimeout
-from mnemodb.model.ids import SHARED, new_ulid
-from mnemodb.model.records import ENTITY, Entity, Relation
+from mnemodb.model.ids import SHARED
+from mnemodb.model.records import Entity, Relation
 from mnemodb.search import graph_query as gq
 from mnemodb.search.analyzer import query_terms
 from mnemodb.search.ranking import ENTITY_FIELD_WEIGHTS
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import ReadTx, TextClause, WriteTx
+    from mnemodb.store.base import ReadTx, TextClause
 
 __all__ = [
     "OBSERVATION_PRESETS",
@@ -188,21 +188,8 @@ class KnowledgeGraph:
             for name, item in merged.items():
                 if name in existing:
                     continue
-                created.append(self.insert(tx, item, target, at))
+                created.append(self._engine.writes.insert_entity(tx, item, target, at))
         return created
-
-    def insert(
-        self, tx: WriteTx, item: NewEntity, scope: str, at: int, props: Mapping[str, Any] | None = None
-    ) -> Entity:
-        """Write one new entity inside the caller's transaction, with its change-log entry."""
-        node_id = new_ulid()
-        pk = tx.insert_node(node_id, scope, ENTITY, dict(props or {}), at)
-        kept = tx.insert_entity(pk, scope, item.name, item.entity_type, item.extra or None, item.observations, at)
-        entity = Entity(
-            pk, node_id, scope, item.name, item.entity_type, tuple(kept), dict(props or {}), at, at, dict(item.extra)
-        )
-        self._engine.log(tx, ops.entity_created(entity), at)
-        return entity
 
     def create_relations(
         self, items: Sequence[NewRelation], *, scope: str | None = None, scopes: Sequence[str] | None = None
@@ -234,7 +221,7 @@ class KnowledgeGraph:
                         f"{item.from_name} and {item.to_name} live in different private scopes; "
                         "a relation may cross scopes only to or from the shared scope"
                     )
-                edge = self._engine.insert_edge(
+                edge = self._engine.writes.open_edge(
                     tx, src.pk, dst.pk, src.scope, dst.scope, item.relation_type, target, {}, at, at, extra=item.extra
                 )
                 created.append(
@@ -259,10 +246,7 @@ class KnowledgeGraph:
                 entity = entities.get(name)
                 if entity is None:
                     raise NotFound(f"Entity with name {name} not found")
-                added = tx.add_observations(entity.pk, list(contents), at)
-                if added:
-                    tx.touch_node(entity.pk, at)
-                    self._engine.log(tx, ops.observations_added(entity, added), at)
+                added = self._engine.writes.add_observations(tx, entity, contents, at)
                 results.append((name, added))
         return results
 
@@ -273,9 +257,7 @@ class KnowledgeGraph:
             at = self._engine.clock()
             entities = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
             for entity in entities.values():
-                self._engine.check_deletable(tx, entity.pk)
-                tx.delete_node(entity.pk)
-                self._engine.log(tx, ops.node_removed(entity.scope, entity.id), at)
+                self._engine.writes.remove_node(tx, entity, at)
             return len(entities)
 
     def delete_observations(
@@ -291,11 +273,7 @@ class KnowledgeGraph:
                 entity = entities.get(name)
                 if entity is None:
                     continue
-                removed = tx.delete_observations(entity.pk, list(contents))
-                if removed:
-                    tx.touch_node(entity.pk, at)
-                    self._engine.log(tx, ops.observations_removed(entity, removed), at)
-                    removed_count += len(removed)
+                removed_count += len(self._engine.writes.remove_observations(tx, entity, contents, at))
         return removed_count
 
     def delete_relations(self, items: Sequence[NewRelation], *, scopes: Sequence[str] | None = None) -> int:
@@ -312,8 +290,7 @@ class KnowledgeGraph:
                     continue
                 for edge in tx.find_edges(src.pk, dst.pk, item.relation_type, open_only=True):
                     if edge.scope in reads:
-                        tx.delete_edge(edge.pk)
-                        self._engine.log(tx, ops.edge_removed(edge), at)
+                        self._engine.writes.remove_edge(tx, edge, at)
                         deleted += 1
         return deleted
 

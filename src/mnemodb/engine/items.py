@@ -381,7 +381,7 @@ class Items:
         checked: dict[int, Note] = {}
         for i, note in enumerate(notes):
             try:
-                memory = engine.check_new_memory(note.memory)
+                memory = engine.writes.check_new_memory(note.memory)
                 for name in note.about:
                     if not check_text(name, "entity name"):
                         raise InvalidArgument("an `about` name must not be empty")
@@ -437,13 +437,13 @@ class Items:
         item = note.entity
         existing = tx.entity_by_name(visible, item.name)
         if existing is None:
-            return Remembered(self._engine.graph.insert(tx, item, target, at, check_props(note.props)), "created")
+            return Remembered(
+                self._engine.writes.insert_entity(tx, item, target, at, check_props(note.props)), "created"
+            )
         props = {k: v for k, v in check_props(note.props).items() if existing.props.get(k) != v}
         if props:
             self._engine.nodes.apply_props(tx, existing.id, props, at)
-        added = tx.add_observations(existing.pk, list(item.observations), at) if item.observations else []
-        if added:
-            self._engine.log(tx, ops.observations_added(existing, added), at)
+        added = self._engine.writes.add_observations(tx, existing, item.observations, at) if item.observations else []
         retyped = bool(item.entity_type) and not existing.entity_type
         if retyped:
             tx.rename_entity(existing.pk, entity_type=item.entity_type)
@@ -459,7 +459,7 @@ class Items:
     ) -> Remembered:
         engine = self._engine
         before = tx.memory_by_hash([target], content_hash(note.memory.content))
-        memory = engine.store_one(tx, note.memory, target, at, turn=turn).memory
+        memory = engine.writes.store_memory(tx, note.memory, target, at, turn=turn).memory
         added = tuple(t for t in memory.tags if t not in before.tags) if before is not None else ()
         linked: list[str] = []
         created: list[str] = []
@@ -467,10 +467,10 @@ class Items:
             # The exact name, else the one entity whose name differs only in case: "ada" is Ada.
             entity = tx.entity_by_name(visible, name) or tx.entity_by_name_nocase(visible, name)
             if entity is None:
-                entity = engine.graph.insert(tx, NewEntity(name), target, at)
+                entity = engine.writes.insert_entity(tx, NewEntity(name), target, at)
                 created.append(name)
             if not tx.find_edges(memory.pk, entity.pk, ABOUT, open_only=True):
-                engine.insert_edge(tx, memory.pk, entity.pk, memory.scope, entity.scope, ABOUT, target, {}, at, at)
+                engine.writes.open_edge(tx, memory.pk, entity.pk, memory.scope, entity.scope, ABOUT, target, {}, at, at)
             linked.append(entity.name)
         replaced: str | None = None
         if note.supersedes is not None:
@@ -480,7 +480,7 @@ class Items:
             if old.pk == memory.pk:
                 raise InvalidArgument("a memory cannot supersede itself")
             if not tx.find_edges(memory.pk, old.pk, SUPERSEDES, open_only=True):
-                engine.insert_edge(tx, memory.pk, old.pk, memory.scope, old.scope, SUPERSEDES, target, {}, at, at)
+                engine.writes.open_edge(tx, memory.pk, old.pk, memory.scope, old.scope, SUPERSEDES, target, {}, at, at)
             replaced = old.id
         status: Literal["created", "existing", "updated"] = (
             "created" if before is None else "updated" if added else "existing"
@@ -779,12 +779,9 @@ class Items:
                 out.append(found)
                 if isinstance(found, Edge):
                     if tx.edge_by_pk(found.pk) is not None:
-                        tx.delete_edge(found.pk)
-                        self._engine.log(tx, ops.edge_removed(found), at)
+                        self._engine.writes.remove_edge(tx, found, at)
                 elif found is not None and tx.node_by_id(found.id) is not None:
-                    self._engine.check_deletable(tx, found.pk)
-                    tx.delete_node(found.pk)
-                    self._engine.log(tx, ops.node_removed(found.scope, found.id), at)
+                    self._engine.writes.remove_node(tx, found, at)
                     if redact:
                         for change in tx.changes_of(found.id):
                             cleaned = ops.redacted(change.op, change.data)
@@ -842,7 +839,7 @@ class Items:
         if props:
             self._engine.nodes.apply_props(tx, memory.id, props, at)
         if tags != set(memory.tags):
-            self._engine.replace_tags(tx, memory, sorted(tags), at)
+            self._engine.writes.update_memory(tx, memory, at, tags=sorted(tags))
 
     def _revise_entity(self, tx: WriteTx, entity: Entity, patch: Patch, reads: Sequence[str], at: int) -> None:
         props: dict[str, Scalar | None] = dict(patch.props)
@@ -866,18 +863,12 @@ class Items:
             if not check_text(observation, "observation"):
                 raise InvalidArgument("an observation must not be empty")
         if patch.add_observations:
-            added = tx.add_observations(entity.pk, list(patch.add_observations), at)
-            if added:
-                tx.touch_node(entity.pk, at)
-                self._engine.log(tx, ops.observations_added(entity, added), at)
+            self._engine.writes.add_observations(tx, entity, patch.add_observations, at)
         if patch.remove_observations:
             missing = [o for o in patch.remove_observations if o not in entity.observations]
             if missing:
                 raise NotFound(f"{entity.name!r} has no observation {missing[0]!r} (observations are matched exactly)")
-            removed = tx.delete_observations(entity.pk, list(patch.remove_observations))
-            if removed:
-                tx.touch_node(entity.pk, at)
-                self._engine.log(tx, ops.observations_removed(entity, removed), at)
+            self._engine.writes.remove_observations(tx, entity, patch.remove_observations, at)
 
     # -- relate -----------------------------------------------------------------------------------
 
@@ -906,8 +897,7 @@ class Items:
                 end = at if valid_to is None else valid_to
                 if end < edge.valid_from:
                     raise InvalidArgument(f"close[{i}]: valid_to is before the relation became valid")
-                tx.close_edge(edge.pk, end)
-                self._engine.log(tx, ops.edge_closed(edge, end), at)
+                engine.writes.close_edge(tx, edge, end, at)
                 after = tx.edge_by_pk(edge.pk)
                 assert after is not None
                 closed.append(after)
@@ -927,7 +917,9 @@ class Items:
                     opened.append((existing[0], False))
                     continue
                 start = at if valid_from is None else valid_from
-                edge = engine.insert_edge(tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, target, clean, start, at)
+                edge = engine.writes.open_edge(
+                    tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, target, clean, start, at
+                )
                 opened.append((edge, True))
         return opened, closed
 

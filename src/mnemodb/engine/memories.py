@@ -2,8 +2,9 @@
 type, searched by words and followed over relations between memories.
 
 It is what the memdb profile serves, over the engine's core: a memory is stored through
-the engine's one write path for memories (`Engine.check_new_memory`, `Engine.store_one`),
-relations through `Engine.insert_edge`, and every change is logged by `Engine.log`.
+the one write path for memories (`Writes.check_new_memory`, `Writes.store_memory`),
+changed in place through `Writes.update_memory`, related through `Writes.open_edge`, and
+every change is logged by `Engine.log`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mnemodb.graph.traversal import expand
-from mnemodb.model import ops
 from mnemodb.model.checks import check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.model.ids import content_hash
@@ -64,13 +64,13 @@ class Memories:
         scope: str | None = None,
     ) -> StoredMemory:
         """Store a memory; storing content the scope already holds merges tags and returns it."""
-        item = self._engine.check_new_memory(
+        item = self._engine.writes.check_new_memory(
             NewMemory(content, tuple(tags), importance, memory_type, summary, dict(props or {}))
         )
         target = self._engine.scope_to_write(scope)
         with self._engine.change() as tx:
             at = self._engine.clock()
-            return self._engine.store_one(tx, item, target, at)
+            return self._engine.writes.store_memory(tx, item, target, at)
 
     def store_many(
         self, items: Sequence[NewMemory], *, scope: str | None = None, turns: bool = False
@@ -89,13 +89,14 @@ class Memories:
         checked: list[tuple[int, NewMemory]] = []
         for index, item in enumerate(items):
             try:
-                checked.append((index, self._engine.check_new_memory(item)))
+                checked.append((index, self._engine.writes.check_new_memory(item)))
             except InvalidArgument as exc:
                 results.append(ItemResult(index, error=str(exc)))
         with self._engine.change() as tx:
             at = self._engine.clock()
             results += [
-                ItemResult(index, self._engine.store_one(tx, item, target, at, turn=turns)) for index, item in checked
+                ItemResult(index, self._engine.writes.store_memory(tx, item, target, at, turn=turns))
+                for index, item in checked
             ]
         return sorted(results, key=lambda r: r.index)
 
@@ -143,14 +144,7 @@ class Memories:
                 fields["importance"] = importance
             if memory_type is not None and memory_type != before.memory_type:
                 fields["memory_type"] = memory_type
-            changes: dict[str, Any] = dict(fields)
-            tx.update_memory(before.pk, fields)
-            if new_tags is not None and new_tags != before.tags:
-                tx.replace_tags(before.pk, new_tags)
-                changes["tags"] = list(new_tags)
-            if changes:
-                tx.touch_node(before.pk, at)
-                self._engine.log(tx, ops.node_updated(before.scope, before.id, changes), at)
+            self._engine.writes.update_memory(tx, before, at, fields=fields, tags=new_tags)
             after = tx.memory_by_pk(before.pk)
             assert after is not None
         return before, after
@@ -165,9 +159,7 @@ class Memories:
         memory = self._memory_in(tx, digest, scopes)
         if memory is None:
             return False
-        self._engine.check_deletable(tx, memory.pk)
-        tx.delete_node(memory.pk)
-        self._engine.log(tx, ops.node_removed(memory.scope, memory.id), at)
+        self._engine.writes.remove_node(tx, memory, at)
         return True
 
     def delete_many(self, digests: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[ItemResult]:
@@ -291,7 +283,7 @@ class Memories:
             existing = tx.find_edges(src.pk, dst.pk, relation_type, open_only=True)
             if existing:
                 return MemoryLink(existing[0], src.hash, dst.hash), False
-            edge = self._engine.insert_edge(
+            edge = self._engine.writes.open_edge(
                 tx, src.pk, dst.pk, src.scope, dst.scope, relation_type, edge_scope, {}, at, at
             )
             return MemoryLink(edge, src.hash, dst.hash), True
@@ -325,6 +317,5 @@ class Memories:
                 return False
             edges = [e for e in tx.find_edges(src.pk, dst.pk, relation_type) if e.scope in read]
             for edge in edges:
-                tx.delete_edge(edge.pk)
-                self._engine.log(tx, ops.edge_removed(edge), at)
+                self._engine.writes.remove_edge(tx, edge, at)
             return bool(edges)

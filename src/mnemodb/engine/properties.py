@@ -517,10 +517,10 @@ class PropertyGraph:
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
-                engine.insert_edge(
+                engine.writes.open_edge(
                     tx, a.pk, b.pk, a.scope, b.scope, edge_type, edge_scope, dict(props), start, at, edge_id=edge_id
                 )
-                return edge_id, tx.current_seq()  # the entry `_insert_edge` just appended
+                return edge_id, tx.current_seq()  # the entry `Writes.open_edge` just appended
             case SetProps(node=ref, props=props):
                 props = {
                     **check_props({k: v for k, v in props.items() if v is not None}),
@@ -530,9 +530,7 @@ class PropertyGraph:
                 return None, self._set_props(tx, node, props, at)
             case RemoveNode(node=ref):
                 node = self._node(tx, ref, produced, "RemoveNode")
-                self._engine.check_deletable(tx, node.pk)
-                tx.delete_node(node.pk)
-                return None, self._engine.log(tx, ops.node_removed(node.scope, node.id), at)
+                return None, self._engine.writes.remove_node(tx, node, at)
             case CloseEdge(edge=ref, valid_to=valid_to):
                 edge_id = self._resolve(ref, produced)
                 edge = tx.edge_by_id(edge_id)
@@ -542,8 +540,7 @@ class PropertyGraph:
                 if edge.valid_to is not None:
                     raise CommandFailed("CloseEdge", "already closed", subject=edge_id, subject_kind="edge")
                 end = at if valid_to is None else valid_to
-                tx.close_edge(edge.pk, end)
-                return None, self._engine.log(tx, ops.edge_closed(edge, end), at)
+                return None, self._engine.writes.close_edge(tx, edge, end, at)
             case SetEmbedding(node=ref, model=model, vector=vector):
                 check_text(model, "model")
                 node = self._node(tx, ref, produced, "SetEmbedding")
@@ -571,7 +568,7 @@ class PropertyGraph:
             fields = {k: v for k, v in props.items() if k in MEMORY_FIELDS and fits_memory_field(k, v)}
             rest = {k: v for k, v in props.items() if k != "content" and k not in fields}
             summary = fields.get("summary")
-            item = engine.check_new_memory(
+            item = engine.writes.check_new_memory(
                 NewMemory(
                     content,
                     importance=int(fields.get("importance", 0)),
@@ -585,7 +582,7 @@ class PropertyGraph:
                 # The same text in one scope is one memory: its id comes back.
                 node = tx.node_views([existing])[existing]
                 return node.id, tx.current_seq()
-            stored = engine.store_one(tx, item, scope, at)
+            stored = engine.writes.store_memory(tx, item, scope, at)
             return stored.memory.id, tx.current_seq()
         if label == ENTITY:
             name = props.get("name")
@@ -599,7 +596,7 @@ class PropertyGraph:
             kind = props.get("entityType")
             typed = isinstance(kind, str)
             rest = {k: v for k, v in props.items() if k != "name" and not (k == "entityType" and typed)}
-            entity = engine.graph.insert(tx, NewEntity(name, str(kind) if typed else ""), scope, at, rest)
+            entity = engine.writes.insert_entity(tx, NewEntity(name, str(kind) if typed else ""), scope, at, rest)
             return entity.id, tx.current_seq()
         node_id = new_ulid()
         tx.insert_node(node_id, scope, label, dict(props), at)

@@ -107,7 +107,7 @@ class TransferWrites(MemoryWrites, NodeWrites, EdgeWrites, EntityWrites):
     def load(self, record: Mapping[str, Any]) -> bool:
         """Insert one dumped record unless it is already here. True when something was written.
 
-        The record is one the engine checked (`Engine._checked_record`): every field of the
+        The record is one the engine checked (`Transfer._checked_record`): every field of the
         shape and type the data model requires. ValueError (with the reason) for a record
         the database cannot take.
         """

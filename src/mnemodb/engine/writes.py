@@ -1,0 +1,190 @@
+"""One write path per primitive: every face that stores a memory, changes one, creates an
+entity, adds or removes observations, opens, closes or removes an edge, or removes a node
+does it here, inside its own transaction (`Engine.change()`), so each primitive is
+checked, written and logged (`Engine.log`) one way whichever face asked for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from mnemodb.model import ops
+from mnemodb.model.checks import check_props, check_text
+from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.ids import content_hash, new_ulid
+from mnemodb.model.records import ENTITY, MEMORY, Edge, Entity, Memory, NewMemory, Node, Props, StoredMemory
+from mnemodb.model.rules import TURN_CONTEXT_WINDOW_MS, check_edge_ends, check_importance, normalize_tags
+
+if TYPE_CHECKING:
+    from mnemodb.engine.engine import Engine
+    from mnemodb.engine.graph import NewEntity
+    from mnemodb.store.base import WriteTx
+
+__all__ = ["Writes"]
+
+
+class Writes:
+    """The primitives every face writes through, each inside the caller's transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # -- memories --------------------------------------------------------------------------------
+
+    def check_new_memory(self, item: NewMemory) -> NewMemory:
+        """The item with canonical tags and clean props, or InvalidArgument: checked before any write."""
+        content = check_text(item.content, "content")
+        if not content:
+            raise InvalidArgument("content must not be empty")
+        check_importance(item.importance)
+        if not check_text(item.memory_type, "memory_type"):
+            raise InvalidArgument("memory_type must not be empty")
+        if item.summary is not None:
+            check_text(item.summary, "summary")
+        return replace(item, tags=normalize_tags(item.tags), props=check_props(item.props))
+
+    def store_memory(self, tx: WriteTx, item: NewMemory, scope: str, at: int, *, turn: bool = False) -> StoredMemory:
+        """The one way a new memory is written: one item `check_new_memory` passed, inside
+        the caller's transaction. Content the scope already holds is the same memory, which
+        gets the item's tags. A `turn` is also found by the words of the two turns before it
+        (see `Memories.store_many`)."""
+        digest = content_hash(item.content)
+        existing_pk = tx.memory_pk(scope, digest)
+        if existing_pk is not None:
+            # Same content, same memory: merge the tags, keep everything else.
+            added = tx.add_tags(existing_pk, item.tags)
+            if added:
+                tx.touch_node(existing_pk, at)
+            existing = tx.memory_by_pk(existing_pk)
+            assert existing is not None
+            if added:
+                self._engine.log(tx, ops.tags_added(scope, existing.id, added), at)
+            return StoredMemory(existing, False)
+        node_id = new_ulid()
+        pk = tx.insert_node(node_id, scope, MEMORY, item.props, at)
+        context_from = tx.latest_memory(scope, pk, at - TURN_CONTEXT_WINDOW_MS) if turn else None
+        tx.insert_memory(
+            pk, scope, digest, item.content, item.summary, item.importance, item.memory_type, context_from=context_from
+        )
+        tx.add_tags(pk, item.tags)
+        memory = Memory(
+            pk=pk,
+            id=node_id,
+            scope=scope,
+            content=item.content,
+            hash=digest,
+            tags=item.tags,
+            importance=item.importance,
+            memory_type=item.memory_type,
+            summary=item.summary,
+            props=item.props,
+            created_at=at,
+            updated_at=at,
+        )
+        self._engine.log(tx, ops.memory_created(memory), at)
+        return StoredMemory(memory, True)
+
+    def update_memory(
+        self,
+        tx: WriteTx,
+        memory: Memory,
+        at: int,
+        *,
+        fields: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> None:
+        """The one way a memory's own fields (checked by the caller) and its tags change in
+        place, inside the caller's transaction: `tags` (normalized) replace the memory's
+        when given, and what changed is logged as one update."""
+        changes: dict[str, Any] = dict(fields or {})
+        tx.update_memory(memory.pk, changes)
+        if tags is not None:
+            new_tags = normalize_tags(tags)
+            if new_tags != memory.tags:
+                tx.replace_tags(memory.pk, new_tags)
+                changes["tags"] = list(new_tags)
+        if changes:
+            tx.touch_node(memory.pk, at)
+            self._engine.log(tx, ops.node_updated(memory.scope, memory.id, changes), at)
+
+    # -- edges between any nodes ---------------------------------------------------------------
+
+    def open_edge(
+        self,
+        tx: WriteTx,
+        src: int,
+        dst: int,
+        src_scope: str,
+        dst_scope: str,
+        edge_type: str,
+        scope: str,
+        props: Props,
+        valid_from: int,
+        at: int,
+        *,
+        edge_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Edge:
+        """The one way a caller's relation is written (every face comes here): the scope
+        rules, the row, and its change-log entry. Faces that word the cross-scope refusal in
+        their own protocol's terms check it first; the check here stands either way."""
+        check_edge_ends(src_scope, dst_scope)
+        self._engine.check_edge_scope(scope, src_scope, dst_scope)
+        pk = tx.insert_edge(edge_id or new_ulid(), src, dst, edge_type, scope, props, valid_from, at)
+        if extra:
+            tx.set_edge_extra(pk, extra)
+        edge = tx.edge_by_pk(pk)
+        assert edge is not None
+        self._engine.log(tx, ops.edge_created(edge), at)
+        return edge
+
+    def close_edge(self, tx: WriteTx, edge: Edge, valid_to: int, at: int) -> int:
+        """Mark an open edge no longer true from `valid_to`; the seq of its log entry."""
+        tx.close_edge(edge.pk, valid_to)
+        return self._engine.log(tx, ops.edge_closed(edge, valid_to), at)
+
+    def remove_edge(self, tx: WriteTx, edge: Edge, at: int) -> int:
+        """Delete an edge, history and all; the seq of its log entry."""
+        tx.delete_edge(edge.pk)
+        return self._engine.log(tx, ops.edge_removed(edge), at)
+
+    # -- nodes and entities ----------------------------------------------------------------------
+
+    def remove_node(self, tx: WriteTx, node: Memory | Entity | Node, at: int) -> int:
+        """Delete a node and, by cascade, the edges touching it, once the grant in force may
+        (`Engine.check_deletable`); the seq of its log entry."""
+        self._engine.check_deletable(tx, node.pk)
+        tx.delete_node(node.pk)
+        return self._engine.log(tx, ops.node_removed(node.scope, node.id), at)
+
+    def insert_entity(
+        self, tx: WriteTx, item: NewEntity, scope: str, at: int, props: Mapping[str, Any] | None = None
+    ) -> Entity:
+        """The one way a new entity is written, with its change-log entry. The caller has
+        checked that none of its name is there (or, for an import, that one may be)."""
+        node_id = new_ulid()
+        pk = tx.insert_node(node_id, scope, ENTITY, dict(props or {}), at)
+        kept = tx.insert_entity(pk, scope, item.name, item.entity_type, item.extra or None, item.observations, at)
+        entity = Entity(
+            pk, node_id, scope, item.name, item.entity_type, tuple(kept), dict(props or {}), at, at, dict(item.extra)
+        )
+        self._engine.log(tx, ops.entity_created(entity), at)
+        return entity
+
+    def add_observations(self, tx: WriteTx, entity: Entity, contents: Sequence[str], at: int) -> list[str]:
+        """Give an entity the observations it lacks, in order; the ones added."""
+        added = tx.add_observations(entity.pk, list(contents), at)
+        if added:
+            tx.touch_node(entity.pk, at)
+            self._engine.log(tx, ops.observations_added(entity, added), at)
+        return added
+
+    def remove_observations(self, tx: WriteTx, entity: Entity, contents: Sequence[str], at: int) -> list[str]:
+        """Take observations from an entity (those it does not have are ignored); the ones removed."""
+        removed = tx.delete_observations(entity.pk, list(contents))
+        if removed:
+            tx.touch_node(entity.pk, at)
+            self._engine.log(tx, ops.observations_removed(entity, removed), at)
+        return removed

@@ -32,7 +32,7 @@ def load_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     """--db is required (TOPODB_DB stands in for it, an empty value meaning
     `.topodb/memory.redb` as in topodb's editor extension); --scope, else TOPODB_SCOPE, else
     shared; the read set defaults to the write scope; --spec and --allow-unscoped-changes."""
-    from mnemodb.server.profiles.topodb import ToolError, parse_scope
+    from mnemodb.server.profiles.topodb.wire import ToolError, parse_scope
 
     db: str | None = option(args, "db")
     if db is None:

@@ -105,7 +105,7 @@ def load(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
         for profile_option in other.options if other.name != spec.name else ():
             if profile_option.given(args):
                 raise ConfigError(f"{profile_option.flag} applies to the {other.name} profile only")
-    settings = spec.load_settings(args, env)
+    settings = spec.load_settings(spec.name, args, env)
     return replace(settings, embedding=embedding, http=load_http(args, env))
 
 

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from mnemodb.engine import Engine
     from mnemodb.server.profile import Profile
 
-SettingsLoader = Callable[[argparse.Namespace, Mapping[str, str]], Settings]
+SettingsLoader = Callable[[str, argparse.Namespace, Mapping[str, str]], Settings]
+"""(the profile's name, the parsed serve flags, the environment) -> its settings."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,10 @@ def _knowledge_graph(settings: Settings | None) -> Profile:
     return knowledge_graph.build()
 
 
-def _knowledge_graph_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+def _knowledge_graph_settings(name: str, args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     from mnemodb.server.profiles import knowledge_graph
 
-    return knowledge_graph.load_settings(args, env)
+    return knowledge_graph.load_settings(name, args, env)
 
 
 def _import_memory_file(engine: Engine, settings: Settings) -> bool:
@@ -108,10 +109,10 @@ def _topodb(settings: Settings | None) -> Profile:
     )
 
 
-def _topodb_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+def _topodb_settings(name: str, args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     from mnemodb.server.profiles.topodb import settings
 
-    return settings.load_settings(args, env)
+    return settings.load_settings(name, args, env)
 
 
 def _topodb_index_spec(engine: Engine, settings: Settings) -> bool:
@@ -128,7 +129,7 @@ REGISTRY: Mapping[str, ProfileSpec] = {
         ProfileSpec(
             "native",
             build=_native,
-            load_settings=partial(load_standard_settings, "native"),
+            load_settings=load_standard_settings,
             embeds_by_default=True,
         ),
         ProfileSpec(
@@ -136,7 +137,6 @@ REGISTRY: Mapping[str, ProfileSpec] = {
             build=_memdb,
             load_settings=partial(
                 load_standard_settings,
-                "memdb",
                 upstream=UpstreamVariables(
                     db="MEMDB_PATH", tool_timeout_ms="MEMDB_TOOL_TIMEOUT_MS", log_level="MEMDB_LOG_LEVEL"
                 ),

@@ -685,12 +685,12 @@ def memory_file_path(env: Mapping[str, str]) -> tuple[str | None, bool]:
     return None, False
 
 
-def load_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+def load_settings(profile: str, args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     """The usual settings, with the server-memory file to import on start; the database,
     without --db, is kept beside the file MEMORY_FILE_PATH names."""
     memory_file, named = memory_file_path(env)
     beside = memory_file_db(memory_file) if named and memory_file is not None else None
-    settings = load_standard_settings("knowledge-graph", args, env, derived_db=beside)
+    settings = load_standard_settings(profile, args, env, derived_db=beside)
     return replace(settings, memory_file=memory_file)
 
 

@@ -28,7 +28,7 @@ log = logging.getLogger("mnemodb")
 TOPODB_DEFAULT_DB = ".topodb/memory.redb"
 
 
-def load_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+def load_settings(profile: str, args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
     """--db is required (TOPODB_DB stands in for it, an empty value meaning
     `.topodb/memory.redb` as in topodb's editor extension); --scope, else TOPODB_SCOPE, else
     shared; the read set defaults to the write scope; --spec and --allow-unscoped-changes."""
@@ -71,7 +71,7 @@ def load_settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
             raise ConfigError(f"parsing --spec {spec_path} as IndexSpec JSON: {exc}") from None
     timeout: int | None = option(args, "tool_timeout_ms")
     return Settings(
-        "topodb",
+        profile,
         resolve_db_path(db),
         write,
         reads,

@@ -9,6 +9,7 @@ no such flag) counts as not given.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,12 @@ def test_a_null_byte_in_a_variable_is_refused() -> None:
         config.load_database(argparse.Namespace(), {"MNEMODB_DB": "a\x00b"})
     with pytest.raises(config.ConfigError, match="Invalid MNEMODB_PORT: null byte detected"):
         load({"MNEMODB_PORT": "1\x00"}, http=True)
+
+
+def test_no_module_reads_a_setting_s_variable_itself() -> None:
+    """Settings come from the environment only through the loader, which is handed it: no
+    module looks a setting's variable up in `os.environ` on its own."""
+    source = Path(config.__file__).resolve().parents[1]
+    lookup = re.compile(r"""(environ(\.get)?|getenv)\s*[\[(]\s*["'](MNEMODB|MEMDB|TOPODB|MEMORY_FILE)""")
+    readers = [str(p.relative_to(source)) for p in source.rglob("*.py") if lookup.search(p.read_text("utf-8"))]
+    assert readers == []

@@ -59,6 +59,6 @@ def test_every_option_is_documented(docs: str) -> None:
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_profile_and_its_tools_are_documented(docs: str, profile: str, tmp_path: Path) -> None:
     assert f"`{profile}`" in docs
-    settings = config.load(profile=profile, db=str(tmp_path / "memory.db"), env={})
+    settings = config.load(argparse.Namespace(profile=profile, db=str(tmp_path / "memory.db")), {})
     missing = [tool.name for tool in build_profile(profile, settings).tools if f"`{tool.name}`" not in docs]
     assert not missing, f"{profile} tools the docs never name: {missing}"

@@ -7,6 +7,7 @@ MEMDB_LOG_LEVEL / MEMDB_TOOL_TIMEOUT_MS are validated with memdb's messages.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 import subprocess
@@ -111,21 +112,23 @@ def test_invalid_settings_exit_1_with_the_message(tmp_path: Path, name: str, val
 def test_null_byte_is_rejected(name: str) -> None:
     # A real environment cannot carry a NUL byte, so the loader is called directly.
     with pytest.raises(config.ConfigError, match=re.escape(f"Invalid {name}: null byte detected")):
-        config.load(profile="memdb", env={name: "a\x00b"})
+        config.load(argparse.Namespace(profile="memdb"), {name: "a\x00b"})
 
 
 def test_settings_from_memdb_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    defaults = config.load(profile="memdb", env={})
+    defaults = config.load(argparse.Namespace(profile="memdb"), {})
     assert defaults.db_path == str(tmp_path / ".memdb" / "memory.db")
     assert (defaults.log_level, defaults.tool_timeout_ms) == ("info", 15000)
 
     chosen = config.load(
-        profile="memdb",
-        env={"MEMDB_PATH": ":memory:", "MEMDB_LOG_LEVEL": "warn", "MEMDB_TOOL_TIMEOUT_MS": "0"},
+        argparse.Namespace(profile="memdb"),
+        {"MEMDB_PATH": ":memory:", "MEMDB_LOG_LEVEL": "warn", "MEMDB_TOOL_TIMEOUT_MS": "0"},
     )
     assert (chosen.db_path, chosen.log_level, chosen.tool_timeout_ms) == (":memory:", "warn", 0)
-    assert config.load(profile="memdb", db="x.db", env={"MEMDB_PATH": "y.db"}).db_path == str(tmp_path / "x.db")
+    assert config.load(argparse.Namespace(profile="memdb", db="x.db"), {"MEMDB_PATH": "y.db"}).db_path == str(
+        tmp_path / "x.db"
+    )
 
 
 async def logged_session(tmp_path: Path, level: str) -> str:
@@ -163,7 +166,7 @@ async def test_error_level_keeps_stderr_quiet(tmp_path: Path) -> None:
 
 
 def _local(kind: str, model: str | None, env: dict[str, str] | None = None) -> Any:
-    settings = config.load_embedding(kind, None, model, None, None, env or {})
+    settings = config.load_embedding(argparse.Namespace(embedder=kind, embed_model=model), env or {})
     return config.make_embedder(settings)
 
 

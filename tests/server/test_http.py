@@ -6,6 +6,7 @@ socket, with the MCP SDK's client or with raw HTTP where the headers matter.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import socket
@@ -174,7 +175,9 @@ def test_healthz_says_the_database_is_reachable_and_nothing_more(server: HttpSer
 def test_healthz_says_when_the_database_is_not_reachable(tmp_path: Path) -> None:
     """The app in process, over an engine whose store has been closed: 503, and why."""
     engine = Engine.open(str(tmp_path / "memory.db"))
-    profile = build_profile("native", config.load(profile="native", db=str(tmp_path / "memory.db"), env={}))
+    profile = build_profile(
+        "native", config.load(argparse.Namespace(profile="native", db=str(tmp_path / "memory.db")), {})
+    )
     metrics = Metrics(engine)
     app = build_app(build_server(profile, engine), engine, HttpSettings(), metrics)
     assert asgi_get(app, "/healthz")[0] == 200

@@ -9,6 +9,7 @@ explicit environment; the start-up import is called directly, and through real
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import subprocess
@@ -47,7 +48,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def load(env: dict[str, str], db: str | None = None) -> config.Settings:
-    return config.load(profile=PROFILE, env=env, db=db)
+    return config.load(argparse.Namespace(profile=PROFILE, db=db), env)
 
 
 def names(engine: Engine) -> list[str]:
@@ -116,7 +117,7 @@ def test_unset_finds_memory_jsonl_then_legacy_memory_json(in_tmp: Path) -> None:
 
 
 def test_other_profiles_ignore_memory_file_path(in_tmp: Path) -> None:
-    settings = config.load(profile="memdb", env={"MEMORY_FILE_PATH": "memory.jsonl"})
+    settings = config.load(argparse.Namespace(profile="memdb"), {"MEMORY_FILE_PATH": "memory.jsonl"})
     assert settings.memory_file is None
     assert settings.db_path == str(in_tmp / ".memdb" / "memory.db")
 

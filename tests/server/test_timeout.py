@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
 import threading
 from pathlib import Path
@@ -64,7 +65,9 @@ def test_a_result_is_shaped_on_a_worker_thread_not_on_the_event_loop(db_path: Pa
 
     with Engine.open(str(db_path)) as engine:
         engine.graph.create_entities([NewEntity(f"entity {n}", "thing", (f"note {n}",)) for n in range(50)])
-        profile = build_profile("knowledge-graph", config.load(profile="knowledge-graph", db=str(db_path), env={}))
+        profile = build_profile(
+            "knowledge-graph", config.load(argparse.Namespace(profile="knowledge-graph", db=str(db_path)), {})
+        )
         shaped_on: list[int] = []
         success = profile.success
 

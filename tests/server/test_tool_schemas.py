@@ -8,6 +8,7 @@ are only how the schemas say it.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, str, Any]]:
 
 def _schemas(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for name in PROFILES:
-        settings = config.load(profile=name, db=str(tmp_path / f"{name}.db"), env={})
+        settings = config.load(argparse.Namespace(profile=name, db=str(tmp_path / f"{name}.db")), {})
         profile = build_profile(name, settings)
         for tool in profile.tools:
             listed = _listed(tool, profile)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemodb.cli.main import PROFILES, CliError
+from mnemodb.server.profiles import DEFAULT_PROFILE
 from mnemodb.store.files import replaced_atomically
 
 __all__ = ["CLIENTS", "add_command"]
@@ -135,7 +136,9 @@ def add_command(commands: Any, profiles: Sequence[str] = PROFILES) -> None:
         help="print (or --write) an MCP client's configuration for this mnemodb, with absolute paths",
     )
     config.add_argument("client", choices=sorted(CLIENTS), help="the client to configure")
-    config.add_argument("--profile", choices=profiles, default="native", help="the tool set (default native)")
+    config.add_argument(
+        "--profile", choices=profiles, default=DEFAULT_PROFILE, help=f"the tool set (default {DEFAULT_PROFILE})"
+    )
     config.add_argument("--db", help="the database (default ~/.mnemodb/memory.db, one per user)")
     config.add_argument("--name", default="mnemodb", help="the server's name in the client (default mnemodb)")
     config.add_argument("--write", action="store_true", help="merge it into the client's file, keeping a .bak copy")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mnemodb.cli.main import print_json
+from mnemodb.cli.main import CliError, print_json
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -52,7 +52,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from mnemodb.server import config
 
     report = Report()
-    db = Path(config.resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or config.DEFAULT_DB)).expanduser()
+    try:
+        db = Path(config.load_database(args, os.environ).db_path).expanduser()
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
     report.facts["database"] = str(db)
     report.facts["environment"] = {name: os.environ[name] for name in _VARIABLES if os.environ.get(name)}
     for name in report.facts["environment"]:
@@ -60,8 +63,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     # The embedder, as `serve` would pick it for the native profile.
     try:
-        settings = config.load_embedding(None, None, None, None, None, os.environ)
-        embedder = config.make_embedder(settings, profile="native")
+        settings = config.load_embedding(argparse.Namespace(), os.environ)
+        embedder = config.make_embedder(settings, by_default=True)
         report.facts["embedder"] = embedder.model if embedder is not None else "none"
     except config.ConfigError as exc:
         embedder = None

@@ -22,14 +22,16 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mnemodb import __version__
 from mnemodb.model.times import iso_utc
+from mnemodb.server.profiles import AVAILABLE, DEFAULT_PROFILE, REGISTRY
 from mnemodb.store.files import not_a_regular_file, replaced_atomically, same_file
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
     from mnemodb.model.records import Token
+    from mnemodb.search.embedders import Embedder
+    from mnemodb.server.settings import DatabaseSettings
 
-PROFILES = ("memdb", "native", "topodb", "knowledge-graph")
-DEFAULT_PROFILE = "native"
+PROFILES = AVAILABLE
 
 
 class CliError(Exception):
@@ -88,10 +90,9 @@ def open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: An
     the database to exist, and opens it read-only, saying so, where this process may not
     write the file or its directory."""
     from mnemodb.engine import Engine
-    from mnemodb.server.config import DEFAULT_DB, resolve_db_path
 
-    db = resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB)
-    scope = getattr(args, "scope", None) or os.environ.get("MNEMODB_SCOPE") or "shared"
+    chosen = _database(args)
+    db, scope = chosen.db_path, chosen.write_scope
     if db == ":memory:":
         return Engine.open(db, write_scope=scope, embedder=embedder)
     file = Path(db).expanduser()
@@ -106,6 +107,27 @@ def open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: An
     return Engine.open(db, write_scope=scope, read_only=True, embedder=embedder)
 
 
+def _database(args: argparse.Namespace) -> DatabaseSettings:
+    """The command's database and write scope, read as every command reads them."""
+    from mnemodb.server import config
+
+    try:
+        return config.load_database(args, os.environ)
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _embedder(args: argparse.Namespace, *, required: bool = False) -> Embedder | None:
+    """The embedder the command's flags and the environment name, as the native profile
+    would pick it (`required`: None is an error)."""
+    from mnemodb.server import config
+
+    try:
+        return config.make_embedder(config.load_embedding(args, os.environ), required=required)
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
 # -- commands --------------------------------------------------------------------------------------
 
 
@@ -113,38 +135,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from mnemodb.server import config
 
     try:
-        settings = config.load(
-            profile=args.profile,
-            db=args.db,
-            scope=args.scope,
-            read_scopes=args.read_scopes,
-            tool_timeout_ms=args.tool_timeout_ms,
-            log_level=args.log_level,
-            spec=args.spec,
-            allow_unscoped_changes=args.allow_unscoped_changes,
-            embedder=args.embedder,
-            embed_url=args.embed_url,
-            embed_model=args.embed_model,
-            embed_key=args.embed_key,
-            search_weights=args.search_weights,
-            http=args.http,
-            host=args.host,
-            port=args.port,
-            insecure=args.insecure,
-            allowed_hosts=args.allowed_hosts,
-            allowed_origins=args.allowed_origins,
-            max_body_bytes=args.max_body_bytes,
-            rate_limit=args.rate_limit,
-            jwt_issuer=args.jwt_issuer,
-            jwt_audience=args.jwt_audience,
-            jwt_key=args.jwt_key,
-            jwt_algorithms=args.jwt_algorithms,
-            jwt_scope_claim=args.jwt_scope_claim,
-            public_url=args.public_url,
-            header_timeout=args.header_timeout,
-            keep_alive_timeout=args.keep_alive_timeout,
-            max_connections=args.max_connections,
-        )
+        settings = config.load(args, os.environ)
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
     config.configure_logging(settings.log_level)
@@ -157,17 +148,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from mnemodb.engine import Engine
     from mnemodb.search.embedders import EmbedderUnavailable, EmbeddingFailed
-    from mnemodb.server import config
 
-    try:
-        settings = config.load_embedding(
-            args.embedder, args.embed_url, args.embed_model, args.embed_key, None, os.environ
-        )
-        embedder = config.make_embedder(settings, required=True)
-    except config.ConfigError as exc:
-        raise CliError(str(exc)) from None
+    embedder = _embedder(args, required=True)
     assert embedder is not None
-    db = config.resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or config.DEFAULT_DB)
+    db = _database(args).db_path
     if not Path(db).exists():
         # Embedding an empty new file would only hide a mistyped path.
         raise CliError(f"no database at {db}: nothing to reindex")
@@ -219,18 +203,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     """Memories and entities as the native `recall` ranks them: by words and, when an
     embedder is on (the local model, when installed) and the store has vectors, by meaning."""
     from mnemodb.model.records import Entity, Memory
-    from mnemodb.server import config
 
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     if not kinds or not set(kinds) <= {"memory", "entity"}:
         raise CliError(f"--kinds takes memory, entity or both, comma-separated, not {args.kinds!r}")
-    try:
-        settings = config.load_embedding(
-            args.embedder, args.embed_url, args.embed_model, args.embed_key, None, os.environ
-        )
-        embedder = config.make_embedder(settings, profile="native")
-    except config.ConfigError as exc:
-        raise CliError(str(exc)) from None
+    embedder = _embedder(args)
     with open_engine(args, reading=True, embedder=embedder) as engine:
         model = engine.embeddings.model
         load = getattr(embedder, "load", None)
@@ -620,10 +597,8 @@ def _import_server_memory(args: argparse.Namespace, stream: BinaryIO) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from mnemodb.server.config import DEFAULT_DB, resolve_db_path
-
     target = Path(args.path).expanduser()
-    source = resolve_db_path(args.db or os.environ.get("MNEMODB_DB") or DEFAULT_DB)
+    source = _database(args).db_path
     if not os.path.lexists(source):
         raise CliError(f"no database at {source}: nothing to back up")
     if target.exists() and not target.is_dir() and not args.force:
@@ -692,12 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the MCP server over stdio (or Streamable HTTP with --http)")
-    serve.add_argument(
-        "--profile",
-        choices=PROFILES,
-        default=os.environ.get("MNEMODB_PROFILE", DEFAULT_PROFILE),
-        help=f"which tool set to serve (default: {DEFAULT_PROFILE})",
-    )
+    # No default here: without --profile, the settings loader reads MNEMODB_PROFILE.
+    serve.add_argument("--profile", choices=PROFILES, help=f"which tool set to serve (default: {DEFAULT_PROFILE})")
     serve.add_argument(
         "--db",
         help="database file (default: $MEMDB_PATH or .memdb/memory.db for memdb; beside $MEMORY_FILE_PATH "
@@ -707,17 +678,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--read-scopes", help="default read scopes, comma-separated (default: the write scope)")
     serve.add_argument("--tool-timeout-ms", type=int, help="per-call time limit in ms; 0 disables (default: 15000)")
     serve.add_argument("--log-level", choices=("error", "warn", "info"), help="stderr log level (default: info)")
-    serve.add_argument(
-        "--spec",
-        metavar="SPEC_JSON",
-        help='topodb: index spec file, {"equality": [{"label", "prop"}], "text": [...]}; replaces the '
-        "stored spec (default: keep the stored one; a new database indexes Entity.name and Memory.content)",
-    )
-    serve.add_argument(
-        "--allow-unscoped-changes",
-        action="store_true",
-        help="topodb: serve get_changes, which reads the change log of every scope",
-    )
+    for spec in REGISTRY.values():
+        for profile_option in spec.options:
+            profile_option.add_to(serve)
     _embedding_options(serve)
     serve.add_argument(
         "--search-weights",

@@ -55,7 +55,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, current_grant, granted
 from mnemodb.model.errors import EngineError
-from mnemodb.server.config import HttpSettings, JwtSettings, is_loopback
+from mnemodb.server.settings import HttpSettings, JwtSettings, is_loopback
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
@@ -172,16 +172,3 @@ class Profile(ABC):
 
     @abstractmethod
     def unknown_tool(self, name: str) -> CallToolResult: ...
-
-
-@dataclass
-class ServeOptions:
-    """Settings every profile shares, from flags and the environment."""
-
-    db_path: str
-    profile: str = "memdb"
-    write_scope: str = "shared"
-    read_scopes: Sequence[str] | None = None
-    tool_timeout_ms: int = 15_000
-    log_level: str = "info"
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -14,10 +14,10 @@ import anyio.abc
 
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.embedding import BackgroundEmbedder
-from mnemodb.interop.server_memory import prepare_knowledge_graph_store
 from mnemodb.server.app import build_server
-from mnemodb.server.config import Settings, is_loopback, make_embedder
-from mnemodb.server.profiles import build_profile
+from mnemodb.server.config import make_embedder
+from mnemodb.server.profiles import profile_spec
+from mnemodb.server.settings import Settings, is_loopback
 from mnemodb.server.stdio import serve_stdio
 
 log = logging.getLogger("mnemodb")
@@ -30,11 +30,11 @@ def serve(settings: Settings) -> int:
     """Serve MCP over stdio until stdin closes, or over HTTP, until a termination signal
     arrives. Exit status."""
     try:
-        profile = build_profile(settings.profile, settings)
+        spec = profile_spec(settings.profile)
     except ValueError as exc:
         log.error("%s", exc)
         return 1
-    topodb = settings.profile == "topodb"
+    profile = spec.build(settings)
     # Served beyond this machine, the server needs tokens (or the user's --insecure): a new
     # database has none, so it is refused before anything is created.
     http = settings.http
@@ -42,14 +42,13 @@ def serve(settings: Settings) -> int:
     if exposed and (settings.db_path == ":memory:" or not Path(settings.db_path).exists()):
         log.error("%s", _unprotected(settings))
         return 1
-    embedder = make_embedder(settings.embedding, profile=settings.profile)
+    embedder = make_embedder(settings.embedding, by_default=spec.embeds_by_default)
     try:
         engine = Engine.open(
             settings.db_path,
             write_scope=settings.write_scope,
             read_scopes=settings.read_scopes,
-            # topodb-mcp refuses a database whose directory is missing rather than making it.
-            create_parent=not topodb,
+            create_parent=spec.creates_db_directory,
             embedder=embedder,
             fusion=settings.embedding.fusion,
         )
@@ -60,14 +59,7 @@ def serve(settings: Settings) -> int:
         log.error("%s", _unprotected(settings))
         engine.close()
         return 1
-    if topodb:
-        try:
-            engine.nodes.use_spec(settings.spec)
-        except EngineError as exc:
-            log.error("Failed to apply the index spec: %s", exc)
-            engine.close()
-            return 1
-    if settings.profile == "knowledge-graph" and not prepare_knowledge_graph_store(settings, engine):
+    if spec.prepare is not None and not spec.prepare(engine, settings):
         engine.close()
         return 1
     metrics = None

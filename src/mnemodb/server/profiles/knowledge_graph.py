@@ -10,10 +10,14 @@ lose each other's writes.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -23,6 +27,7 @@ from mnemodb.engine.graph import Graph, NewEntity, NewRelation
 from mnemodb.model.records import Relation
 from mnemodb.server.profile import Profile, Resource, Tool, tool
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Invalid, Num, Obj, Str
+from mnemodb.server.settings import Settings, env_value, load_standard_settings
 
 log = logging.getLogger("mnemodb.server")
 
@@ -647,4 +652,46 @@ def build() -> KnowledgeGraphProfile:
     return KnowledgeGraphProfile()
 
 
-__all__ = ["KnowledgeGraphProfile", "build"]
+# -- settings --------------------------------------------------------------------------------------
+
+MEMORY_FILE = "memory.jsonl"
+LEGACY_MEMORY_FILE = "memory.json"
+MEMORY_DB_SUFFIX = ".mnemodb.db"
+
+
+def memory_file_db(memory_file: str) -> str:
+    """The database kept beside a server-memory file: `/x/memory.jsonl` -> `/x/memory.mnemodb.db`."""
+    path = Path(memory_file)
+    return str(path.with_name(path.stem + MEMORY_DB_SUFFIX))
+
+
+def memory_file_path(env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """The server-memory file, absolute, and whether MEMORY_FILE_PATH named it.
+
+    MEMORY_FILE_PATH (trimmed; empty means unset) names it; a relative path is taken
+    from the working directory (upstream took it from its own install directory, which
+    has no counterpart here). Unset, it is `memory.jsonl` in the working directory, or,
+    when only the legacy `memory.json` is there, that file (upstream renamed it; mnemodb
+    reads it and leaves it in place). None when unset and neither file exists.
+    """
+    raw = env_value(env, "MEMORY_FILE_PATH")
+    if raw is not None and raw.strip():
+        return os.path.abspath(os.path.expanduser(raw.strip())), True
+    current = Path(os.getcwd())
+    for name in (MEMORY_FILE, LEGACY_MEMORY_FILE):
+        candidate = current / name
+        if candidate.exists():
+            return str(candidate), False
+    return None, False
+
+
+def load_settings(profile: str, args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+    """The usual settings, with the server-memory file to import on start; the database,
+    without --db, is kept beside the file MEMORY_FILE_PATH names."""
+    memory_file, named = memory_file_path(env)
+    beside = memory_file_db(memory_file) if named and memory_file is not None else None
+    settings = load_standard_settings(profile, args, env, derived_db=beside)
+    return replace(settings, memory_file=memory_file)
+
+
+__all__ = ["KnowledgeGraphProfile", "build", "load_settings"]

@@ -1,0 +1,160 @@
+"""What the native tools answer with: previews of items and relations sized for a context
+window, change-log entries, and pages cut at `max_chars` behind opaque cursors."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mnemodb.engine.items import Item
+from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.records import Change, Edge, Entity, Memory
+from mnemodb.model.times import iso_utc as iso
+
+PREVIEW_CHARS = 240
+"""A memory's text, or an observation, longer than this is cut in previews."""
+PREVIEW_OBSERVATIONS = 5
+"""Observations of an entity shown in a preview."""
+# -- shapes ---------------------------------------------------------------------------------------
+
+
+def _cut(text: str, full: bool) -> tuple[str, bool]:
+    if full or len(text) <= PREVIEW_CHARS:
+        return text, False
+    return text[: PREVIEW_CHARS - 1].rstrip() + "…", True
+
+
+def item_shape(item: Item, *, full: bool = False) -> dict[str, Any]:
+    """A memory or an entity: defaults left out, long text cut unless `full`."""
+    if isinstance(item, Memory):
+        text, cut = _cut(item.content, full)
+        out: dict[str, Any] = {"kind": "memory", "id": item.id, "text": text}
+        if cut:
+            out["truncated"] = True
+        if item.tags:
+            out["tags"] = list(item.tags)
+        if item.memory_type != "general":
+            out["type"] = item.memory_type
+        if item.importance:
+            out["importance"] = item.importance
+        if full:
+            out["hash"] = item.hash
+            if item.summary:
+                out["summary"] = item.summary
+    else:
+        out = {"kind": "entity", "id": item.id, "name": item.name}
+        if item.entity_type:
+            out["type"] = item.entity_type
+        observations = list(item.observations) if full else list(item.observations[:PREVIEW_OBSERVATIONS])
+        shown = [_cut(o, full)[0] for o in observations]
+        if shown:
+            out["observations"] = shown
+        if len(observations) < len(item.observations):
+            out["observation_count"] = len(item.observations)
+    if item.scope != "shared":
+        out["scope"] = item.scope
+    if item.props and full:
+        out["props"] = dict(item.props)
+    out["created"] = iso(item.created_at)
+    if full and item.updated_at != item.created_at:
+        out["updated"] = iso(item.updated_at)
+    return out
+
+
+def _label(item: Item) -> str:
+    """How a relation's end is shown: an entity by name, a memory by id."""
+    return item.name if isinstance(item, Entity) else item.id
+
+
+def relation_shape(edge: Edge, ends: Mapping[int, Item]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": edge.id,
+        "type": edge.type,
+        "from": _label(ends[edge.src_pk]) if edge.src_pk in ends else edge.src,
+        "to": _label(ends[edge.dst_pk]) if edge.dst_pk in ends else edge.dst,
+        "valid_from": iso(edge.valid_from),
+    }
+    if edge.valid_to is not None:
+        out["valid_to"] = iso(edge.valid_to)
+    if edge.props:
+        out["props"] = dict(edge.props)
+    return out
+
+
+# -- cursors ----------------------------------------------------------------------------------------
+
+
+def _fingerprint(arguments: Mapping[str, Any]) -> str:
+    """What identifies a query across its pages: every argument but the paging ones."""
+    fixed = {k: v for k, v in arguments.items() if k not in ("cursor", "limit", "max_chars", "full")}
+    return hashlib.sha256(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def make_cursor(arguments: Mapping[str, Any], offset: int) -> str:
+    raw = json.dumps({"q": _fingerprint(arguments), "o": offset}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def read_cursor(arguments: Mapping[str, Any]) -> int:
+    cursor = arguments.get("cursor")
+    if cursor is None:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        offset = data["o"]
+        same = data["q"] == _fingerprint(arguments)
+        # Only what make_cursor writes: a non-negative integer offset (JSON to Python also
+        # means Infinity, 1e999 and integers of any size).
+        if type(offset) is not int or not 0 <= offset < 2**40:
+            raise ValueError(offset)
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgument("cursor is not one this server gave out: repeat the call without it") from None
+    if not same:
+        raise InvalidArgument("cursor belongs to a different query: pass it with the same arguments, or drop it")
+    return offset
+
+
+def fit_chars(shapes: list[dict[str, Any]], max_chars: int | None) -> list[dict[str, Any]]:
+    """As many leading items as fit in `max_chars` of JSON (always at least one)."""
+    if max_chars is None:
+        return shapes
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for shape in shapes:
+        used += len(json.dumps(shape, ensure_ascii=False, separators=(",", ":"))) + 1
+        if kept and used > max_chars:
+            break
+        kept.append(shape)
+    return kept
+
+
+def comparable_fields(item: Item) -> dict[str, Any]:
+    if isinstance(item, Memory):
+        return {
+            "content": item.content,
+            "summary": item.summary,
+            "importance": item.importance,
+            "type": item.memory_type,
+            "tags": item.tags,
+            "props": dict(item.props),
+        }
+    return {"name": item.name, "type": item.entity_type, "observations": item.observations, "props": dict(item.props)}
+
+
+def change_shape(change: Change) -> dict[str, Any]:
+    data = dict(change.data)
+    if "vector" in data or "f32" in data:
+        # A vector is thousands of characters of numbers a model cannot use: its size instead.
+        from mnemodb.model.ops import embedding_vector
+
+        data = {"id": data.get("id"), "model": data.get("model"), "dim": len(embedding_vector(data))} | (
+            {"redacted": True} if data.get("redacted") else {}
+        )
+    out: dict[str, Any] = {"seq": change.seq, "at": iso(change.at), "op": change.op, "target": change.target}
+    if change.scope is not None and change.scope != "shared":
+        out["scope"] = change.scope
+    out["data"] = data
+    return out

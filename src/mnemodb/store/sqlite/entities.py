@@ -15,6 +15,7 @@ from typing import Any
 
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
+from mnemodb.store.sqlite.nodes import bump_version
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks
 
 __all__ = ["EntityReads", "EntityWrites"]
@@ -391,8 +392,12 @@ class EntityWrites(EntityReads):
         self.conn.execute("DELETE FROM entity_text WHERE rowid = ?", [pk])
         if row is not None:
             self._index_text(pk, row[0], row[1], observations)
+            # A change of the entity or its observations is a change of the node.
+            bump_version(self.conn, pk)
 
     def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
+        if self.conn.execute("SELECT 1 FROM entity WHERE node = ?", [entity_pk]).fetchone() is None:
+            return []  # no such entity: nothing changes (the contract's rule for missing keys)
         row = self.conn.execute(
             "SELECT COALESCE(MAX(position), -1) FROM observation WHERE entity = ?", [entity_pk]
         ).fetchone()

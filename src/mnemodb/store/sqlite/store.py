@@ -33,7 +33,7 @@ from mnemodb.store.files import (
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
-from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
+from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites, bump_version
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
@@ -598,6 +598,7 @@ class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
             f"UPDATE memory SET {', '.join(f'{n} = ?' for n in names)} WHERE node = ?",
             [*(fields[n] for n in names), pk],
         )
+        bump_version(self.conn, pk)  # a change of the memory is a change of its node
 
     def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
         added = []
@@ -608,11 +609,14 @@ class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
             )
             if cur.rowcount:
                 added.append(tag)
+        if added:
+            bump_version(self.conn, pk)  # tags are part of the memory
         return added
 
     def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
-        self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk])
-        self.add_tags(pk, tags)
+        removed = self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk]).rowcount
+        if not self.add_tags(pk, tags) and removed:
+            bump_version(self.conn, pk)
 
     def insert_edge(
         self,

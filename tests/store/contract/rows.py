@@ -111,3 +111,16 @@ class _Hit(Protocol):
 def pks_of(hits: Sequence[_Hit]) -> list[int]:
     """The pks of hits, in their order."""
     return [hit.pk for hit in hits]
+
+
+class _Scored(_Hit, Protocol):
+    @property
+    def score(self) -> float: ...
+
+
+def assert_best_first(hits: Sequence[_Scored]) -> None:
+    """Text scores are positive for a match, descending, ties in ascending pk."""
+    for hit in hits:
+        assert hit.score > 0, hits
+    keys = [(-hit.score, hit.pk) for hit in hits]
+    assert keys == sorted(keys), hits

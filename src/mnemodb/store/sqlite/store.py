@@ -647,6 +647,8 @@ class SqliteWriteTx(_Tx, EntityWrites, NodeWrites, TokenWrites):
     def set_embedding(
         self, pk: int, model: str, vector: bytes, dim: int, at: int, *, node_version: int | None = None
     ) -> None:
+        if self.conn.execute("SELECT 1 FROM node WHERE pk = ?", [pk]).fetchone() is None:
+            return  # no such node: nothing changes (the contract's rule for missing keys)
         # Without `node_version`, the vector is of the node as it is now (a client's own).
         made_at = "(SELECT version FROM node WHERE pk = ?)" if node_version is None else "?"
         self.conn.execute(

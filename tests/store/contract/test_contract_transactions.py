@@ -170,5 +170,5 @@ def test_writers_never_overlap(store: Store) -> None:
     thread.join(HANG_S)
     assert not thread.is_alive()
     assert seqs == [1, 2, 3]
-    with store.read() as tx:
-        assert [c.op for c in tx.changes(0, None)] == ["first", "first again", "second"]
+    with store.read() as rx:
+        assert [c.op for c in rx.changes(0, None)] == ["first", "first again", "second"]

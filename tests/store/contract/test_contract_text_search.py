@@ -5,6 +5,7 @@ set, as the engine does."""
 
 from __future__ import annotations
 
+from mnemodb.model.ids import new_ulid
 from mnemodb.model.records import ItemFilter
 from mnemodb.store.base import EntityFieldWeights, MemoryFieldWeights, ReadTx, Store, TextHit
 from store.contract.rows import T0, A, B, C, add_entity, add_memory, add_node, assert_best_first, pks_of
@@ -66,15 +67,19 @@ def test_search_text_filters_scopes_and_limits(store: Store) -> None:
 
 
 def test_equal_matches_tie_in_ascending_pk(store: Store) -> None:
+    scopes = [A, B, C, *(new_ulid() for _ in range(9))]
     with store.write() as tx:
-        pks = [add_memory(tx, "identical words here", scope=scope) for scope in (A, B, C)]
+        pks = [add_memory(tx, "identical words here", scope=scope) for scope in scopes]
     with store.read() as tx:
-        every = tx.search_text(["identical"], [A, B, C], 10)
-        some = tx.search_text(["identical"], [A, C], 10)
-        filtered = tx.filtered_text_search(["identical"], [A, B, C], 10, EVERY, T0, MemoryFieldWeights())
+        every = tx.search_text(["words"], scopes, 20)
+        some = tx.search_text(["words"], scopes[1:], 20)
+        filtered = tx.filtered_text_search(["words"], scopes, 20, EVERY, T0, MemoryFieldWeights())
+        limited = tx.search_text(["words"], scopes, 4)
     assert pks_of(every) == pks
-    assert pks_of(some) == [pks[0], pks[2]]
+    assert pks_of(some) == pks[1:]
     assert pks_of(filtered) == pks
+    assert pks_of(limited) == pks[:4]
+    assert_best_first(every)
 
 
 def test_the_memory_text_index_follows_updates_and_deletes(store: Store) -> None:

@@ -63,6 +63,16 @@ def test_entity_by_name_nocase_only_when_one_name_matches(store: Store) -> None:
         assert tx.entity_by_name_nocase([A], "nobody") is None
 
 
+def test_entity_by_name_nocase_means_what_the_one_matching_name_means(store: Store) -> None:
+    with store.write() as tx:
+        oldest = add_entity(tx, "Carol")
+        add_entity(tx, "Carol")  # the same name twice: still one name
+        add_entity(tx, "CAROL", scope=C)
+    with store.read() as tx:
+        assert _pk(tx.entity_by_name_nocase([A], "carol")) == oldest
+        assert tx.entity_by_name_nocase([A, C], "carol") is None  # two names now
+
+
 def test_entity_by_name_nocase_folds_more_than_ascii(store: Store) -> None:
     with store.write() as tx:
         pk = add_entity(tx, "Émile Zola")

@@ -100,21 +100,29 @@ class EntityReads:
     def entity_by_name_nocase(self, scopes: Sequence[str], name: str) -> Entity | None:
         """The entity whose name equals `name` ignoring case, when exactly one does."""
         in_scopes = f"scope IN ({marks(len(scopes))})"
+        # Names, not entities, are counted: two entities of one name are still one name,
+        # which means its oldest entity.
         if name.isascii():
-            rows = self.conn.execute(
-                f"SELECT node FROM entity WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2", [name, *scopes]
-            ).fetchall()
+            names = [
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT DISTINCT name FROM entity WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2",
+                    [name, *scopes],
+                )
+            ]
         else:
-            # SQLite folds only ASCII letters: compare the names (not whole entities) here.
+            # SQLite folds only ASCII letters: compare the names here.
             wanted = name.casefold()
-            rows = [
-                (pk,)
-                for pk, other in self.conn.execute(f"SELECT node, name FROM entity WHERE {in_scopes}", list(scopes))
-                if other.casefold() == wanted
-            ][:2]
-        if len(rows) != 1:
+            names = list(
+                dict.fromkeys(
+                    other
+                    for (other,) in self.conn.execute(f"SELECT name FROM entity WHERE {in_scopes}", list(scopes))
+                    if other.casefold() == wanted
+                )
+            )
+        if len(names) != 1:
             return None
-        return self.entities_by_pk([rows[0][0]]).get(rows[0][0])
+        return self.entity_by_name(scopes, names[0])
 
     def entities_named(self, scopes: Sequence[str], names: Sequence[str]) -> dict[str, Entity]:
         """The entity each name means (the oldest of that name), for the names that exist."""

@@ -132,6 +132,8 @@ def test_entity_texts_oldest_first_with_observations_joined(store: Store) -> Non
     assert json.loads(every[0].observations_json) == ["wrote notes", "loved maths"]
     assert json.loads(every[1].observations_json) == []
     assert given == every
+    with store.read() as tx:
+        assert list(tx.entity_texts([A], [bob + 1000])) == []
 
 
 def test_observations_add_and_delete(store: Store) -> None:
@@ -193,6 +195,9 @@ def test_relations_by_pk_name_their_ends(store: Store) -> None:
     with store.write() as tx:
         tx.set_edge_extra(r[0], None)
         assert dict(tx.relations_by_pk([r[0]])[r[0]].extra) == {}
+        tx.set_edge_extra(r[1], {"a": 1})
+        tx.set_edge_extra(r[1], {})
+        assert dict(tx.relations_by_pk([r[1]])[r[1]].extra) == {}
 
 
 def test_relations_touching_visible_open_oldest_first(store: Store) -> None:

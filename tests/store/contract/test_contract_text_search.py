@@ -271,3 +271,31 @@ def test_the_entity_word_index_follows_observations_and_renames(store: Store) ->
         assert tx.entity_word_search(["ada", "person"], [A], 10, weights) == []
         assert pks_of(tx.entity_word_search(["augusta"], [A], 10, weights)) == [pk]
         assert pks_of(tx.entity_word_search(["countess"], [A], 10, weights)) == [pk]
+
+
+def test_a_word_every_row_holds_still_scores_positive(store: Store) -> None:
+    with store.write() as tx:
+        pks = [add_memory(tx, f"common word {i}") for i in range(5)]
+        entities = [add_entity(tx, f"Common {i}") for i in range(5)]
+        for pk in pks:
+            tx.set_node_text(pk, "common")
+    with store.read() as tx:
+        assert_best_first(tx.search_text(["common"], [A], 10))
+        assert_best_first(tx.entity_word_search(["common"], [A], 10, EntityFieldWeights()))
+        assert_best_first(tx.node_text_search(["common"], [A], 10))
+        assert len(tx.entity_word_search(["common"], [A], 10, EntityFieldWeights())) == len(entities)
+
+
+def test_equal_entity_and_node_matches_tie_in_ascending_pk(store: Store) -> None:
+    with store.write() as tx:
+        entities = [add_entity(tx, f"Falcon {chr(ord('a') + i)}") for i in range(10)]
+        nodes = [add_node(tx) for _ in range(10)]
+        for pk in nodes:
+            tx.set_node_text(pk, "same declared text")
+    with store.read() as tx:
+        found = tx.entity_word_search(["falcon"], [A], 20, EntityFieldWeights())
+        declared = tx.node_text_search(["declared"], [A], 20)
+        first_three = tx.entity_word_search(["falcon"], [A], 3, EntityFieldWeights())
+    assert pks_of(found) == entities
+    assert pks_of(first_three) == entities[:3]
+    assert pks_of(declared) == nodes

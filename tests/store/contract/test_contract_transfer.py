@@ -120,10 +120,14 @@ def test_the_same_content_under_another_id_is_not_loaded_again(store: Store, oth
         assert tx.count_memories([A]) == 1
 
 
-def test_an_edge_to_a_missing_node_is_refused_with_value_error(store: Store, other_store: Store) -> None:
+def test_an_edge_or_vector_of_a_missing_node_is_refused_with_value_error(store: Store, other_store: Store) -> None:
     _fill(store)
     edges = [record for record in _dump(store) if record["type"] == "edge"]
+    vectors = [record for record in _dump(store) if record["type"] == "embedding"]
     with other_store.write() as tx:
         with pytest.raises(ValueError):
             tx.load(edges[0])
+        with pytest.raises(ValueError):
+            tx.load(vectors[0])
         assert tx.edges_of_types(None, [A, B, C], valid_at=None, limit=10) == []
+        assert tx.embedded_nodes("m") == []

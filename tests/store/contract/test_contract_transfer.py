@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mnemodb.model.ids import new_ulid
 from mnemodb.store.base import Store
@@ -131,3 +133,32 @@ def test_an_edge_or_vector_of_a_missing_node_is_refused_with_value_error(store: 
             tx.load(vectors[0])
         assert tx.edges_of_types(None, [A, B, C], valid_at=None, limit=10) == []
         assert tx.embedded_nodes("m") == []
+
+
+TEXT = st.text(st.characters(exclude_categories=["Cs"]) | st.just(NUL), min_size=1, max_size=16)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=TEXT, tag=TEXT, name=TEXT, observation=TEXT, key=TEXT, value=TEXT)
+def test_any_text_survives_dump_and_load(
+    store: Store, other_store: Store, content: str, tag: str, name: str, observation: str, key: str, value: str
+) -> None:
+    with store.write() as tx:
+        memory = add_memory(tx, content, tags=[tag], summary=value, props={key: value})
+        entity = add_entity(tx, name, value, [observation], props={key: value})
+        edge = add_edge(tx, memory, entity, value, props={key: value})
+    try:
+        records = _dump(store)
+        with other_store.write() as tx:
+            assert all(tx.load(record) for record in records)
+        try:
+            assert _dump(other_store) == records
+        finally:
+            with other_store.write() as tx:
+                for pk in tx.node_pks_with_labels(["Memory", "Entity"]):
+                    tx.delete_node(pk)
+    finally:
+        with store.write() as tx:
+            tx.delete_edge(edge)
+            tx.delete_node(memory)
+            tx.delete_node(entity)

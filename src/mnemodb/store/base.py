@@ -856,7 +856,11 @@ class VectorIndex(Protocol):
         """The `k` nodes in `scopes` (and among the node ids `candidates`, when given) whose
         `model` vector is most similar to `query` (finite float32 values, checked by the
         engine), best first, ties by node id; zero vectors match nothing. InvalidArgument
-        when `query`'s length is not the model's."""
+        when `query`'s length is not the model's.
+
+        The vectors are those `tx` sees or those of a later commit: an index shared by every
+        reader may be ahead of a read that began before a write. A caller reads its hits
+        through `tx`, which leaves out the nodes that read does not see."""
         ...
 
 

@@ -195,6 +195,12 @@ class ExactVectorIndex:
         best = np.argpartition(-scores, keep - 1)[:keep] if keep < scores.size else np.arange(scores.size)
         best = best[np.isfinite(scores[best])]
         order = sorted(best.tolist(), key=lambda i: (-float(scores[i]), index.ids[i]))[:k]
+        if order:
+            # The partition may have cut rows tied with the last one kept: ties go by node id
+            # over all of them, not only over those it happened to keep.
+            tied = np.flatnonzero(scores == scores[order[-1]]).tolist()
+            if len(tied) > 1:
+                order = sorted({*order, *tied}, key=lambda i: (-float(scores[i]), index.ids[i]))[:k]
         return [VectorHit(int(index.pks[i]), float(scores[i])) for i in order]
 
     def switched_off(self, model: str) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
+from mnemodb.store.sqlite.nodes import bump_version
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks
 
 __all__ = ["EntityReads", "EntityWrites"]
@@ -99,21 +100,29 @@ class EntityReads:
     def entity_by_name_nocase(self, scopes: Sequence[str], name: str) -> Entity | None:
         """The entity whose name equals `name` ignoring case, when exactly one does."""
         in_scopes = f"scope IN ({marks(len(scopes))})"
+        # Names, not entities, are counted: two entities of one name are still one name,
+        # which means its oldest entity.
         if name.isascii():
-            rows = self.conn.execute(
-                f"SELECT node FROM entity WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2", [name, *scopes]
-            ).fetchall()
+            names = [
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT DISTINCT name FROM entity WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2",
+                    [name, *scopes],
+                )
+            ]
         else:
-            # SQLite folds only ASCII letters: compare the names (not whole entities) here.
+            # SQLite folds only ASCII letters: compare the names here.
             wanted = name.casefold()
-            rows = [
-                (pk,)
-                for pk, other in self.conn.execute(f"SELECT node, name FROM entity WHERE {in_scopes}", list(scopes))
-                if other.casefold() == wanted
-            ][:2]
-        if len(rows) != 1:
+            names = list(
+                dict.fromkeys(
+                    other
+                    for (other,) in self.conn.execute(f"SELECT name FROM entity WHERE {in_scopes}", list(scopes))
+                    if other.casefold() == wanted
+                )
+            )
+        if len(names) != 1:
             return None
-        return self.entities_by_pk([rows[0][0]]).get(rows[0][0])
+        return self.entity_by_name(scopes, names[0])
 
     def entities_named(self, scopes: Sequence[str], names: Sequence[str]) -> dict[str, Entity]:
         """The entity each name means (the oldest of that name), for the names that exist."""
@@ -391,6 +400,8 @@ class EntityWrites(EntityReads):
         self.conn.execute("DELETE FROM entity_text WHERE rowid = ?", [pk])
         if row is not None:
             self._index_text(pk, row[0], row[1], observations)
+            # A change of the entity or its observations is a change of the node.
+            bump_version(self.conn, pk)
 
     def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None:
         """Change an entity's name and/or type (its search text follows)."""
@@ -401,6 +412,8 @@ class EntityWrites(EntityReads):
         self.sync_entity_text(pk)
 
     def add_observations(self, entity_pk: int, contents: Sequence[str], at: int) -> list[str]:
+        if self.conn.execute("SELECT 1 FROM entity WHERE node = ?", [entity_pk]).fetchone() is None:
+            return []  # no such entity: nothing changes (the contract's rule for missing keys)
         row = self.conn.execute(
             "SELECT COALESCE(MAX(position), -1) FROM observation WHERE entity = ?", [entity_pk]
         ).fetchone()

@@ -11,7 +11,7 @@ from typing import Any
 from mnemodb.model.records import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
 from mnemodb.store.base import MemoryFieldWeights, TextHit
 from mnemodb.store.sqlite.entities import oldest_of_each_name
-from mnemodb.store.sqlite.sql import fts_any, marks
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks
 
 __all__ = ["ItemReads", "filter_sql"]
 
@@ -68,17 +68,19 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
     if where.min_importance is not None:
         clauses.append("m.importance >= ?")
         params.append(where.min_importance)
-    valid = f"x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) AND x.scope IN ({marks(len(scopes))})"
+    # An edge counts when the reader sees it: its scope and both its ends' (the contract's rule).
+    valid = f"x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) AND {edge_visible('x', len(scopes))}"
+    seen = edge_visible_params(scopes)
     if where.linked_to:
         linked = marks(len(where.linked_to))
         clauses.append(
             f"(EXISTS (SELECT 1 FROM edge x WHERE x.src = m.node AND x.dst IN ({linked}) AND {valid}) "
             f"OR EXISTS (SELECT 1 FROM edge x WHERE x.dst = m.node AND x.src IN ({linked}) AND {valid}))"
         )
-        params += [*where.linked_to, at, at, *scopes, *where.linked_to, at, at, *scopes]
+        params += [*where.linked_to, at, at, *seen, *where.linked_to, at, at, *seen]
     if where.current_only:
         clauses.append(f"NOT EXISTS (SELECT 1 FROM edge x WHERE x.dst = m.node AND x.type = ? AND {valid})")
-        params += [SUPERSEDES, at, at, *scopes]
+        params += [SUPERSEDES, at, at, *seen]
     return " AND ".join(clauses) or "1", params
 
 
@@ -220,8 +222,8 @@ class ItemReads:
         with their counts, most common first."""
         marked = marks(len(scopes))
 
-        def top_of(sql: str) -> list[tuple[str, int]]:
-            return [(str(r[0]), int(r[1])) for r in self.conn.execute(sql, [*scopes, top])]
+        def top_of(sql: str, params: Sequence[str] = scopes) -> list[tuple[str, int]]:
+            return [(str(r[0]), int(r[1])) for r in self.conn.execute(sql, [*params, top])]
 
         return {
             "tags": top_of(
@@ -236,8 +238,10 @@ class ItemReads:
                 f"SELECT entity_type, COUNT(*) AS c FROM entity WHERE scope IN ({marked}) AND entity_type != '' "
                 "GROUP BY entity_type ORDER BY c DESC, entity_type LIMIT ?"
             ),
+            # Only the relations the reader sees: both ends readable too.
             "relation_types": top_of(
-                f"SELECT type, COUNT(*) AS c FROM edge WHERE scope IN ({marked}) AND valid_to IS NULL "
-                "GROUP BY type ORDER BY c DESC, type LIMIT ?"
+                f"SELECT r.type, COUNT(*) AS c FROM edge r WHERE {edge_visible('r', len(scopes))} "
+                "AND r.valid_to IS NULL GROUP BY r.type ORDER BY c DESC, r.type LIMIT ?",
+                edge_visible_params(scopes),
             ),
         }

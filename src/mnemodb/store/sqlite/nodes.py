@@ -68,6 +68,17 @@ def _view(row: Sequence[Any]) -> Node:
     return Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
 
 
+def _same_scalar(shown: Any, value: str | int | bool) -> bool:
+    """`shown` equals `value` with the same type (True is not 1)."""
+    return type(shown) is type(value) and shown == value
+
+
+def bump_version(conn: sqlite3.Connection, pk: int) -> None:
+    """Count a change of a node's memory, entity or observations in its `version` (the
+    trigger of schema 9 counts changes of the node row itself)."""
+    conn.execute("UPDATE node SET version = version + 1 WHERE pk = ?", [pk])
+
+
 class NodeReads:
     conn: sqlite3.Connection
 
@@ -138,6 +149,10 @@ class NodeReads:
                 [value, *scopes],
             ).fetchall()
             found = [r[0] for r in rows]
+            # The column holds values the view leaves out (the defaults) and compares True
+            # as 1: keep only the nodes whose view shows exactly this value, type included.
+            views = self.node_views(found)
+            found = [pk for pk in found if _same_scalar(views[pk].props.get(prop), value)]
         # Label and path are written into the statement (escaped) so that it matches the
         # partial expression index `ensure_prop_index` made for this pair.
         path = _prop_path(prop).replace("'", "''")
@@ -279,6 +294,8 @@ class NodeWrites(NodeReads):
     def set_embedding(
         self, pk: int, model: str, vector: bytes, dim: int, at: int, *, node_version: int | None = None
     ) -> None:
+        if self.conn.execute("SELECT 1 FROM node WHERE pk = ?", [pk]).fetchone() is None:
+            return  # no such node: nothing changes (the contract's rule for missing keys)
         # Without `node_version`, the vector is of the node as it is now (a client's own).
         made_at = "(SELECT version FROM node WHERE pk = ?)" if node_version is None else "?"
         self.conn.execute(
@@ -292,7 +309,12 @@ class NodeWrites(NodeReads):
     def set_node_text(self, pk: int, text: str | None) -> None:
         self.conn.execute("DELETE FROM node_text WHERE rowid = ?", [pk])
         if text:
-            self.conn.execute("INSERT INTO node_text (rowid, text) VALUES (?, ?)", [pk, text])
+            # Only for a node that exists: text kept for a free pk would show up on the node
+            # that takes it later (a load keeps free pks).
+            self.conn.execute(
+                "INSERT INTO node_text (rowid, text) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM node WHERE pk = ?)",
+                [pk, text, pk],
+            )
 
     def clear_node_text(self) -> None:
         self.conn.execute("DELETE FROM node_text")

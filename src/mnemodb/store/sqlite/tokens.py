@@ -65,7 +65,10 @@ class TokenWrites:
         )
 
     def name_scope(self, name: str, scope: str, at: int) -> None:
-        self.conn.execute("INSERT INTO scope_name (name, scope, created_at) VALUES (?, ?, ?)", [name, scope, at])
+        try:
+            self.conn.execute("INSERT INTO scope_name (name, scope, created_at) VALUES (?, ?, ?)", [name, scope, at])
+        except sqlite3.IntegrityError as exc:  # the contract's error for a taken name, not SQLite's
+            raise ValueError(f"the scope name {name!r} is taken ({exc})") from exc
 
     def revoke_token(self, token_id: str, at: int) -> None:
         self.conn.execute("UPDATE access_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [at, token_id])

@@ -1,0 +1,151 @@
+"""EdgeReads and EdgeWrites: typed, directed, time-bounded edges and their visibility."""
+
+from __future__ import annotations
+
+from mnemodb.model.ids import new_ulid
+from mnemodb.model.records import Edge
+from mnemodb.store.base import Store
+from store.contract.rows import T0, A, B, C, add_edge, add_node, node_id
+
+
+def test_an_edge_reads_back_with_every_field(store: Store) -> None:
+    ident = new_ulid()
+    with store.write() as tx:
+        src = add_node(tx)
+        dst = add_node(tx, scope=B)
+        pk = tx.insert_edge(ident, src, dst, "knows", B, {"since": 1999, "w": 0.5}, T0 - 10, T0)
+        src_id, dst_id = node_id(tx, src), node_id(tx, dst)
+    with store.read() as tx:
+        edge = tx.edge_by_pk(pk)
+        assert tx.edge_by_id(ident) == edge
+        assert tx.edge_by_pk(pk + 100) is None
+        assert tx.edge_by_id(new_ulid()) is None
+    assert edge == Edge(pk, ident, src_id, dst_id, "knows", B, {"since": 1999, "w": 0.5}, T0 - 10, None, T0, src, dst)
+
+
+def test_insert_edge_keeps_a_free_pk(store: Store) -> None:
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        first = add_edge(tx, one, two)
+        chosen = tx.insert_edge(new_ulid(), one, two, "t", A, {}, T0, T0, pk=first + 40)
+        later = add_edge(tx, two, one)
+    assert chosen == first + 40
+    assert later > chosen
+
+
+def test_close_edge_ends_validity_and_keeps_the_edge(store: Store) -> None:
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        pk = add_edge(tx, one, two, valid_from=T0)
+        tx.close_edge(pk, T0 + 100)
+    with store.read() as tx:
+        edge = tx.edge_by_pk(pk)
+        assert edge is not None and edge.valid_to == T0 + 100
+        assert edge.is_valid_at(T0) and not edge.is_valid_at(T0 + 100)
+        assert [e.pk for e in tx.edges_of([one], "out", valid_at=T0 + 99)] == [pk]
+        assert tx.edges_of([one], "out", valid_at=T0 + 100) == []  # valid_to is exclusive
+        assert tx.edges_of([one], "out", valid_at=T0 - 1) == []  # valid_from is inclusive
+        assert [e.pk for e in tx.edges_of([one], "out", valid_at=T0)] == [pk]
+
+
+def test_delete_edge_removes_it(store: Store) -> None:
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        pk = add_edge(tx, one, two)
+        tx.delete_edge(pk)
+        tx.delete_edge(pk + 100)  # missing: nothing happens
+        tx.close_edge(pk + 100, T0)
+        tx.set_edge_extra(pk + 100, {"a": 1})
+    with store.read() as tx:
+        assert tx.edge_by_pk(pk) is None
+        assert tx.edges_of([one, two], "both") == []
+        assert tx.labels_of([one, two]).keys() == {one, two}
+
+
+def test_find_edges_oldest_first_and_open_only(store: Store) -> None:
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        closed = add_edge(tx, one, two, "likes")
+        tx.close_edge(closed, T0 + 1)
+        open_ = add_edge(tx, one, two, "likes")
+        add_edge(tx, two, one, "likes")
+        add_edge(tx, one, two, "hates")
+    with store.read() as tx:
+        assert [e.pk for e in tx.find_edges(one, two, "likes")] == [closed, open_]
+        assert [e.pk for e in tx.find_edges(one, two, "likes", open_only=True)] == [open_]
+        assert tx.find_edges(two, one, "hates") == []
+
+
+def test_edges_of_by_direction_oldest_first_each_once(store: Store) -> None:
+    with store.write() as tx:
+        one, two, three = add_node(tx), add_node(tx), add_node(tx)
+        a = add_edge(tx, one, two)
+        b = add_edge(tx, three, one)
+        c = add_edge(tx, two, three)
+        loop = add_edge(tx, one, one)
+    with store.read() as tx:
+        assert [e.pk for e in tx.edges_of([one], "out")] == [a, loop]
+        assert [e.pk for e in tx.edges_of([one], "in")] == [b, loop]
+        assert [e.pk for e in tx.edges_of([one], "both")] == [a, b, loop]
+        assert [e.pk for e in tx.edges_of([one, two], "both")] == [a, b, c, loop]
+        assert tx.edges_of([], "both") == []
+
+
+def test_edges_of_filters_by_type(store: Store) -> None:
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        likes = add_edge(tx, one, two, "likes")
+        add_edge(tx, one, two, "hates")
+        knows = add_edge(tx, two, one, "knows")
+    with store.read() as tx:
+        assert [e.pk for e in tx.edges_of([one], "both", edge_types=["likes", "knows"])] == [likes, knows]
+
+
+def test_an_edge_is_visible_only_when_it_and_both_ends_are_readable(store: Store) -> None:
+    with store.write() as tx:
+        in_a, in_b, in_c = add_node(tx), add_node(tx, scope=B), add_node(tx, scope=C)
+        same = add_edge(tx, in_a, in_a, "x")
+        to_b = add_edge(tx, in_a, in_b, "x")
+        edge_in_c = add_edge(tx, in_a, in_a, "x", scope=C)
+        from_c = add_edge(tx, in_c, in_a, "x")
+    with store.read() as tx:
+        assert [e.pk for e in tx.edges_of([in_a], "both", scopes=[A])] == [same]
+        assert [e.pk for e in tx.edges_of([in_a], "both", scopes=[A, B])] == [same, to_b]
+        assert [e.pk for e in tx.edges_of([in_a], "both", scopes=[A, B, C])] == [same, to_b, edge_in_c, from_c]
+        assert [e.pk for e in tx.edges_of([in_a], "both")] == [same, to_b, edge_in_c, from_c]
+        assert [e.pk for e in tx.edges_of_types(["x"], [A], valid_at=None, limit=10)] == [same]
+        assert [e.pk for e in tx.edges_of_types(None, [A, C], valid_at=None, limit=10)] == [from_c, edge_in_c, same]
+
+
+def test_edges_among_both_ends_oldest_first(store: Store) -> None:
+    with store.write() as tx:
+        one, two, three = add_node(tx), add_node(tx), add_node(tx, scope=C)
+        a = add_edge(tx, two, one)
+        out = add_edge(tx, one, three)
+        b = add_edge(tx, one, two)
+        closed = add_edge(tx, two, one, "old")
+        tx.close_edge(closed, T0 + 5)
+    with store.read() as tx:
+        assert [e.pk for e in tx.edges_among([one, two])] == [a, b, closed]
+        assert [e.pk for e in tx.edges_among([one, two], valid_at=T0 + 5)] == [a, b]
+        assert [e.pk for e in tx.edges_among([one, two, three])] == [a, out, b, closed]
+
+
+def test_edges_of_types_newest_first_valid_and_limited(store: Store) -> None:
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        first = add_edge(tx, one, two, "x", valid_from=T0)
+        second = add_edge(tx, one, two, "y", valid_from=T0)
+        third = add_edge(tx, one, two, "x", valid_from=T0 + 50)
+        closed = add_edge(tx, one, two, "x", valid_from=T0)
+        tx.close_edge(closed, T0 + 10)
+    with store.read() as tx:
+        assert [e.pk for e in tx.edges_of_types(["x"], [A], valid_at=None, limit=10)] == [closed, third, first]
+        assert [e.pk for e in tx.edges_of_types(["x"], [A], valid_at=T0 + 20, limit=10)] == [first]
+        assert [e.pk for e in tx.edges_of_types(["x", "y"], [A], valid_at=T0 + 60, limit=10)] == [
+            third,
+            second,
+            first,
+        ]
+        assert [e.pk for e in tx.edges_of_types(None, [A], valid_at=None, limit=2)] == [closed, third]
+        assert tx.edges_of_types(["z"], [A], valid_at=None, limit=10) == []

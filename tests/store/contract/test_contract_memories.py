@@ -1,0 +1,238 @@
+"""MemoryReads and MemoryWrites: memory rows, tags, counters and the turn a turn follows."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemodb.model.records import Memory
+from mnemodb.store.base import Store, TimeRange
+from store.contract.rows import T0, A, B, C, add_entity, add_memory, add_node, digest
+
+
+def test_a_memory_reads_back_with_every_field(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(
+            tx,
+            "the kettle is broken",
+            at=T0 + 5,
+            tags=["kitchen", "appliance"],
+            summary="kettle",
+            importance=7,
+            memory_type="fact",
+            props={"room": "kitchen", "floor": 1},
+        )
+    with store.read() as tx:
+        memory = tx.memory_by_pk(pk)
+    assert memory is not None
+    assert memory.pk == pk
+    assert memory.scope == A
+    assert memory.content == "the kettle is broken"
+    assert memory.hash == digest("the kettle is broken")
+    assert memory.tags == ("appliance", "kitchen")  # sorted
+    assert (memory.summary, memory.importance, memory.memory_type) == ("kettle", 7, "fact")
+    assert dict(memory.props) == {"room": "kitchen", "floor": 1}
+    assert (memory.created_at, memory.updated_at) == (T0 + 5, T0 + 5)
+    assert (memory.access_count, memory.last_accessed_at) == (0, None)
+
+
+def test_missing_or_other_nodes_are_no_memories(store: Store) -> None:
+    with store.write() as tx:
+        memory = add_memory(tx, "one")
+        entity = add_entity(tx, "Ada")
+    with store.read() as tx:
+        assert tx.memory_by_pk(memory + entity + 100) is None
+        assert tx.memory_by_pk(entity) is None
+        found = tx.memories_by_pk([memory, entity, memory + entity + 100])
+    assert list(found) == [memory]
+    assert isinstance(found[memory], Memory)
+
+
+def test_memory_by_hash_is_the_oldest_in_the_scopes(store: Store) -> None:
+    with store.write() as tx:
+        first = add_memory(tx, "same words", scope=B)
+        second = add_memory(tx, "same words", scope=A)
+        add_memory(tx, "same words", scope=C)
+    with store.read() as tx:
+        found = tx.memory_by_hash([A, B], digest("same words"))
+        only_a = tx.memory_by_hash([A], digest("same words"))
+        assert tx.memory_by_hash([A, B], digest("other words")) is None
+        assert tx.memory_by_hash([], digest("same words")) is None
+    assert found is not None and found.pk == first
+    assert only_a is not None and only_a.pk == second
+
+
+def test_memory_pk_is_exactly_one_scope(store: Store) -> None:
+    with store.write() as tx:
+        in_a = add_memory(tx, "held in a")
+    with store.read() as tx:
+        assert tx.memory_pk(A, digest("held in a")) == in_a
+        assert tx.memory_pk(B, digest("held in a")) is None
+        assert tx.memory_pk(A, digest("never stored")) is None
+
+
+def test_latest_memory_is_the_newest_before_a_pk_since_a_time(store: Store) -> None:
+    with store.write() as tx:
+        old = add_memory(tx, "turn one", at=T0)
+        middle = add_memory(tx, "turn two", at=T0 + 10)
+        add_memory(tx, "elsewhere", scope=B, at=T0 + 20)
+        last = add_memory(tx, "turn three", at=T0 + 30)
+    with store.read() as tx:
+        assert tx.latest_memory(A, last + 100, T0) == last
+        assert tx.latest_memory(A, last, T0) == middle
+        assert tx.latest_memory(A, middle, T0) == old
+        assert tx.latest_memory(A, last, T0 + 11) is None  # too old
+        assert tx.latest_memory(A, old, T0) is None
+        assert tx.latest_memory(C, last + 100, T0) is None
+
+
+def test_update_memory_sets_only_the_fields_given(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "draft", summary="s", importance=2, memory_type="plan")
+        tx.update_memory(pk, {"content": "final", "hash": digest("final"), "importance": 9})
+    with store.read() as tx:
+        memory = tx.memory_by_pk(pk)
+        assert tx.memory_pk(A, digest("final")) == pk
+        assert tx.memory_pk(A, digest("draft")) is None
+    assert memory is not None
+    assert (memory.content, memory.hash, memory.importance) == ("final", digest("final"), 9)
+    assert (memory.summary, memory.memory_type) == ("s", "plan")
+
+
+def test_update_memory_can_clear_the_summary(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "with summary", summary="short")
+        tx.update_memory(pk, {"summary": None, "memory_type": "lesson"})
+    with store.read() as tx:
+        memory = tx.memory_by_pk(pk)
+    assert memory is not None and (memory.summary, memory.memory_type) == (None, "lesson")
+
+
+def test_update_memory_refuses_other_field_names(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "text")
+        with pytest.raises(ValueError):
+            tx.update_memory(pk, {"scope": B})
+        with pytest.raises(ValueError):
+            tx.update_memory(pk, {"content": "x", "tags": ["a"]})
+        memory = tx.memory_by_pk(pk)
+    assert memory is not None and memory.content == "text" and memory.scope == A
+
+
+def test_add_tags_returns_those_added_in_the_order_given(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "tagged", tags=["b"])
+        added = tx.add_tags(pk, ["z", "b", "a", "z"])
+        memory = tx.memory_by_pk(pk)
+    assert added == ["z", "a"]
+    assert memory is not None and memory.tags == ("a", "b", "z")
+
+
+def test_replace_tags_makes_them_exactly_the_given_ones(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "tagged", tags=["old", "kept"])
+        tx.replace_tags(pk, ["kept", "new"])
+        replaced = tx.memory_by_pk(pk)
+        tx.replace_tags(pk, [])
+        cleared = tx.memory_by_pk(pk)
+    assert replaced is not None and replaced.tags == ("kept", "new")
+    assert cleared is not None and cleared.tags == ()
+
+
+def test_count_memories_follows_inserts_and_deletes_per_scope(store: Store) -> None:
+    with store.read() as tx:
+        assert tx.count_memories([A, B]) == 0
+        assert tx.memories_per_scope() == {}
+    with store.write() as tx:
+        first = add_memory(tx, "a1")
+        add_memory(tx, "a2")
+        add_memory(tx, "b1", scope=B)
+        add_node(tx, "Thing")
+        add_entity(tx, "Not a memory")
+    with store.read() as tx:
+        assert tx.count_memories([A]) == 2
+        assert tx.count_memories([A, B]) == 3
+        assert tx.count_memories([C]) == 0
+        assert tx.memories_per_scope() == {A: 2, B: 1}
+    with store.write() as tx:
+        tx.delete_node(first)
+    with store.read() as tx:
+        assert tx.count_memories([A, B]) == 2
+        assert tx.memories_per_scope() == {A: 1, B: 1}
+    with store.write() as tx:
+        for pk in tx.node_pks_with_labels(["Memory"]):
+            tx.delete_node(pk)
+    with store.read() as tx:
+        assert tx.count_memories([A, B]) == 0
+        assert tx.memories_per_scope() == {}
+
+
+def test_memories_per_scope_is_by_scope(store: Store) -> None:
+    with store.write() as tx:
+        for scope in (C, B, A):
+            add_memory(tx, f"in {scope}", scope=scope)
+    with store.read() as tx:
+        assert list(tx.memories_per_scope()) == sorted([A, B, C])
+
+
+def test_count_tags_counts_distinct_tags_and_follows_changes(store: Store) -> None:
+    with store.write() as tx:
+        first = add_memory(tx, "one", tags=["x", "y"])
+        second = add_memory(tx, "two", tags=["y", "z"])
+        add_memory(tx, "three", scope=B, tags=["w", "x"])
+    with store.read() as tx:
+        assert tx.count_tags([A]) == 3
+        assert tx.count_tags([B]) == 2
+        assert tx.count_tags([A, B]) == 4
+        assert tx.count_tags([C]) == 0
+    with store.write() as tx:
+        tx.replace_tags(second, ["y"])  # z is gone
+        tx.delete_node(first)  # x stays in B only, y on second
+    with store.read() as tx:
+        assert tx.count_tags([A]) == 1
+        assert tx.count_tags([A, B]) == 3
+    with store.write() as tx:
+        tx.add_tags(second, ["fresh"])
+    with store.read() as tx:
+        assert tx.count_tags([A]) == 2
+
+
+def test_memory_time_range(store: Store) -> None:
+    with store.read() as tx:
+        assert tx.memory_time_range([A]) == TimeRange(None, None)
+    with store.write() as tx:
+        add_memory(tx, "mid", at=T0 + 50)
+        add_memory(tx, "early", at=T0 + 10)
+        add_memory(tx, "late", scope=B, at=T0 + 90)
+        add_entity(tx, "Not counted", at=T0 + 500)
+    with store.read() as tx:
+        in_a = tx.memory_time_range([A])
+        both = tx.memory_time_range([A, B])
+        assert tx.memory_time_range([C]) == TimeRange(None, None)
+    assert in_a == TimeRange(T0 + 10, T0 + 50)
+    assert (in_a.oldest, in_a.newest) == (T0 + 10, T0 + 50)
+    assert both == TimeRange(T0 + 10, T0 + 90)
+
+
+def test_deleting_a_memory_node_removes_the_memory_and_its_tags(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "doomed", tags=["gone"])
+        tx.delete_node(pk)
+    with store.read() as tx:
+        assert tx.memory_by_pk(pk) is None
+        assert tx.memory_pk(A, digest("doomed")) is None
+        assert tx.memories_with_tags(["gone"], [A], 10) == []
+        assert tx.count_tags([A]) == 0
+
+
+def test_writes_to_a_missing_memory_change_nothing(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "present", tags=["t"])
+        missing = pk + 1000
+        tx.update_memory(missing, {"content": "ghost", "hash": digest("ghost")})
+        assert tx.add_tags(missing, ["t", "u"]) == []
+        tx.replace_tags(missing, ["v"])
+    with store.read() as tx:
+        assert tx.memory_by_pk(missing) is None
+        assert tx.count_memories([A]) == 1
+        assert tx.count_tags([A]) == 1
+        assert tx.memories_with_tags(["u", "v"], [A], 10) == []

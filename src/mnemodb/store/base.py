@@ -18,8 +18,10 @@ Rules every method follows unless its docstring says otherwise:
 - **Missing keys.** Batch lookups (`..._by_pk`, `labels_of`, ...) leave out the keys that
   do not exist; single lookups return None for them. A write given a pk that does not
   exist changes nothing.
-- **Order.** "Oldest first" is creation order, which is pk order. "Best first" is
-  descending score, ties in ascending pk.
+- **Order.** "Oldest first" is pk order, which is creation order for everything written
+  live; "newest first" is descending pk unless a method says it goes by creation time (an
+  import may load rows whose times are not in pk order). "Best first" is descending
+  score, ties in ascending pk.
 - **Text.** Any Unicode string the data model accepts (`model.rules.check_text`) is
   stored and read back unchanged, U+0000 included: a backend whose text type cannot hold
   it (PostgreSQL) escapes it reversibly inside the store. Lone surrogates never reach the
@@ -508,11 +510,13 @@ class ItemReads(Protocol):
     A filter's edge conditions count only edges visible to `scopes` and valid at `at`."""
 
     def list_memories(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
-        """Memories meeting `where`, newest first, a page of them."""
+        """Memories meeting `where`, newest by creation time first (ties: higher pk first),
+        a page of them."""
         ...
 
     def list_entities(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
-        """Entities names mean meeting `where`, newest first, a page of them."""
+        """Entities names mean meeting `where`, newest by creation time first (ties: higher pk
+        first), a page of them."""
         ...
 
     def admitted(self, pks: Sequence[int], kind: str, where: ItemFilter, at: int, scopes: ScopeSet) -> set[int]:
@@ -630,7 +634,8 @@ class ReadTx(
     TransferReads,
     Protocol,
 ):
-    """A consistent snapshot of the store: every read sees the same committed state."""
+    """A consistent snapshot of the store: every read in it sees the same committed state,
+    taken no later than its first read. A thread holds one read transaction at a time."""
 
 
 # -- writes, by role -----------------------------------------------------------------------

@@ -32,8 +32,8 @@ import anyio
 import mcp_types as types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
-from mcp.client._memory import InMemoryTransport
 from mcp.server.lowlevel import Server
+from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
 from mnemodb.cli import main as cli
@@ -171,10 +171,34 @@ async def client(
             yield connected
 
 
+@asynccontextmanager
+async def memory_streams(server: Server[Any]) -> AsyncIterator[tuple[Any, Any]]:
+    """The client's ends (read, write) of in-memory streams `server` runs over, as `serve`
+    runs it over stdio; closing them ends the server's run (as stdin closing does)."""
+    async with create_client_server_memory_streams() as (client_ends, (read, write)):
+        stopped = anyio.Event()
+
+        async def run() -> None:
+            try:
+                await server.run(read, write, server.create_initialization_options())
+            finally:
+                stopped.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run)
+            try:
+                yield client_ends
+            finally:
+                await client_ends[1].aclose()
+                with anyio.move_on_after(REPLY_TIMEOUT_S):
+                    await stopped.wait()
+                tasks.cancel_scope.cancel()
+
+
 class Wire:
     """A raw JSON-RPC peer of an in-process server: the messages a stdio client would write
-    and read, as dicts, through the SDK's in-memory transport (the stream loop `serve`
-    runs, without the stdio transport's own checks in front of it)."""
+    and read, as dicts, over the SDK's in-memory streams (the stream loop `serve` runs,
+    without the stdio transport's own checks in front of it)."""
 
     def __init__(self, portal: BlockingPortal, read: Any, write: Any, served: Served) -> None:
         self.portal = portal
@@ -196,7 +220,7 @@ class Wire:
         with (
             serving(db, profile, *flags, env=env, cwd=cwd) as done,
             start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(InMemoryTransport(done.server)) as (read, write),
+            portal.wrap_async_context_manager(memory_streams(done.server)) as (read, write),
         ):
             yield cls(portal, read, write, done)
 

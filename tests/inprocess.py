@@ -4,7 +4,7 @@ A test (or module) that serves this way is marked `pytest.mark.inprocess`; tests
 marks the other server tests `e2e`, and `scripts/test --fast` runs all but those.
 
 A tool's behaviour does not depend on the transport, and starting a process per test
-costs about a second. These helpers build the same server object `serve` would (the
+costs about a second. The functions here build the same server object `serve` would (the
 command line parsed by the CLI's own parser, the database opened with the same options,
 the same profile and the same `build_server`) over a real SQLite file, and connect
 either

@@ -1,4 +1,8 @@
-"""Shared fixtures: real SQLite files, and real `mnemodb serve` processes over stdio."""
+"""Shared fixtures: real SQLite files, and real `mnemodb serve` processes over stdio.
+
+Markers: a server test that runs its server in this process is marked `inprocess`
+(`inprocess.inprocess`); every other test under tests/server starts server processes
+and is marked `e2e` here. `scripts/test --fast` leaves the `e2e` ones out."""
 
 from __future__ import annotations
 
@@ -11,6 +15,19 @@ from mnemodb.engine import Engine
 from mnemodb.search.embedders import LocalEmbedder, local_available
 from stores import store_location
 from support import RawServer, serve_command
+
+SERVER_TESTS = Path(__file__).parent / "server"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "inprocess: serves in the tests' own process, over in-memory streams")
+    config.addinivalue_line("markers", "e2e: starts real server processes (stdio or HTTP)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(SERVER_TESTS) and item.get_closest_marker("inprocess") is None:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
+from inprocess import serving
+from mnemodb.model.times import epoch_ms
 from support import PROFILE_TOOLS, server_env
 
 T = TypeVar("T")
@@ -52,7 +54,7 @@ def native_command(db: Path | str, *flags: str, profile: str | None = "native") 
 
 def ms(text: str) -> int:
     """Milliseconds since 1970 of one of the server's ISO 8601 UTC times."""
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+    return epoch_ms(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
 def iso(value: int) -> str:
@@ -79,13 +81,18 @@ def text_of(result: CallToolResult) -> str:
 
 
 class Native:
-    """One `mnemodb serve` process with the native profile, driven by the SDK's client."""
+    """One `mnemodb serve` process with the native profile, driven by the SDK's client; or
+    the same server in this process (`in_process`)."""
 
-    def __init__(self, portal: BlockingPortal, client: Client, errlog: Path | None) -> None:
+    def __init__(
+        self, portal: BlockingPortal, client: Client, errlog: Path | None, logged: Callable[[], str] | None = None
+    ) -> None:
         self.portal = portal
         self.client = client
         self.errlog = errlog
         """Where the server's stderr goes; None for a server this client did not start."""
+        self.logged = logged
+        """For an in-process server: what it logged at the level a process would write to stderr."""
 
     @classmethod
     @contextmanager
@@ -110,6 +117,24 @@ class Native:
 
     @classmethod
     @contextmanager
+    def in_process(
+        cls,
+        db: Path,
+        *flags: str,
+        profile: str | None = "native",
+        env: Mapping[str, str] | None = None,
+    ) -> Iterator[Native]:
+        """The server `start` would run, built in this process and spoken to by the same client
+        over the SDK's in-memory streams."""
+        with (
+            serving(db, profile, *flags, env={"MNEMODB_LOG_LEVEL": "error", **(env or {})}) as done,
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(Client(done.server, mode="legacy")) as client,
+        ):
+            yield cls(portal, client, None, lambda: done.stderr)
+
+    @classmethod
+    @contextmanager
     def connect(cls, url: str, mode: str = "legacy", *, token: str | None = None) -> Iterator[Native]:
         """A client of a server already running at `url` (Streamable HTTP); `mode` is "legacy"
         (the initialize handshake) or a modern protocol version; `token` is sent as a bearer."""
@@ -124,6 +149,8 @@ class Native:
 
     @property
     def stderr(self) -> str:
+        if self.logged is not None:
+            return self.logged()
         assert self.errlog is not None, "this client did not start its server"
         return self.errlog.read_text()
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from inprocess import Wire, wire
 from support import PROFILE_TOOLS, RawServer, serve_command
 
 SCOPE_A = "01HV7N8Q3Y2J6W5X4Z9A0B1C2D"
@@ -79,9 +81,10 @@ def is_ulid(value: Any) -> bool:
 
 
 class Topo:
-    """One `mnemodb serve --profile topodb` process."""
+    """One `mnemodb serve --profile topodb` process (`start`), or the same server in this
+    process (`in_process`), spoken to in raw JSON-RPC."""
 
-    def __init__(self, server: RawServer) -> None:
+    def __init__(self, server: RawServer | Wire) -> None:
         self.server = server
 
     @classmethod
@@ -90,14 +93,25 @@ class Topo:
         server.initialize()
         return cls(server)
 
+    @classmethod
+    @contextmanager
+    def in_process(cls, db: Path | str, *flags: str, env: Mapping[str, str] | None = None) -> Iterator[Topo]:
+        with wire(db, "topodb", *flags, env=env) as peer:
+            yield cls(peer)
+
+    @property
+    def process(self) -> RawServer:
+        assert isinstance(self.server, RawServer), "this server runs in the tests' own process"
+        return self.server
+
     def close(self) -> int:
-        return self.server.close()
+        return self.process.close()
 
     def __enter__(self) -> Topo:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.server.proc.poll() is None:
+        if isinstance(self.server, RawServer) and self.server.proc.poll() is None:
             self.close()
 
     # -- calls -------------------------------------------------------------------------------

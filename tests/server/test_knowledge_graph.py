@@ -1,4 +1,4 @@
-"""End-to-end behaviour of the knowledge-graph profile's 16 tools, spoken to over stdio.
+"""Behaviour of the knowledge-graph profile's 16 tools, spoken to in JSON-RPC.
 
 The checklist is what the two upstream servers' own suites cover (server-memory's
 create, add, delete, read, open and persistence cases; better-memory's neighbours,
@@ -7,24 +7,29 @@ stored once, relations to missing entities refused, no lost writes between proce
 and what mnemodb adds (read_graph paging, the resource, a time limit on patterns).
 Search and its query language are in test_knowledge_graph_search.py.
 
-Most tests share one server (spawning costs about half a second) and start from an
-empty graph; tests about restarts, several processes or a possibly stuck pattern start
-their own.
+The servers are the ones `mnemodb serve` builds, run in this process over the SDK's
+in-memory streams. Most tests share one server and start from an empty graph; tests
+about restarts or a possibly stuck pattern start their own. Two processes writing one
+file are real `mnemodb serve` processes over stdio.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from mcp import Client
 from mcp_types import TextContent, TextResourceContents
 
-from support import PROFILE_TOOLS, RawServer, serve_command, serve_params
+import inprocess
+from inprocess import Wire
+from support import PROFILE_TOOLS, RawServer, serve_command
+
+pytestmark = pytest.mark.inprocess
 
 PROFILE = "knowledge-graph"
 INVALID_PREFIX = "MCP error -32602: Input validation error: Invalid arguments for tool "
@@ -114,7 +119,7 @@ class Graph:
     their message, and the list tools' the bare list) and the structured content
     satisfies the tool's output schema."""
 
-    def __init__(self, server: RawServer, output_schemas: dict[str, Any]) -> None:
+    def __init__(self, server: RawServer | Wire, output_schemas: dict[str, Any]) -> None:
         self.server = server
         self.output_schemas = output_schemas
 
@@ -179,13 +184,18 @@ def start(db: Path) -> tuple[RawServer, dict[str, Any]]:
     return server, {t["name"]: t["outputSchema"] for t in tools}
 
 
+@contextmanager
+def in_process(db: Path) -> Iterator[Graph]:
+    """The server `mnemodb serve` builds for `db`, in this process."""
+    with inprocess.wire(db, PROFILE, env=NO_MEMORY_FILE, cwd=db.parent) as server:
+        tools = server.request("tools/list")["result"]["tools"]
+        yield Graph(server, {t["name"]: t["outputSchema"] for t in tools})
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
-    server, schemas = start(tmp_path_factory.mktemp("knowledge-graph") / "memory.db")
-    try:
-        yield Graph(server, schemas)
-    finally:
-        server.close()
+    with in_process(tmp_path_factory.mktemp("knowledge-graph") / "memory.db") as graph:
+        yield graph
 
 
 @pytest.fixture
@@ -201,12 +211,8 @@ def kg(shared: Graph) -> Graph:
 @pytest.fixture
 def own(tmp_path: Path) -> Iterator[Graph]:
     """A server of its own, on a fresh file."""
-    server, schemas = start(tmp_path / "own.db")
-    try:
-        yield Graph(server, schemas)
-    finally:
-        if server.proc.poll() is None:
-            server.close()
+    with in_process(tmp_path / "own.db") as graph:
+        yield graph
 
 
 # -- tools/list and the resource ---------------------------------------------------------------------
@@ -214,9 +220,7 @@ def own(tmp_path: Path) -> Iterator[Graph]:
 
 @pytest.mark.anyio
 async def test_tools_listed_with_schemas_annotations_and_output_schemas(tmp_path: Path) -> None:
-    async with Client(
-        serve_params(tmp_path / "m.db", PROFILE, env=NO_MEMORY_FILE, cwd=tmp_path), mode="legacy"
-    ) as client:
+    async with inprocess.client(tmp_path / "m.db", PROFILE, env=NO_MEMORY_FILE, cwd=tmp_path) as client:
         assert client.server_info is not None
         assert client.server_info.name == "memory-server"
         tools = (await client.list_tools()).tools
@@ -257,9 +261,7 @@ async def test_tools_listed_with_schemas_annotations_and_output_schemas(tmp_path
 
 @pytest.mark.anyio
 async def test_knowledge_graph_resource(tmp_path: Path) -> None:
-    async with Client(
-        serve_params(tmp_path / "m.db", PROFILE, env=NO_MEMORY_FILE, cwd=tmp_path), mode="legacy"
-    ) as client:
+    async with inprocess.client(tmp_path / "m.db", PROFILE, env=NO_MEMORY_FILE, cwd=tmp_path) as client:
         [listed] = (await client.list_resources()).resources
         empty = await client.read_resource("memory://knowledge-graph")
         await client.call_tool(
@@ -519,20 +521,13 @@ def test_open_nodes_returns_the_named_entities_and_the_relations_among_them(kg: 
 
 def test_the_graph_survives_a_restart(tmp_path: Path) -> None:
     db = tmp_path / "persist.db"
-    server, schemas = start(db)
-    try:
-        first = Graph(server, schemas)
+    with in_process(db) as first:
         first.create(ent("Alice", "person", "likes tea"), ent("Acme", "company"))
         first.relate(("Alice", "Acme", "works_at"))
         first.ok("add_observations", {"observations": [{"entityName": "Acme", "contents": ["makes anvils"]}]})
         before = first.graph()
-    finally:
-        server.close()
-    server, schemas = start(db)
-    try:
-        after = Graph(server, schemas).graph()
-    finally:
-        server.close()
+    with in_process(db) as second:
+        after = second.graph()
 
     assert (
         after
@@ -954,6 +949,7 @@ def interleaved(
 WRITERS = 30
 
 
+@pytest.mark.e2e
 def test_two_servers_on_one_file_lose_no_writes(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     first = spawn(db)

@@ -1,5 +1,5 @@
-"""The knowledge-graph profile's search over stdio: search_nodes' query language and
-scores, and search_observations.
+"""The knowledge-graph profile's search: search_nodes' query language and scores, and
+search_observations, in JSON-RPC to the server `mnemodb serve` builds, in this process.
 
 The cases follow the upstream suites' checklist (OR, +required, -excluded, "phrases",
 field prefixes, fuzzy typos, scores, limit, neighbours; single observations with their
@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
-from support import RawServer, serve_command
+import inprocess
+from inprocess import Wire
+
+pytestmark = pytest.mark.inprocess
 
 
 def ent(name: str, entity_type: str, *observations: str) -> dict[str, Any]:
@@ -69,7 +72,7 @@ def compact(value: Any) -> str:
 
 
 class Searcher:
-    def __init__(self, server: RawServer) -> None:
+    def __init__(self, server: Wire) -> None:
         self.server = server
 
     def ok(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -103,17 +106,13 @@ class Searcher:
 def search(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Searcher]:
     home = tmp_path_factory.mktemp("search")
     # Run where no server-memory file can be picked up, with no file named in the environment.
-    server = RawServer(serve_command(home / "memory.db", "knowledge-graph"), env={"MEMORY_FILE_PATH": ""}, cwd=home)
-    server.initialize()
-    try:
+    with inprocess.wire(home / "memory.db", "knowledge-graph", env={"MEMORY_FILE_PATH": ""}, cwd=home) as server:
         for tool, arguments in (
             ("create_entities", {"entities": ENTITIES}),
             ("create_relations", {"relations": RELATIONS}),
         ):
             assert server.call(tool, arguments)["isError"] is False
         yield Searcher(server)
-    finally:
-        server.close()
 
 
 def triples(relations: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:

@@ -1,4 +1,5 @@
-"""End-to-end behaviour of the memdb profile's 12 tools, spoken to over stdio.
+"""Behaviour of the memdb profile's 12 tools, spoken to by the SDK's client (or in raw
+JSON-RPC) over in-memory streams, to the server `mnemodb serve` builds, in this process.
 
 A client written for memdb must not notice the difference: tool names and schemas,
 the `{ok, result}` / `{ok: false, error}` envelopes (structured and as compact JSON
@@ -19,7 +20,11 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from support import PROFILE_TOOLS, RawServer, serve_command, serve_params
+import inprocess
+from inprocess import Wire
+from support import PROFILE_TOOLS
+
+pytestmark = pytest.mark.inprocess
 
 TOOL_NAMES = PROFILE_TOOLS["memdb"]
 MEMORY_KEYS = ["id", "content", "tags", "importance", "memory_type", "created_at", "accessed_at", "hash"]
@@ -222,7 +227,7 @@ PROPERTIES: dict[str, dict[str, Any]] = {
 
 @pytest.mark.anyio
 async def test_tools_and_resources_listed_as_memdb(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         assert client.server_info is not None
         assert client.server_info.name == "memdb"
         tools = (await client.list_tools()).tools
@@ -261,7 +266,7 @@ async def test_tools_and_resources_listed_as_memdb(db_path: Path) -> None:
 @pytest.mark.anyio
 async def test_store_and_get_shapes(db_path: Path) -> None:
     content = "  Café notes: the build uses ruff ☕  "
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         before = now_to_second()
         result = await client.call_tool(
             "store_memory",
@@ -304,7 +309,7 @@ async def test_store_and_get_shapes(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_restore_is_idempotent_and_merges_tags(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         first = await store(client, "deploys run on fridays", ["ops", "Deploy"], importance=2, memory_type="plan")
         again = await store(client, "deploys run on fridays", ["Calendar", "ops"], importance=9, memory_type="error")
         memory = await get(client, first["hash"])
@@ -318,7 +323,7 @@ async def test_restore_is_idempotent_and_merges_tags(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_delete_memory(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         doomed = await store(client, "temporary note", ["tmp"])
         kept = await store(client, "permanent note", ["keep"])
         await relate(client, kept["hash"], doomed["hash"], "related_to")
@@ -339,7 +344,7 @@ async def test_delete_memory(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_delete_memories_partial_results(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         one = await store(client, "one", ["n"])
         two = await store(client, "two", ["n"])
         hashes = [one["hash"].upper(), MISSING.upper(), two["hash"], one["hash"]]
@@ -374,7 +379,7 @@ async def test_store_memories_partial_success_and_in_batch_duplicates(db_path: P
         {"content": "alpha memory", "tags": ["letters"]},
         {"content": "beta memory", "tags": ["greek"]},
     ]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         result = ok(await client.call_tool("store_memories", {"items": items}))
         alpha = await get(client, sha("alpha memory"))
         search = ok(await client.call_tool("search_memories", {"query": "broken"}))
@@ -405,7 +410,7 @@ async def test_store_memories_partial_success_and_in_batch_duplicates(db_path: P
 
 @pytest.mark.anyio
 async def test_update_memory_keeps_identity_and_relationships(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         target = await store(client, "the API uses REST", ["api", "design"], importance=6, memory_type="decision")
         other = await store(client, "clients are generated", ["codegen"])
         link = await relate(client, target["hash"], other["hash"], "depends_on")
@@ -437,7 +442,7 @@ async def test_update_memory_keeps_identity_and_relationships(db_path: Path) -> 
 
 @pytest.mark.anyio
 async def test_update_memory_tags_same_content_and_errors(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         memory = await store(client, "tagged note", ["old", "stale"])
         await store(client, "second text", ["b"])
         digest = memory["hash"]
@@ -471,7 +476,7 @@ async def test_update_memory_tags_same_content_and_errors(db_path: Path) -> None
 
 @pytest.mark.anyio
 async def test_create_relationship(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         a = await store(client, "node a", ["g"])
         b = await store(client, "node b", ["g"])
         created = ok(
@@ -528,7 +533,7 @@ async def test_create_relationship(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_get_relationships_order_and_direction(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         a, b, c = [(await store(client, f"memory {name}", ["g"]))["hash"] for name in ("a", "b", "c")]
         # Created in an order that differs from the listing order.
         plan = [(a, b, "zeta"), (c, a, "alpha"), (a, c, "alpha"), (b, a, "Beta"), (a, b, "alpha"), (b, c, "alpha")]
@@ -565,7 +570,7 @@ async def test_get_relationships_order_and_direction(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_delete_relationship(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         a = (await store(client, "from here", ["g"]))["hash"]
         b = (await store(client, "to there", ["g"]))["hash"]
         await relate(client, a, b, "leads_to")
@@ -590,7 +595,7 @@ async def test_delete_relationship(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_search_shapes_tags_and_trimming(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         text_hit = await store(client, "Zebras sleep standing up", ["animals"], importance=4, memory_type="fact")
         tag_hit = await store(client, "Notes from the safari trip", ["Giraffe"])
         await store(client, "Unrelated memory about tea", ["drinks"])
@@ -619,7 +624,7 @@ async def test_search_shapes_tags_and_trimming(db_path: Path) -> None:
 @pytest.mark.anyio
 async def test_search_and_recall_query_errors(db_path: Path) -> None:
     fifty = " ".join(f"word{i}" for i in range(50))
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         await store(client, "word1 is here", ["w"])
         assert len(ok(await client.call_tool("search_memories", {"query": fifty}))) == 1
         for tool, code in (("search_memories", "E_SEARCH_MEMORIES"), ("recall", "E_RECALL")):
@@ -635,7 +640,7 @@ async def test_query_terms_are_counted_as_memdb_counts_words(db_path: Path) -> N
     # "snake_case" are one word each, so these 40-word queries are within the limit.
     contractions = " ".join(["don't", "it's", "we're", "can't"] * 10)
     identifiers = " ".join(f"field_{i}" for i in range(40))
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         await store(client, "we can't ship it yet", ["release"])
         for tool in ("search_memories", "recall"):
             ok(await client.call_tool(tool, {"query": contractions}))
@@ -645,7 +650,7 @@ async def test_query_terms_are_counted_as_memdb_counts_words(db_path: Path) -> N
 @pytest.mark.anyio
 async def test_search_caps_at_100_and_recall_at_50(db_path: Path) -> None:
     items = [{"content": f"shared keyword entry {i}", "tags": ["bulk"], "importance": (i * 7) % 11} for i in range(105)]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         for start in range(0, len(items), 50):
             batch = ok(await client.call_tool("store_memories", {"items": items[start : start + 50]}))
             assert batch["failed"] == 0
@@ -674,7 +679,7 @@ async def test_search_caps_at_100_and_recall_at_50(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_recall_follows_relationships_by_depth(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         seed = (await store(client, "orchid greenhouse notes", ["plants"]))["hash"]
         bravo = (await store(client, "bravo fertiliser brand", ["supplies"]))["hash"]
         fox = (await store(client, "foxtrot lamp timer", ["supplies"]))["hash"]
@@ -743,7 +748,7 @@ async def test_recall_follows_relationships_by_depth(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_memory_stats(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         empty = ok(await client.call_tool("memory_stats", {}))
         no_arguments = ok(await client.call_tool("memory_stats"))
         before = now_to_second()
@@ -766,7 +771,7 @@ async def test_memory_stats(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_modern_protocol_era(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="auto") as client:
+    async with inprocess.client(db_path, mode="auto") as client:
         assert client.protocol_version >= "2026-07-28"
         assert [t.name for t in (await client.list_tools()).tools] == TOOL_NAMES
         stored = await store(client, "modern era memory", ["Era"])
@@ -793,7 +798,7 @@ async def test_modern_protocol_era(db_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_unknown_tool_and_validation_leave_no_trace(db_path: Path) -> None:
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         unknown = await client.call_tool("nope", {"content": "x"})
         missing = await client.call_tool("store_memory", {"content": "x"})
         stats = ok(await client.call_tool("memory_stats", {}))
@@ -821,13 +826,9 @@ async def test_unknown_tool_and_validation_leave_no_trace(db_path: Path) -> None
 
 
 @pytest.fixture(scope="module")
-def validating_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
-    server = RawServer(serve_command(tmp_path_factory.mktemp("validation") / "memory.db"))
-    server.initialize()
-    try:
+def validating_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
+    with inprocess.wire(tmp_path_factory.mktemp("validation") / "memory.db") as server:
         yield server
-    finally:
-        server.close()
 
 
 def missing(expected: str, *path: str | int) -> dict[str, Any]:
@@ -1087,7 +1088,7 @@ VALIDATION_CASES: list[tuple[str, str, Any, list[dict[str, Any]]]] = [
     [pytest.param(tool, arguments, issues, id=name) for name, tool, arguments, issues in VALIDATION_CASES],
 )
 def test_input_validation_text(
-    validating_server: RawServer, tool: str, arguments: Any, issues: list[dict[str, Any]]
+    validating_server: Wire, tool: str, arguments: Any, issues: list[dict[str, Any]]
 ) -> None:
     result = validating_server.call(tool, arguments)
     assert result["isError"] is True
@@ -1098,13 +1099,13 @@ def test_input_validation_text(
 @pytest.mark.anyio
 async def test_tag_whitespace_is_javascript_whitespace(db_path: Path) -> None:
     # U+001C is not whitespace to memdb's validator (it is to Python's), so the tag is kept.
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path, mode="legacy") as client:
         stored = await store(client, "separator tag", ["a\x1cb"])
         memory = await get(client, stored["hash"])
     assert memory["tags"] == ["a\x1cb"]
 
 
-def test_memory_stats_without_arguments(validating_server: RawServer) -> None:
+def test_memory_stats_without_arguments(validating_server: Wire) -> None:
     # memdb's SDK refused a call without `arguments`; mnemodb treats it as `{}`.
     result = validating_server.call("memory_stats")
     assert result["isError"] is False, result

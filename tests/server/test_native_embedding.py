@@ -1,6 +1,8 @@
-"""Search by meaning through the native profile, end to end: real `mnemodb serve` processes
-spoken to over stdio by the MCP SDK's client, embedding in the background with an HTTP
-stub endpoint the test runs (and once with the real local model)."""
+"""Search by meaning through the native profile, spoken to by the MCP SDK's client,
+embedding in the background with an HTTP stub endpoint the test runs (and once with the
+real local model). The shared server is the one `mnemodb serve` builds, run in this
+process; starting, failing endpoints, settings and the local model use real `mnemodb
+serve` processes over stdio."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def stub() -> Iterator[StubEndpoint]:
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory, stub: StubEndpoint) -> Iterator[Native]:
     db = tmp_path_factory.mktemp("native-embedding") / "memory.db"
-    with Native.start(db, env=http_env(stub.url)) as server:
+    with Native.in_process(db, env=http_env(stub.url)) as server:
         yield server
     assert "Traceback" not in server.stderr, server.stderr
 
@@ -66,12 +68,14 @@ def pets(srv: Native) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.inprocess
 def test_memories_are_embedded_in_the_background(srv: Native, stub: StubEndpoint, pets: dict[str, str]) -> None:
     assert embeddings(srv) == 3
     assert set(stub.texts()) >= {"We adopted a puppy named Rex", "My sister lives in Lisbon"}
     assert all(r.body["model"] == STUB_MODEL for r in stub.requests)
 
 
+@pytest.mark.inprocess
 def test_recall_finds_by_meaning_a_memory_sharing_no_word(srv: Native, pets: dict[str, str]) -> None:
     items = recall(srv, "hound", why=True)
     assert items[0]["id"] == pets["puppy"]
@@ -82,6 +86,7 @@ def test_recall_finds_by_meaning_a_memory_sharing_no_word(srv: Native, pets: dic
     assert items[0]["score"] == pytest.approx(why["vector"]["cosine"], abs=1e-3)
 
 
+@pytest.mark.inprocess
 def test_recall_why_shows_words_and_vector_when_both_match(srv: Native, pets: dict[str, str]) -> None:
     items = recall(srv, "puppy Lisbon", why=True)
     assert {i["id"] for i in items[:2]} == {pets["puppy"], pets["sister"]}
@@ -97,6 +102,7 @@ def test_recall_why_shows_words_and_vector_when_both_match(srv: Native, pets: di
     assert all("why" not in i for i in recall(srv, "puppy Lisbon"))
 
 
+@pytest.mark.inprocess
 def test_an_updated_memory_is_embedded_again(srv: Native, stub: StubEndpoint, pets: dict[str, str]) -> None:
     memory = srv.memory("The garden shed needs a new roof")
     wait_until(lambda: "The garden shed needs a new roof" in stub.texts(), WAIT_S, "the new memory embedded")

@@ -1,4 +1,4 @@
-"""The native profile's errors, end to end, and its scopes.
+"""The native profile's errors, and its scopes, over the SDK's client of an in-process server.
 
 Every refused call is a tool result with `isError`, one text naming the tool and the
 problem (the argument's path for invalid arguments), never a traceback; a refused
@@ -17,13 +17,15 @@ import pytest
 from native_support import SCOPE_A, SCOPE_B, SCOPE_C, TOOL_NAMES, Native, text_of
 from support import sha256
 
+pytestmark = pytest.mark.inprocess
+
 UNKNOWN_ULID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Native]:
     db = tmp_path_factory.mktemp("native-errors") / "memory.db"
-    with Native.start(db) as server:
+    with Native.in_process(db) as server:
         yield server
     assert "Traceback" not in server.stderr, server.stderr
 
@@ -478,7 +480,7 @@ def test_server_survives_and_logs_no_crash(srv: Native, seeded: dict[str, Any]) 
 @pytest.fixture(scope="module")
 def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Native]:
     db = tmp_path_factory.mktemp("native-scopes") / "memory.db"
-    with Native.start(db, "--scope", SCOPE_A, "--read-scopes", f"{SCOPE_A},shared") as server:
+    with Native.in_process(db, "--scope", SCOPE_A, "--read-scopes", f"{SCOPE_A},shared") as server:
         yield server
     assert "Traceback" not in server.stderr, server.stderr
 

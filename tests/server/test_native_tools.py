@@ -1,7 +1,8 @@
-"""The native profile's nine tools, resources, prompts and instructions, end to end.
+"""The native profile's nine tools, resources, prompts and instructions.
 
-One real `mnemodb serve` process per module, spoken to over stdio by the MCP SDK's
-client, which also checks every successful result against the tool's outputSchema.
+One server per module, built as `mnemodb serve` builds it but in this process, spoken to
+over the SDK's in-memory streams by the MCP SDK's client, which also checks every
+successful result against the tool's outputSchema.
 Tests share the server, so each one works on items with names, tags and types of its
 own (and the ones that count things, in a scope of their own).
 """
@@ -17,6 +18,7 @@ import jsonschema
 import pytest
 from mcp_types import TextContent, TextResourceContents
 
+from inprocess import Wire
 from mnemodb.model.ids import new_ulid
 from native_support import (
     INVALID_PARAMS,
@@ -25,12 +27,13 @@ from native_support import (
     Native,
     iso,
     ms,
-    native_command,
     now_ms,
     wait_past,
 )
-from support import RawServer, sha256
+from support import sha256
 from topodb_support import is_ulid
+
+pytestmark = pytest.mark.inprocess
 
 # Scopes of their own for the tests that count: nothing else writes there.
 AUDIT_SCOPE = "01HV7N8Q3Y2J6W5X4Z9A0B1C30"
@@ -55,7 +58,7 @@ HINTS = {
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Native]:
     db = tmp_path_factory.mktemp("native-tools") / "memory.db"
-    with Native.start(db) as server:
+    with Native.in_process(db) as server:
         yield server
     assert "Traceback" not in server.stderr, server.stderr
 
@@ -71,13 +74,10 @@ def texts(items: list[dict[str, Any]]) -> list[str]:
 def raw_surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """initialize and tools/list as JSON, from a server started without --profile."""
     db = tmp_path_factory.mktemp("native-default") / "memory.db"
-    server = RawServer(native_command(db, profile=None), env={"MNEMODB_LOG_LEVEL": "error"})
-    try:
+    with Wire.start(db, None) as server:
         init = server.initialize()["result"]
         tools = server.request("tools/list")["result"]["tools"]
         yield init, tools
-    finally:
-        server.close()
 
 
 def test_default_profile_is_native(raw_surface: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:

@@ -11,19 +11,26 @@ of it:
 So a memory is never an entity nor an entity a memory: neither profile's tools find,
 count, relate or delete the other's items. Every write from either profile goes into
 the one change log, in the order it was committed.
+
+The servers are the ones `mnemodb serve` builds, each on its own connection to the file,
+run in this process and spoken to in JSON-RPC over the SDK's in-memory streams.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import inprocess
+from inprocess import Wire
 from mnemodb.engine import Engine
-from support import RawServer, serve_command
+
+pytestmark = pytest.mark.inprocess
 
 
 def sha(text: str) -> str:
@@ -31,7 +38,7 @@ def sha(text: str) -> str:
 
 
 class Memdb:
-    def __init__(self, server: RawServer) -> None:
+    def __init__(self, server: Wire) -> None:
         self.server = server
 
     def ok(self, tool: str, arguments: dict[str, Any]) -> Any:
@@ -54,7 +61,7 @@ class Memdb:
 
 
 class KnowledgeGraph:
-    def __init__(self, server: RawServer) -> None:
+    def __init__(self, server: Wire) -> None:
         self.server = server
 
     def ok(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -70,11 +77,9 @@ class KnowledgeGraph:
         return sorted(e["name"] for e in self.ok("search_nodes", {"query": query})["entities"])
 
 
-def serve(db: Path, profile: str) -> RawServer:
+def serve(db: Path, profile: str) -> AbstractContextManager[Wire]:
     # Run where no server-memory file can be picked up, with no file named in the environment.
-    server = RawServer(serve_command(db, profile), env={"MEMORY_FILE_PATH": ""}, cwd=db.parent)
-    server.initialize()
-    return server
+    return inprocess.wire(db, profile, env={"MEMORY_FILE_PATH": ""}, cwd=db.parent)
 
 
 @pytest.fixture
@@ -83,15 +88,18 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def both(db: Path) -> Iterator[tuple[Memdb, KnowledgeGraph]]:
+def running() -> Iterator[ExitStack]:
+    """Stops the servers a test started, at its end or when the test closes it."""
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture
+def both(db: Path, running: ExitStack) -> tuple[Memdb, KnowledgeGraph]:
     """A memdb server and a knowledge-graph server, running at the same time on one file."""
-    memdb = serve(db, "memdb")
-    kg = serve(db, "knowledge-graph")
-    try:
-        yield Memdb(memdb), KnowledgeGraph(kg)
-    finally:
-        memdb.close()
-        kg.close()
+    memdb = running.enter_context(serve(db, "memdb"))
+    kg = running.enter_context(serve(db, "knowledge-graph"))
+    return Memdb(memdb), KnowledgeGraph(kg)
 
 
 TEA = "Alice drinks green tea every morning"
@@ -162,11 +170,12 @@ def test_deletes_stay_in_their_own_profile(both: tuple[Memdb, KnowledgeGraph]) -
     assert memdb.count() == 1
 
 
-def test_both_profiles_write_to_one_change_log(db: Path, both: tuple[Memdb, KnowledgeGraph]) -> None:
+def test_both_profiles_write_to_one_change_log(
+    db: Path, running: ExitStack, both: tuple[Memdb, KnowledgeGraph]
+) -> None:
     memdb, kg = both
     tea, rockets = write_both(memdb, kg)
-    memdb.server.close()
-    kg.server.close()
+    running.close()
 
     with Engine.open(str(db)) as engine:
         changes = engine.changes()
@@ -189,38 +198,30 @@ def test_both_profiles_write_to_one_change_log(db: Path, both: tuple[Memdb, Know
 
 
 def test_one_after_the_other(db: Path) -> None:
-    memdb = Memdb(serve(db, "memdb"))
-    try:
+    with serve(db, "memdb") as server:
+        memdb = Memdb(server)
         tea = memdb.store(TEA, "people")
         rockets = memdb.store(ROCKETS, "companies")
         memdb.ok("create_relationship", {"from_hash": tea, "to_hash": rockets, "relation_type": "related_to"})
-    finally:
-        memdb.server.close()
 
-    kg = KnowledgeGraph(serve(db, "knowledge-graph"))
-    try:
+    with serve(db, "knowledge-graph") as server:
+        kg = KnowledgeGraph(server)
         assert kg.graph() == {"entities": [], "relations": []}
         assert kg.found("tea") == []
         kg.ok("create_entities", {"entities": [{"name": "Tea", "entityType": "drink", "observations": ["green"]}]})
-    finally:
-        kg.server.close()
 
-    memdb = Memdb(serve(db, "memdb"))
-    try:
+    with serve(db, "memdb") as server:
+        memdb = Memdb(server)
         assert memdb.count() == 2
         assert memdb.found("green") == [TEA]
         assert len(memdb.ok("get_relationships", {"hash": rockets})) == 1
-    finally:
-        memdb.server.close()
 
-    kg = KnowledgeGraph(serve(db, "knowledge-graph"))
-    try:
+    with serve(db, "knowledge-graph") as server:
+        kg = KnowledgeGraph(server)
         assert kg.graph() == {
             "entities": [{"name": "Tea", "entityType": "drink", "observations": ["green"]}],
             "relations": [],
         }
-    finally:
-        kg.server.close()
 
     with Engine.open(str(db)) as engine:
         labels = [c.data["label"] for c in engine.changes() if c.op == "create_node"]

@@ -5,7 +5,8 @@ ignored importance. mnemodb keeps the `relevance` field and its range but ranks 
 matches first and lets importance order otherwise equal matches.
 
 Every fixture is stored in one `store_memories` call, so all memories share one
-creation time and recency cannot decide the order.
+creation time and recency cannot decide the order. The server is the one `mnemodb serve`
+builds, in this process, spoken to by the SDK's client over in-memory streams.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from support import serve_params
+import inprocess
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.inprocess]
 
 MAX_RELEVANCE = 1.15
 # Unrelated memories, so that no query word is in most of the collection.
@@ -67,7 +68,7 @@ def plain(contents: list[str]) -> list[dict[str, Any]]:
 async def test_repeated_term_ranks_at_or_above_weaker_matches(db_path: Path) -> None:
     # memdb's own example: its scores put "alpha alpha alpha alpha" last for "alpha".
     candidates = ["delta alpha", "alpha beta", "alpha", "alpha alpha alpha alpha"]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path) as client:
         await store_all(client, plain(candidates + FILLER))
         results = await search(client, "alpha")
 
@@ -89,7 +90,7 @@ async def test_matching_every_query_word_ranks_first(db_path: Path) -> None:
         "apple apple apple apple",
         "banana banana banana split",
     ]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path) as client:
         await store_all(client, plain(candidates + FILLER))
         results = await search(client, "apple banana")
         reversed_query = await search(client, "banana apple")
@@ -111,7 +112,7 @@ async def test_importance_orders_equal_text_matches(db_path: Path) -> None:
         {"content": "mango note gamma", "tags": ["fruit"], "importance": 1},
         *plain(FILLER),
     ]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path) as client:
         await store_all(client, items)
         kiwi = await search(client, "kiwi")
         mango = await search(client, "mango")
@@ -134,7 +135,7 @@ async def test_importance_does_not_bury_a_much_better_match(db_path: Path) -> No
         {"content": rambling, "tags": ["animal"], "importance": 1},
         *plain(FILLER),
     ]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path) as client:
         await store_all(client, items)
         results = await search(client, "quokka")
     assert [row["content"] for row in results] == ["quokka", rambling]
@@ -149,7 +150,7 @@ async def test_relevance_stays_within_range(db_path: Path) -> None:
         {"content": "no match in the text either", "tags": ["zephyr"], "importance": 0},
         *plain(FILLER),
     ]
-    async with Client(serve_params(db_path), mode="legacy") as client:
+    async with inprocess.client(db_path) as client:
         await store_all(client, items)
         results = await search(client, "zephyr")
         recalled = ok(await client.call_tool("recall", {"query": "zephyr", "depth": 0}))

@@ -20,6 +20,8 @@ from mnemodb.server import config
 from mnemodb.server.app import _listed
 from mnemodb.server.profiles import build_profile
 
+pytestmark = pytest.mark.inprocess
+
 PROFILES = ("native", "memdb", "topodb", "knowledge-graph")
 # JSON Schema 2020-12's formats, and the numeric ones OpenAPI defines (which validators
 # such as Ajv's formats know).

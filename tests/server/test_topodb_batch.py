@@ -15,11 +15,13 @@ import pytest
 
 from topodb_support import MISSING, SCOPE_A, Topo, edge_debug, is_ulid, node_debug
 
+pytestmark = pytest.mark.inprocess
+
 
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topo]:
     db = tmp_path_factory.mktemp("topodb-batch") / "agent.db"
-    with Topo.start(db, "--allow-unscoped-changes") as server:
+    with Topo.in_process(db, "--allow-unscoped-changes") as server:
         yield server
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from topodb_support import MISSING, SCOPE_A, Topo
+
+pytestmark = pytest.mark.inprocess
 
 
 def test_ops_from_every_write_tool(tmp_path: Path) -> None:
-    with Topo.start(tmp_path / "agent.db", "--allow-unscoped-changes") as topo:
+    with Topo.in_process(tmp_path / "agent.db", "--allow-unscoped-changes") as topo:
         assert topo.seq() == 0
         assert topo.ok("get_changes", {"since_seq": 0}) == {"ops": []}
 
@@ -113,7 +117,7 @@ def test_ops_from_every_write_tool(tmp_path: Path) -> None:
 
 
 def test_seq_of_each_write_is_its_place_in_the_log(tmp_path: Path) -> None:
-    with Topo.start(tmp_path / "agent.db", "--allow-unscoped-changes") as topo:
+    with Topo.in_process(tmp_path / "agent.db", "--allow-unscoped-changes") as topo:
         node = topo.entity("seq probe")
         seqs = [
             topo.ok("set_node_props", {"id": node, "props": {"a": 1}})["seq"],
@@ -131,7 +135,7 @@ def test_seq_of_each_write_is_its_place_in_the_log(tmp_path: Path) -> None:
 
 
 def test_limit_accepts_every_uint64(tmp_path: Path) -> None:
-    with Topo.start(tmp_path / "agent.db", "--allow-unscoped-changes") as topo:
+    with Topo.in_process(tmp_path / "agent.db", "--allow-unscoped-changes") as topo:
         topo.entity("big limit")
         assert len(topo.ok("get_changes", {"since_seq": 0, "limit": 2**63 - 1})["ops"]) == 1
         assert len(topo.ok("get_changes", {"since_seq": 0, "limit": 2**64 - 1})["ops"]) == 1

@@ -2,29 +2,31 @@
 
 A memdb memory is a `Memory` node whose `content` is its text; a knowledge-graph entity
 an `Entity` node with `name` (and `entityType`). Servers of the three profiles run at
-the same time on one file and each sees what the others wrote.
+the same time on one file and each sees what the others wrote: the servers `mnemodb
+serve` builds, each on its own connection, run in this process and spoken to in JSON-RPC.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import RawServer, serve_command
+import inprocess
 from topodb_support import Topo
+
+pytestmark = pytest.mark.inprocess
 
 
 class Peers:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, stack: ExitStack) -> None:
         env = {"MEMORY_FILE_PATH": ""}
-        self.memdb = RawServer(serve_command(db, "memdb"), env=env, cwd=db.parent)
-        self.kg = RawServer(serve_command(db, "knowledge-graph"), env=env, cwd=db.parent)
-        self.memdb.initialize()
-        self.kg.initialize()
-        self.topo = Topo.start(db, "--allow-unscoped-changes", env=env, cwd=db.parent)
+        self.memdb = stack.enter_context(inprocess.wire(db, "memdb", env=env, cwd=db.parent))
+        self.kg = stack.enter_context(inprocess.wire(db, "knowledge-graph", env=env, cwd=db.parent))
+        self.topo = Topo(stack.enter_context(inprocess.wire(db, "topodb", "--allow-unscoped-changes", env=env)))
 
     def memdb_ok(self, tool: str, arguments: dict[str, Any]) -> Any:
         result = self.memdb.call(tool, arguments)
@@ -37,19 +39,11 @@ class Peers:
         assert result["isError"] is False, result
         return result["structuredContent"]
 
-    def close(self) -> None:
-        for server in (self.memdb, self.kg, self.topo.server):
-            if server.proc.poll() is None:
-                server.close()
-
 
 @pytest.fixture(scope="module")
 def peers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peers]:
-    running = Peers(tmp_path_factory.mktemp("topodb-peers") / "shared.db")
-    try:
-        yield running
-    finally:
-        running.close()
+    with ExitStack() as stack:
+        yield Peers(tmp_path_factory.mktemp("topodb-peers") / "shared.db", stack)
 
 
 def test_a_memdb_memory_is_a_memory_node(peers: Peers) -> None:

@@ -17,6 +17,8 @@ import pytest
 
 from topodb_support import READ_TOOLS, TOOL_NAMES, Topo
 
+pytestmark = pytest.mark.inprocess
+
 REQUIRED = {
     "access_stats": ["id"],
     "close_edge": ["id"],
@@ -76,7 +78,7 @@ OUTPUT_REQUIRED = {
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topo]:
     db = tmp_path_factory.mktemp("topodb-schema") / "agent.db"
-    with Topo.start(db) as server:
+    with Topo.in_process(db) as server:
         yield server
 
 
@@ -220,7 +222,7 @@ def write_spec(path: Path, equality: list[tuple[str, str]], text: list[tuple[str
 def test_a_custom_spec_survives_a_reopen_without_spec(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
     custom = write_spec(tmp_path / "spec.json", [("Entity", "born"), ("Entity", "alive")], [("Memory", "content")])
-    with Topo.start(db, "--spec", str(custom)) as topo:
+    with Topo.in_process(db, "--spec", str(custom)) as topo:
         ada = topo.entity("Ada", props={"born": 1815, "alive": False})
         memory = topo.memory("Ada annotated the engine")
         find = {"label": "Entity", "prop": "born"}
@@ -238,7 +240,7 @@ def test_a_custom_spec_survives_a_reopen_without_spec(tmp_path: Path) -> None:
         assert topo.found_ids("find_by_prop", {"label": "Entity", "prop": "alive", "value": 0}) == [typed]
         assert topo.found_ids("find_by_prop", {"label": "Entity", "prop": "alive", "value": False}) == [ada]
 
-    with Topo.start(db) as topo:
+    with Topo.in_process(db) as topo:
         assert topo.found_ids("find_by_prop", {"label": "Entity", "prop": "born", "value": 1815}) == [ada]
         assert topo.found_ids("find_by_prop", {"label": "Entity", "prop": "alive", "value": False}) == [ada]
         assert (
@@ -249,7 +251,7 @@ def test_a_custom_spec_survives_a_reopen_without_spec(tmp_path: Path) -> None:
 
     # An explicit --spec replaces the stored one, and text indexing follows it.
     by_name = write_spec(tmp_path / "names.json", [("Entity", "name")], [("Entity", "name")])
-    with Topo.start(db, "--spec", str(by_name)) as topo:
+    with Topo.in_process(db, "--spec", str(by_name)) as topo:
         assert topo.found_ids("find_by_prop", {"label": "Entity", "prop": "name", "value": "Ada"}) == [ada]
         assert (
             topo.error("find_by_prop", {"label": "Entity", "prop": "born", "value": 1815})

@@ -14,6 +14,8 @@ import pytest
 
 from topodb_support import MISSING, READ_TOOLS, SCOPE_A, SCOPE_B, Topo, scopes_of
 
+pytestmark = pytest.mark.inprocess
+
 SHARED = "shared"
 SCOPES_EMPTY = (
     "`scopes` must not be empty (an empty scope set admits nothing); omit it to use the server's default read scopes"
@@ -59,7 +61,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     db = tmp_path_factory.mktemp("topodb-scopes") / "agent.db"
-    with Topo.start(db, "--scope", SCOPE_A, "--read-scopes", f"{SCOPE_A},shared") as topo:
+    with Topo.in_process(db, "--scope", SCOPE_A, "--read-scopes", f"{SCOPE_A},shared") as topo:
         w = World(topo)
         entity: dict[str, str] = {}
         memory: dict[str, str] = {}
@@ -238,7 +240,7 @@ def test_get_changes_is_off_by_default(world: World) -> None:
 @pytest.fixture(scope="module")
 def project_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Topo, dict[str, str]]]:
     db = tmp_path_factory.mktemp("topodb-project") / "agent.db"
-    with Topo.start(db, "--scope", SCOPE_A) as topo:
+    with Topo.in_process(db, "--scope", SCOPE_A) as topo:
         memory = topo.memory("platypus notes kept in shared", scope="shared")
         entity = topo.entity("platypus", scope="shared")
         topo.link(memory, entity, "about", scope="shared")

@@ -14,11 +14,13 @@ import pytest
 
 from topodb_support import DAY_MS, Topo, now_ms, wait_past
 
+pytestmark = pytest.mark.inprocess
+
 
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topo]:
     db = tmp_path_factory.mktemp("topodb-temporal") / "agent.db"
-    with Topo.start(db) as server:
+    with Topo.in_process(db) as server:
         yield server
 
 

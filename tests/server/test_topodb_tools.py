@@ -1,4 +1,8 @@
-"""The topodb profile's 16 tools, end to end over stdio, as topodb-mcp 0.0.4 serves them.
+"""The topodb profile's 16 tools as topodb-mcp 0.0.4 serves them.
+
+Most tests speak raw JSON-RPC to the server `mnemodb serve` builds, in this process;
+upstream's long scenario (with a restart) and the SDK client's check of every tool run
+against real `mnemodb serve` processes over stdio.
 
 Covers upstream's black-box `smoke`, `e2e` and `plan6` tests, the result shapes (nodes,
 edges, hits, alphabetical keys, float scores), the asynchronous access counters, and
@@ -19,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
+from inprocess import Wire
 from mnemodb import __version__
 from support import serve_params
 from topodb_support import (
@@ -37,11 +42,13 @@ from topodb_support import (
     wait_past,
 )
 
+pytestmark = pytest.mark.inprocess
+
 
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topo]:
     db = tmp_path_factory.mktemp("topodb-tools") / "agent.db"
-    with Topo.start(db, "--allow-unscoped-changes") as server:
+    with Topo.in_process(db, "--allow-unscoped-changes") as server:
         yield server
 
 
@@ -51,12 +58,9 @@ def topo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topo]:
 @pytest.fixture(scope="module")
 def handshake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     db = tmp_path_factory.mktemp("topodb-smoke") / "agent.db"
-    with Topo.start(db) as server:
-        init = server.server.request(
-            "initialize",
-            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-        )["result"]
-        tools = server.server.request("tools/list")["result"]["tools"]
+    with Wire.start(db, "topodb") as server:
+        init = server.initialize("2025-06-18")["result"]
+        tools = server.request("tools/list")["result"]["tools"]
         yield init, tools
 
 
@@ -85,6 +89,7 @@ def test_server_info_names_topodb_mcp(handshake: tuple[dict[str, Any], Any]) -> 
 # -- e2e: upstream's one long scenario, then a restart on the same file -------------------------
 
 
+@pytest.mark.e2e
 def test_e2e_scenario_and_restart(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
     first = Topo.start(db, "--allow-unscoped-changes")
@@ -145,6 +150,7 @@ def test_e2e_scenario_and_restart(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_mcp_client_session_calls_every_tool(tmp_path: Path) -> None:
     params = serve_params(tmp_path / "agent.db", "topodb", "--allow-unscoped-changes")
     with (tmp_path / "stderr.log").open("w") as errlog:

@@ -11,7 +11,7 @@ import sqlite3
 import stat
 import struct
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from mnemodb.engine import Engine, InvalidArgument, StoreUnavailable
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import SetEmbedding
 from mnemodb.model import ops
+from mnemodb.model.times import epoch_ms
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from support import SCOPE_A, sha256
@@ -30,7 +31,7 @@ def md5(text: str) -> str:
 
 
 def ms(text: str) -> int:
-    return int(datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp() * 1000)
+    return epoch_ms(datetime.strptime(text, "%Y-%m-%d %H:%M:%S"))
 
 
 @contextlib.contextmanager

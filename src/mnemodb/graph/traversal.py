@@ -20,7 +20,7 @@ class Expansion:
     depth: dict[int, int]
     """Node pk -> hops from the nearest seed, in the order nodes were reached."""
     edges: list[Edge]
-    """Every edge followed, in the order it was first followed."""
+    """Every edge followed, in the order it was first followed: each joins two reached nodes."""
 
 
 def expand(
@@ -62,13 +62,12 @@ def expand(
         allowed = admit(candidates) if admit is not None else candidates
         next_frontier = []
         for pk in sorted(allowed, reverse=True):
+            if pk not in depth:
+                if limit is not None and len(depth) >= limit:
+                    continue  # left out: so are the edges that lead to it
+                depth[pk] = hop
+                next_frontier.append(pk)
             for edge in reached[pk]:
                 followed.setdefault(edge.pk, edge)
-            if pk in depth:
-                continue
-            if limit is not None and len(depth) >= limit:
-                continue
-            depth[pk] = hop
-            next_frontier.append(pk)
         frontier = next_frontier
     return Expansion(depth, list(followed.values()))

@@ -4,9 +4,20 @@ them (exports, upstream profiles' fields)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-__all__ = ["iso_utc"]
+__all__ = ["epoch_ms", "iso_utc"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def epoch_ms(moment: datetime) -> int:
+    """`moment` (UTC when it carries no offset) as whole milliseconds since the epoch, exactly:
+    `timestamp() * 1000` goes through a float and lands a millisecond early for some times."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MILLISECOND
 
 
 def iso_utc(ms: int) -> str:

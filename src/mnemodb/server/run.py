@@ -16,7 +16,7 @@ from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.embedding import BackgroundEmbedder
 from mnemodb.server.app import build_server
 from mnemodb.server.config import make_embedder
-from mnemodb.server.profiles import profile_spec
+from mnemodb.server.profiles import ProfileSpec, profile_spec
 from mnemodb.server.settings import Settings, is_loopback
 from mnemodb.server.stdio import serve_stdio
 
@@ -42,24 +42,13 @@ def serve(settings: Settings) -> int:
     if exposed and (settings.db_path == ":memory:" or not Path(settings.db_path).exists()):
         log.error("%s", _unprotected(settings))
         return 1
-    embedder = make_embedder(settings.embedding, by_default=spec.embeds_by_default)
     try:
-        engine = Engine.open(
-            settings.db_path,
-            write_scope=settings.write_scope,
-            read_scopes=settings.read_scopes,
-            create_parent=spec.creates_db_directory,
-            embedder=embedder,
-            fusion=settings.embedding.fusion,
-        )
-    except EngineError as exc:
-        log.error("Failed to open the database: %s", exc)
+        engine = open_engine(settings, spec)
+    except CannotServe:
         return 1
+    embedder = engine.embeddings.embedder
     if exposed and not engine.tokens.required():
         log.error("%s", _unprotected(settings))
-        engine.close()
-        return 1
-    if spec.prepare is not None and not spec.prepare(engine, settings):
         engine.close()
         return 1
     metrics = None
@@ -127,6 +116,32 @@ def serve(settings: Settings) -> int:
             log.info("exiting while the embedding model was still loading")
         os._exit(status)
     return status
+
+
+class CannotServe(Exception):
+    """The engine a profile needs could not be made ready (the reason is logged)."""
+
+
+def open_engine(settings: Settings, spec: ProfileSpec) -> Engine:
+    """The engine `serve` runs a profile over: its embedder, its database opened as the
+    profile wants it, and the profile's preparation done (`ProfileSpec.prepare`)."""
+    embedder = make_embedder(settings.embedding, by_default=spec.embeds_by_default)
+    try:
+        engine = Engine.open(
+            settings.db_path,
+            write_scope=settings.write_scope,
+            read_scopes=settings.read_scopes,
+            create_parent=spec.creates_db_directory,
+            embedder=embedder,
+            fusion=settings.embedding.fusion,
+        )
+    except EngineError as exc:
+        log.error("Failed to open the database: %s", exc)
+        raise CannotServe(str(exc)) from exc
+    if spec.prepare is not None and not spec.prepare(engine, settings):
+        engine.close()
+        raise CannotServe(f"the {spec.name} profile could not prepare the database")
+    return engine
 
 
 def _unprotected(settings: Settings) -> str:

@@ -15,11 +15,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from mnemodb.model.checks import is_finite_number
 from mnemodb.model.rules import WHITESPACE
+from mnemodb.model.times import epoch_ms
 
 __all__ = [
     "Arr",
@@ -455,9 +456,9 @@ class Time(Field):
             except ValueError:
                 pass
             else:
-                if parsed.tzinfo is None:
-                    parsed = parsed.replace(tzinfo=UTC)
-                return int(parsed.timestamp() * 1000)
+                ms = epoch_ms(parsed)
+                if 0 <= ms < 1 << 53:  # the range an integer time may take
+                    return ms
         issues.append(
             {
                 "code": "invalid_format",

@@ -13,13 +13,14 @@ import hashlib
 import logging
 import re
 import sqlite3
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnemodb.model import ops
 from mnemodb.model.ids import SHARED, ulid_at
 from mnemodb.model.rules import normalize_tag
+from mnemodb.model.times import epoch_ms
 from mnemodb.store.files import create_private_file
 from mnemodb.store.sqlite.schema import MIGRATIONS
 
@@ -65,7 +66,7 @@ def parse_timestamp(text: Any) -> int:
     value = str(text or "").strip().replace("T", " ").rstrip("Z")
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d"):
         try:
-            return int(datetime.strptime(value, fmt).replace(tzinfo=UTC).timestamp() * 1000)
+            return epoch_ms(datetime.strptime(value, fmt))
         except ValueError:
             continue
     return 0

@@ -452,3 +452,18 @@ def test_usage_errors_never_show_a_traceback(tmp_path: Path, db: str) -> None:
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr
         assert "error:" in result.stderr.splitlines()[-1]
+
+
+def test_db_takes_a_sqlite_url_and_refuses_a_store_this_mnemodb_lacks(tmp_path: Path) -> None:
+    stored = run(tmp_path, "remember", "--db", "sqlite:///notes.db", "the build uses ninja")
+    assert stored.returncode == 0, stored.stderr
+    assert (tmp_path / "notes.db").is_file()
+    found = run(tmp_path, "search", "--db", str(tmp_path / "notes.db"), "ninja")
+    assert "the build uses ninja" in found.stdout
+    refused = run(tmp_path, "stats", "--db", "postgresql://team@db.internal/memory")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "mnemodb: postgresql://team@db.internal/memory: this mnemodb opens SQLite databases only "
+        "(a file path or a sqlite:/// URL)"
+    )
+    assert list(tmp_path.iterdir()) == [tmp_path / "notes.db"]

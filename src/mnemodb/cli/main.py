@@ -110,11 +110,16 @@ def open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: An
 def _database(args: argparse.Namespace) -> DatabaseSettings:
     """The command's database and write scope, read as every command reads them."""
     from mnemodb.server import config
+    from mnemodb.store import sqlite_path
 
     try:
-        return config.load_database(args, os.environ)
+        chosen = config.load_database(args, os.environ)
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
+    if sqlite_path(chosen.db_path) is None:
+        # The commands' file checks (exists, writable, backups) are a file's: say so at once.
+        raise CliError(f"{chosen.db_path}: this mnemodb opens SQLite databases only (a file path or a sqlite:/// URL)")
+    return chosen
 
 
 def _embedder(args: argparse.Namespace, *, required: bool = False) -> Embedder | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnemodb.search.embedder_factory import EmbeddingSettings
+from mnemodb.store import sqlite_path
 from mnemodb.store.files import not_a_regular_file
 
 if TYPE_CHECKING:
@@ -163,11 +164,16 @@ def read_setting_file(path: Path, context: str) -> str:
 
 
 def resolve_db_path(value: str) -> str:
-    """`:memory:` as is; otherwise an absolute path (relative to the working directory)."""
+    """Where the database is: a file path or `sqlite://` URL as an absolute path (relative
+    to the working directory), `:memory:` as is, and any other store's URL as given (the
+    store says whether it knows it: `store.open_store`)."""
     value = value.strip()
-    if value == ":memory:":
+    path = sqlite_path(value)
+    if path is None:
         return value
-    return str(Path(value).expanduser().resolve())
+    if path == ":memory:":
+        return path
+    return str(Path(path).expanduser().resolve())
 
 
 def _named(env: Mapping[str, str], name: str | None) -> str | None:

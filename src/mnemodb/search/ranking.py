@@ -52,7 +52,7 @@ def text_strengths(scores: Mapping[int, float]) -> dict[int, float]:
     best = max(scores.values())
     if best <= 0:
         return dict.fromkeys(scores, 1.0)
-    return {pk: max(v, 0.0) / best for pk, v in scores.items()}
+    return {pk: v / best for pk, v in scores.items()}
 
 
 def relevance(

@@ -16,7 +16,7 @@ from typing import Any
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
 from mnemodb.store.sqlite.nodes import bump_version
-from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, rows_as
 
 __all__ = ["EntityReads", "EntityWrites"]
 
@@ -290,7 +290,7 @@ class EntityReads:
                     [*chunk, *edge_visible_params(scopes)],
                 ):
                     found[row[0]] = row
-        return [EntityLink._make(found[k]) for k in sorted(found)]
+        return rows_as(EntityLink, (found[k] for k in sorted(found)))
 
     def relations_by_pk(self, pks: Sequence[int]) -> dict[int, Relation]:
         out: dict[int, Relation] = {}

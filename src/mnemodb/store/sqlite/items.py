@@ -11,7 +11,7 @@ from typing import Any
 from mnemodb.model.records import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
 from mnemodb.store.base import MemoryFieldWeights, TextHit
 from mnemodb.store.sqlite.entities import oldest_of_each_name
-from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, marks, rows_as
 
 __all__ = ["ItemReads", "filter_sql"]
 
@@ -111,14 +111,15 @@ class ItemReads:
         condition, params = filter_sql(where, "memory", at, scopes)
         # The weights are bound parameters: FTS5 takes them as such, and a tuned number
         # belongs to the engine's ranking, not to the SQL.
+        # Negated in SQL, the rows come out as the hits are: a query reads a few hundred.
         rows = self.conn.execute(
-            "SELECT f.rowid, bm25(memory_fts, ?, ?, ?) AS rank, m.importance, n.created_at "
+            "SELECT f.rowid, -bm25(memory_fts, ?, ?, ?) AS score, m.importance, n.created_at "
             "FROM memory_fts f JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
             f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
-            "ORDER BY rank LIMIT ?",
+            "ORDER BY score DESC, f.rowid LIMIT ?",
             [*weights, fts_any(terms), *scopes, *params, limit],
         ).fetchall()
-        return [TextHit(pk, -rank, importance, created_at) for pk, rank, importance, created_at in rows]
+        return rows_as(TextHit, rows)
 
     def filtered_tagged(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int
@@ -137,7 +138,7 @@ class ItemReads:
             f"AND t.scope {in_scopes}) AND +m.scope {in_scopes} AND {condition} ORDER BY m.node DESC LIMIT ?",
             [*tags, *scopes, *scopes, *params, limit],
         ).fetchall()
-        return [TextHit(*row) for row in rows]
+        return rows_as(TextHit, rows)
 
     def _newest(
         self,

@@ -10,7 +10,7 @@ from typing import Any
 from mnemodb.model.records import Memory
 from mnemodb.store.base import TextHit, TimeRange
 from mnemodb.store.sqlite.nodes import bump_version
-from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of
+from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites"]
 
@@ -118,12 +118,12 @@ class MemoryReads:
             }
             return [TextHit(pk, -rank, *details[pk]) for pk, rank in ranked if pk in details]
         rows = self.conn.execute(
-            "SELECT f.rowid, bm25(memory_fts) AS rank, m.importance, n.created_at FROM memory_fts f "
+            "SELECT f.rowid, -bm25(memory_fts) AS score, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
-            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY score DESC, f.rowid LIMIT ?",
             [match, *scopes, limit],
         ).fetchall()
-        return [TextHit(pk, -rank, importance, created_at) for pk, rank, importance, created_at in rows]
+        return rows_as(TextHit, rows)
 
     def _holds_only(self, scopes: Sequence[str]) -> bool:
         """True when no memory lives outside `scopes` (read from the per-scope counters)."""
@@ -144,7 +144,7 @@ class MemoryReads:
             "CROSS JOIN memory m ON m.node = t.node CROSS JOIN node n ON n.pk = t.node",
             [*tags, *scopes, limit],
         ).fetchall()
-        return [TextHit(*row) for row in rows]
+        return rows_as(TextHit, rows)
 
     def count_memories(self, scopes: Sequence[str]) -> int:
         row = self.conn.execute(

@@ -290,7 +290,7 @@ class EntityReads:
                     [*chunk, *edge_visible_params(scopes)],
                 ):
                     found[row[0]] = row
-        return rows_as(EntityLink, (found[k] for k in sorted(found)))
+        return rows_as(EntityLink, sorted(found.values()))  # by pk: each row's first column, unique
 
     def relations_by_pk(self, pks: Sequence[int]) -> dict[int, Relation]:
         out: dict[int, Relation] = {}

@@ -46,8 +46,10 @@ context); a memory's turn-context text, derived from its `context_from` link (se
 `MemoryWrites.insert_memory`) and following edits and removals of the turns it was taken
 from; the word and substring indexes of entity text (name, type and observations); the
 per-scope memory and tag counters behind `count_memories` and `count_tags`; each node's
-`version` (`node_versions`), which grows on every change of the node or its memory,
-entity or observations; and each embedding model's generation (`embedding_changes`).
+`version` (`node_versions`), which grows whenever the node's row is written
+(`touch_node`, `replace_node_props`; the engine touches a node with every change of its
+memory, tags, entity or observations, so a store need not count those again); and each
+embedding model's generation (`embedding_changes`).
 """
 
 from __future__ import annotations

@@ -114,7 +114,8 @@ def test_unembedded_and_coverage_follow_node_versions(store: Store) -> None:
         assert tx.embedding_coverage("m", [MEMORY]) == Coverage(2, 3)
         assert tx.unembedded("other", [MEMORY], 10) == [first, second, third]
     with store.write() as tx:
-        tx.update_memory(second, {"content": "second, edited"})  # the vector is stale now
+        tx.update_memory(second, {"content": "second, edited"})
+        tx.touch_node(second, T0 + 1)  # as the engine does with every edit: the vector is stale now
         tx.touch_node(first, T0 + 1)
     with store.read() as tx:
         coverage = tx.embedding_coverage("m", [MEMORY])

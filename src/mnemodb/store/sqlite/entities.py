@@ -15,7 +15,6 @@ from typing import Any
 
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
-from mnemodb.store.sqlite.nodes import bump_version
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, rows_as
 
 __all__ = ["EntityReads", "EntityWrites"]
@@ -400,8 +399,6 @@ class EntityWrites(EntityReads):
         self.conn.execute("DELETE FROM entity_text WHERE rowid = ?", [pk])
         if row is not None:
             self._index_text(pk, row[0], row[1], observations)
-            # A change of the entity or its observations is a change of the node.
-            bump_version(self.conn, pk)
 
     def rename_entity(self, pk: int, name: str | None = None, entity_type: str | None = None) -> None:
         """Change an entity's name and/or type (its search text follows)."""

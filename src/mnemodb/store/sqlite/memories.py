@@ -9,7 +9,6 @@ from typing import Any
 
 from mnemodb.model.records import Memory
 from mnemodb.store.base import TextHit, TimeRange
-from mnemodb.store.sqlite.nodes import bump_version
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites"]
@@ -225,7 +224,6 @@ class MemoryWrites(MemoryReads):
             f"UPDATE memory SET {', '.join(f'{n} = ?' for n in names)} WHERE node = ?",
             [*(fields[n] for n in names), pk],
         )
-        bump_version(self.conn, pk)  # a change of the memory is a change of its node
 
     def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
         added = []
@@ -236,11 +234,8 @@ class MemoryWrites(MemoryReads):
             )
             if cur.rowcount:
                 added.append(tag)
-        if added:
-            bump_version(self.conn, pk)  # tags are part of the memory
         return added
 
     def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
-        removed = self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk]).rowcount
-        if not self.add_tags(pk, tags) and removed:
-            bump_version(self.conn, pk)
+        self.conn.execute("DELETE FROM memory_tag WHERE node = ?", [pk])
+        self.add_tags(pk, tags)

@@ -73,12 +73,6 @@ def _same_scalar(shown: Any, value: str | int | bool) -> bool:
     return type(shown) is type(value) and shown == value
 
 
-def bump_version(conn: sqlite3.Connection, pk: int) -> None:
-    """Count a change of a node's memory, entity or observations in its `version` (the
-    trigger of schema 9 counts changes of the node row itself)."""
-    conn.execute("UPDATE node SET version = version + 1 WHERE pk = ?", [pk])
-
-
 class NodeReads:
     conn: sqlite3.Connection
 

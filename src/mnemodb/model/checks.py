@@ -10,7 +10,22 @@ from typing import Any
 from mnemodb.model.errors import InvalidArgument
 from mnemodb.model.records import Scalar
 
-__all__ = ["MAX_QUERY_CHARS", "check_props", "check_query", "check_text", "is_finite_number"]
+__all__ = ["MAX_QUERY_CHARS", "check_props", "check_query", "check_text", "is_finite_number", "json_kind"]
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, as an error message names it ("a string", "an array", ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, Mapping) else f"a {type(value).__name__}"
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

@@ -327,3 +327,21 @@ def test_access_to_a_memory_deleted_before_the_flush_is_dropped(eng: Engine, db_
     eng.access.flush()
     assert raw_count(db_path, "node_access") == 0
     assert eng.current_seq() == 2
+
+
+def test_times_never_go_back_when_the_clock_does(db_path: Path) -> None:
+    """A host whose clock is behind another's (or steps back) writes at the change log's
+    last time, not before it: the log's times follow its order. Reads are not held back."""
+    clock = Clock(START_MS)
+    with Engine(SqliteStore(db_path), clock=clock) as engine:
+        first = engine.memories.store("written by the host whose clock is ahead")
+        clock.now = START_MS - 60_000  # another host, a minute behind
+        second = engine.memories.store("written by the host whose clock is behind")
+        assert engine.clock() == START_MS - 60_000
+        clock.now = START_MS + 5
+        third = engine.memories.store("written once the clock caught up")
+        times = [change.at for change in engine.changes()]
+    assert times == [START_MS, START_MS, START_MS + 5]
+    assert first.memory.created_at == START_MS
+    assert second.memory.created_at == START_MS
+    assert third.memory.created_at == START_MS + 5

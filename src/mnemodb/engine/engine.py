@@ -82,7 +82,8 @@ class Engine:
         self._read_scopes_default = (
             self.scopes(read_scopes) if read_scopes is not None else (self._write_scope_default,)
         )
-        self.clock = clock
+        self._wall_clock = clock
+        self._floors = threading.local()
         self.weights = weights
         self.fusion = fusion
         """How a search's rankings (words, vectors) are fused, and how much reads count."""
@@ -295,14 +296,30 @@ class Engine:
 
     # The kinds of write transaction. Every write above the store opens one of them.
 
-    def change(self) -> contextlib.AbstractContextManager[WriteTx]:
+    def clock(self) -> int:
+        """Now, in ms since the epoch. Inside a caller's change, never earlier than the change
+        log's last entry: writers take turns, so times follow commit order even when the
+        clocks of the hosts writing one database disagree, or this one steps back."""
+        now = self._wall_clock()
+        floor: int | None = getattr(self._floors, "at", None)
+        return now if floor is None or now >= floor else floor
+
+    @contextlib.contextmanager
+    def change(self) -> Iterator[WriteTx]:
         """A write transaction for a caller's change: every one opens here, so a read-only
         grant stops them all, whatever scope they touch; each change in it is logged by
-        `log`, which checks the grant's write scopes."""
+        `log`, which checks the grant's write scopes. The clock is held to the log's last
+        time while it is open (`clock`)."""
         grant = current_grant()
         if grant is not None and grant.read_only:
             raise Forbidden(f'token "{grant.name}" is read-only')
-        return self.store.write()
+        with self.store.write() as tx:
+            outer = getattr(self._floors, "at", None)
+            self._floors.at = tx.last_change_at()
+            try:
+                yield tx
+            finally:
+                self._floors.at = outer
 
     def administer(self) -> contextlib.AbstractContextManager[WriteTx]:
         """A write transaction for the operator's administration of the database (access

@@ -570,6 +570,12 @@ class ChangeLogReads(Protocol):
         """The last entry's seq (0 for an empty log)."""
         ...
 
+    def last_change_at(self) -> int | None:
+        """When the last entry was made (None for an empty log): read by a writer, under the
+        write lock, as the floor its clock is held to, so times never go backwards, even
+        across hosts whose clocks disagree."""
+        ...
+
     def changes(self, since_seq: int, limit: int | None) -> list[Change]:
         """Entries from `since_seq` on (inclusive), in seq order, at most `limit`."""
         ...

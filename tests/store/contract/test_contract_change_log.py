@@ -18,6 +18,7 @@ class _Abort(Exception):
 
 def test_an_empty_log(store: Store) -> None:
     with store.read() as tx:
+        assert tx.last_change_at() is None
         assert tx.current_seq() == 0
         assert tx.changes(0, None) == []
         assert tx.changes_of("anything") == []
@@ -32,6 +33,7 @@ def test_append_returns_the_next_seq_and_entries_read_back(store: Store) -> None
     assert (first, second, third) == (1, 2, 3)
     with store.read() as tx:
         assert tx.current_seq() == 3
+        assert tx.last_change_at() == T0 + 2
         every = tx.changes(0, None)
         assert tx.changes(2, None) == every[1:]
         assert tx.changes(1, 2) == every[:2]

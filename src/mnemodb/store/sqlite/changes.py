@@ -44,6 +44,10 @@ class LogReads:
         row = self.conn.execute("SELECT MAX(seq) FROM change_log").fetchone()
         return int(row[0] or 0)
 
+    def last_change_at(self) -> int | None:
+        row = self.conn.execute("SELECT at FROM change_log ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else int(row[0])
+
     def changes(self, since_seq: int, limit: int | None) -> list[Change]:
         sql = "SELECT seq, at, scope, op, target, data FROM change_log WHERE seq >= ? ORDER BY seq"
         params: list[Any] = [since_seq]

@@ -24,7 +24,9 @@ than the suffix ("ies" stays "ie", not "i").
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from mnemodb.search.fts5_unicode_tables import DROPPED_RANGES, FOLD_RUNS, FOLD_SINGLES, SEPARATOR_RANGES
 
@@ -97,20 +99,27 @@ def _is_consonant(word: str, i: int) -> bool:
     return True
 
 
+def _consonants(word: str) -> list[bool]:
+    """Which letters of the word are consonants, in one pass (the "y" rule looks back)."""
+    flags: list[bool] = []
+    for letter in word:
+        if letter in _VOWELS:
+            flags.append(False)
+        elif letter == "y":
+            flags.append(not flags or not flags[-1])
+        else:
+            flags.append(True)
+    return flags
+
+
 def _measure(word: str) -> int:
     """Porter's m: how many vowel-consonant sequences the word has, in [C](VC)^m[V]."""
-    measure = 0
-    previous_vowel = False
-    for i in range(len(word)):
-        consonant = _is_consonant(word, i)
-        if consonant and previous_vowel:
-            measure += 1
-        previous_vowel = not consonant
-    return measure
+    flags = _consonants(word)
+    return sum(1 for previous, current in pairwise(flags) if current and not previous)
 
 
 def _has_vowel(word: str) -> bool:
-    return any(not _is_consonant(word, i) for i in range(len(word)))
+    return not all(_consonants(word))
 
 
 def _ends_double_consonant(word: str) -> bool:
@@ -131,11 +140,27 @@ def _ends_cvc(word: str) -> bool:
     )
 
 
-def _split_suffix(word: str, suffixes: tuple[str, ...]) -> tuple[str, str] | None:
+@dataclass(frozen=True)
+class _Suffixes:
+    """The suffixes one porter rule chooses from, as a set and their lengths longest first:
+    looking up a word's last n letters per length beats trying each suffix in turn."""
+
+    names: frozenset[str]
+    lengths: tuple[int, ...]
+
+
+def _suffixes(names: Iterable[str]) -> _Suffixes:
+    # Porter takes the longest suffix that matches, and only that one, within a step.
+    name_set = frozenset(names)
+    return _Suffixes(name_set, tuple(sorted({len(name) for name in name_set}, reverse=True)))
+
+
+def _split_suffix(word: str, suffixes: _Suffixes) -> tuple[str, str] | None:
     """(stem, suffix) for the longest of `suffixes` the word ends with, leaving a non-empty stem."""
-    for suffix in suffixes:
-        if len(word) > len(suffix) and word.endswith(suffix):
-            return word[: -len(suffix)], suffix
+    size = len(word)
+    for length in suffixes.lengths:
+        if size > length and (ending := word[-length:]) in suffixes.names:
+            return word[:-length], ending
     return None
 
 
@@ -186,15 +211,15 @@ _STEP4 = (
 )
 
 
-def _longest_first(suffixes: Iterable[str]) -> tuple[str, ...]:
-    # Porter takes the longest suffix that matches, and only that one, within a step.
-    return tuple(sorted(suffixes, key=len, reverse=True))
-
-
-_STEP1A = ("sses", "ies", "ss", "s")
-_STEP2_SUFFIXES = _longest_first(_STEP2)
-_STEP3_SUFFIXES = _longest_first(_STEP3)
-_STEP4_SUFFIXES = _longest_first(_STEP4)
+_STEP1A = _suffixes(("sses", "ies", "ss", "s"))
+_STEP1A_REPLACEMENTS = {"sses": "ss", "ies": "i", "ss": "ss", "s": ""}
+_EED = _suffixes(("eed",))
+_ING_ED = _suffixes(("ing", "ed"))
+_Y = _suffixes(("y",))
+_E = _suffixes(("e",))
+_STEP2_SUFFIXES = _suffixes(_STEP2)
+_STEP3_SUFFIXES = _suffixes(_STEP3)
+_STEP4_SUFFIXES = _suffixes(_STEP4)
 
 
 def _porter(word: str) -> str:
@@ -212,14 +237,14 @@ def _step1a(word: str) -> str:
     if found is None:
         return word
     stem_, suffix = found
-    return stem_ + {"sses": "ss", "ies": "i", "ss": "ss", "s": ""}[suffix]
+    return stem_ + _STEP1A_REPLACEMENTS[suffix]
 
 
 def _step1b(word: str) -> str:
-    found = _split_suffix(word, ("eed",))
+    found = _split_suffix(word, _EED)
     if found is not None:
         return found[0] + "ee" if _measure(found[0]) > 0 else word
-    found = _split_suffix(word, ("ing", "ed"))
+    found = _split_suffix(word, _ING_ED)
     if found is None or not _has_vowel(found[0]):
         return word
     word = found[0]
@@ -233,13 +258,13 @@ def _step1b(word: str) -> str:
 
 
 def _step1c(word: str) -> str:
-    found = _split_suffix(word, ("y",))
+    found = _split_suffix(word, _Y)
     if found is not None and _has_vowel(found[0]):
         return found[0] + "i"
     return word
 
 
-def _replace_if_measured(word: str, suffixes: tuple[str, ...], replacements: dict[str, str], above: int) -> str:
+def _replace_if_measured(word: str, suffixes: _Suffixes, replacements: dict[str, str], above: int) -> str:
     found = _split_suffix(word, suffixes)
     if found is None:
         return word
@@ -260,7 +285,7 @@ def _step4(word: str) -> str:
 
 
 def _step5(word: str) -> str:
-    found = _split_suffix(word, ("e",))
+    found = _split_suffix(word, _E)
     if found is not None:
         measure = _measure(found[0])
         if measure > 1 or (measure == 1 and not _ends_cvc(found[0])):

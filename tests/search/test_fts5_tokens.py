@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import itertools
 import random
+import sqlite3
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemodb.search.fts5_tokens import index_tokens, stem
-from search.fts5_reference import TABLES_MODULE, all_code_points, fts5_tokens, probe_characters, render_tables
+from search.fts5_reference import (
+    TABLES_MODULE,
+    TOKENIZER,
+    all_code_points,
+    fts5_tokens,
+    probe_characters,
+    render_tables,
+)
 
 
 def as_fts5_bytes(tokens: list[str]) -> list[bytes]:
@@ -172,6 +180,20 @@ def test_stem_is_what_fts5_matches_a_query_term_with() -> None:
         stem("two words")
     with pytest.raises(ValueError):
         stem("!?")
+
+
+def test_fts5_matches_a_query_term_on_exactly_the_stem_stem_gives() -> None:
+    """FTS5's own query side: a quoted term finds the documents that indexed `stem(term)`."""
+    documents = [*ENGLISH.split(), "Café NAÏVE", "Straße ǅemal", "İyi ＲＵＮＮＩＮＧ Ⅻ", "ΟΔΥΣΣΕΥΣ ὀδυσσεύς"]
+    queries = [*ENGLISH.split()[::3], "Café", "naive", "STRASSE", "straße", "ǆemal", "iyi", "running", "ⅻ", "οδυσσευς"]
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE doc USING fts5(body, tokenize = '{TOKENIZER}')")
+    conn.executemany("INSERT INTO doc (rowid, body) VALUES (?, ?)", enumerate(documents, start=1))
+    indexed = [set(index_tokens(document)) for document in documents]
+    for query in queries:
+        found = {rowid for (rowid,) in conn.execute("SELECT rowid FROM doc WHERE doc MATCH ?", (f'"{query}"',))}
+        expected = {rowid for rowid, tokens in enumerate(indexed, start=1) if stem(query) in tokens}
+        assert found == expected, query
 
 
 # All of Unicode but the surrogates, which a Python str cannot carry to SQLite as UTF-8.

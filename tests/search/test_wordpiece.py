@@ -58,6 +58,15 @@ def test_the_ids_are_those_of_the_tokenizers_library(pair: tuple[WordPiece, obje
     assert ours.encode(text) == reference.encode(text).ids  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    "text", ["A\u03a3", "\u039f\u0394\u039f\u03a3 \u03a3\u039f\u03a6\u0399\u0391\u03a3.", "a\u03c2 \u03c3 \u03a3"]
+)
+def test_a_capital_sigma_lowers_as_the_model_s_tokenizer_lowers_it(pair: tuple[WordPiece, object], text: str) -> None:
+    """Python writes a capital sigma at a word's end as the final form; the reference does not."""
+    ours, reference = pair
+    assert ours.encode(text) == reference.encode(text).ids  # type: ignore[attr-defined]
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(

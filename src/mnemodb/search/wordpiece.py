@@ -81,7 +81,10 @@ def _normalize(text: str) -> str:
         text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
     else:
         text = "".join(_normalized_char(c) for c in text) if not text.isprintable() else text
-    return text.lower()
+        return text.lower()
+    # Python lowers a capital sigma (U+03A3) at a word's end to the final form (U+03C2); the
+    # model's tokenizer lowers every one to the small sigma (U+03C3), character by character.
+    return text.replace("\u03a3", "\u03c3").lower()
 
 
 class WordPiece:

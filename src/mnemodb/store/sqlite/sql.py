@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
-T = TypeVar("T")
-R = TypeVar("R", bound=tuple[Any, ...])
+from mnemodb.store.rows import chunks, dumps, props_of, rows_as
 
-
-def props_of(text: str) -> dict[str, Any]:
-    """Stored JSON properties as a dict."""
-    return {} if text == "{}" else dict(json.loads(text))
-
-
-def dumps(value: Any) -> str:
-    """JSON as the store writes it: compact, characters as they are."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def rows_as(kind: type[R], rows: Iterable[Sequence[Any]]) -> list[R]:
-    """Rows as the named tuple `kind`, whose fields are the rows' columns in order: built as
-    a named tuple's own `_make` builds one, without its per-row Python call (searches read
-    hundreds of rows a query)."""
-    return [tuple.__new__(kind, row) for row in rows]
-
-
-def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """`items` in slices of at most `size`: SQLite takes a bounded number of parameters."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+__all__ = [
+    "chunks",
+    "dumps",
+    "edge_visible",
+    "edge_visible_params",
+    "fts_any",
+    "fts_phrase",
+    "marks",
+    "props_of",
+    "rows_as",
+]
 
 
 def marks(n: int) -> str:

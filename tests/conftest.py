@@ -13,7 +13,7 @@ import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.search.embedders import LocalEmbedder, local_available
-from postgres_server import PostgresServer
+from postgres_server import PostgresServer, shared_server
 from stores import store_location
 from support import RawServer, serve_command
 
@@ -40,14 +40,10 @@ def local_embedder() -> LocalEmbedder:
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
+def postgres() -> PostgresServer:
     """A real PostgreSQL 18 (pg_trgm, pgvector) of this test process's own, started on first
-    use and removed at the end of the session."""
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    use and removed when the process exits."""
+    return shared_server()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ PostgreSQL refuses to run as root: under root the server runs as the `postgres` 
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import pwd
@@ -18,9 +19,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
-__all__ = ["PostgresServer", "binaries"]
+__all__ = ["PostgresServer", "binaries", "shared_server"]
 
 _SETTINGS = (
     "-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off "
@@ -110,3 +112,18 @@ class PostgresServer:
                 self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+_shared: dict[str, PostgresServer] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> PostgresServer:
+    """This test process's one server, started on first use and stopped when the process
+    exits (the store fixtures and the `postgres` fixture share it)."""
+    with _shared_lock:
+        if "server" not in _shared:
+            server = PostgresServer()
+            atexit.register(server.stop)
+            _shared["server"] = server.start()
+        return _shared["server"]

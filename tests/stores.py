@@ -1,13 +1,14 @@
 """The store a test runs against, chosen by the MNEMODB_TEST_STORE environment variable.
 
-`sqlite` (the default) is a real SQLite file in the test's directory. A second backend adds
-an entry to `BACKENDS` that makes an empty database for one test and returns its
-location (a URL `open_store` accepts); the contract suite and the engine tests then run
-against it unchanged.
+`sqlite` (the default) is a real SQLite file in the test's directory; `postgresql` a schema
+of its own on a real PostgreSQL server this test process starts (`postgres_server.py`).
+Each entry of `BACKENDS` names an empty database for one test by a location `open_store`
+accepts; the contract suite and the engine tests run against either unchanged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,16 @@ def _sqlite(db_path: Path) -> str:
     return str(db_path)
 
 
-BACKENDS: dict[str, Callable[[Path], str]] = {"sqlite": _sqlite}
+def _postgresql(db_path: Path) -> str:
+    """A schema of its own in the shared test server's database, named after `db_path`: the
+    same path names the same schema, so a test that reopens its store finds its data."""
+    from postgres_server import shared_server
+
+    name = "t_" + hashlib.sha1(str(db_path).encode()).hexdigest()[:16]
+    return f"{shared_server().url()}?schema={name}"
+
+
+BACKENDS: dict[str, Callable[[Path], str]] = {"sqlite": _sqlite, "postgresql": _postgresql}
 
 
 def chosen_backend() -> str:

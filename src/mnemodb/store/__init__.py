@@ -41,16 +41,20 @@ def sqlite_path(location: str) -> str | None:
 
 def open_store(location: str, *, create_parent: bool = True, read_only: bool = False) -> Store:
     """Open (or create) the store at `location`: a file path or `sqlite://` URL (see
-    `sqlite_path`). `create_parent`: make the file's directory when missing; `read_only`:
-    open an existing database for reading only (nothing created, migrated or written)."""
+    `sqlite_path`), or a `postgresql://` URL (`postgres://` too) naming a database whose
+    `mnemodb` schema holds the data (`?schema=` names another). `create_parent`: make a
+    file's directory when missing; `read_only`: open an existing database for reading only
+    (nothing created, migrated or written)."""
     path = sqlite_path(location)
     if path is None:
         scheme = urlsplit(location).scheme.lower()
         if scheme in ("postgresql", "postgres"):
-            raise StoreUnavailable(
-                "this mnemodb has no PostgreSQL store yet: use a SQLite file path or a sqlite:/// URL"
-            )
-        raise StoreUnavailable(f"unknown kind of database {scheme!r}: use a file path or a sqlite:/// URL")
+            from mnemodb.store.postgresql import PostgresStore
+
+            return PostgresStore(location, read_only=read_only)
+        raise StoreUnavailable(
+            f"unknown kind of database {scheme!r}: use a file path, a sqlite:/// URL or a postgresql:// URL"
+        )
     from mnemodb.store.sqlite import SqliteStore
 
     return SqliteStore(path, create_parent=create_parent, read_only=read_only)

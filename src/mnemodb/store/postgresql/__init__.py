@@ -1,2 +1,5 @@
-"""The PostgreSQL store, being built: today its connections and schema lifecycle
-(`database.PostgresDatabase`). `open_store` offers it once it meets the whole contract."""
+"""The PostgreSQL store: the same contract as SQLite's, for databases several hosts share."""
+
+from mnemodb.store.postgresql.store import PostgresStore
+
+__all__ = ["PostgresStore"]

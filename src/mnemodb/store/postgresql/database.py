@@ -22,16 +22,18 @@ import contextlib
 import hashlib
 import re
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mnemodb.model.errors import StoreFailed, StoreUnavailable
+from mnemodb.model.errors import OperationTimeout, StoreFailed, StoreUnavailable
 from mnemodb.store.postgresql.schema import MIGRATIONS, REQUIRED_EXTENSIONS, SCHEMA_VERSION
+from mnemodb.store.postgresql.watchdog import cancelled_at as _cancelled_at
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresDatabase"]
 
@@ -94,10 +96,27 @@ def _unreachable(location: str, exc: psycopg.OperationalError) -> StoreUnavailab
 
 
 class PostgresDatabase:
-    """Connections to one mnemodb schema, made ready to use (created or migrated) on open."""
+    """Connections to one mnemodb schema, made ready to use (created or migrated) on open.
 
-    def __init__(self, url: str, *, readers: int = 8, connect_timeout_s: int = 10) -> None:
+    `readers` bounds the pool of read connections; a read that finds them all busy waits
+    at most `pool_timeout_s` (or its deadline) and then fails with a clear error instead of
+    hanging. With `read_only`, nothing is created or migrated and every write is refused.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        readers: int = 8,
+        connect_timeout_s: int = 10,
+        pool_timeout_s: float = 30.0,
+        read_only: bool = False,
+    ) -> None:
         self._conninfo, self.schema, self.location = _split_url(url)
+        self.read_only = read_only
+        self.readers = max(1, readers)
+        self._pool_timeout_s = pool_timeout_s
+        options = f"-c jit=off -c search_path={self.schema},public -c lock_timeout=120s"
         self._connect_kwargs: dict[str, Any] = {
             "connect_timeout": connect_timeout_s,
             "application_name": APPLICATION,
@@ -105,9 +124,17 @@ class PostgresDatabase:
             "autocommit": True,
             # JIT compiles a search's plan for longer than the search takes; search_path keeps
             # every statement inside the schema.
-            "options": f"-c jit=off -c search_path={self.schema},public -c lock_timeout=120s",
+            "options": options,
+        }
+        # Readers start every transaction as one snapshot that may not write, without a
+        # statement of its own to say so.
+        self._reader_kwargs = {
+            **self._connect_kwargs,
+            "options": options
+            + " -c default_transaction_isolation=repeatable\\ read -c default_transaction_read_only=on",
         }
         self.write_lock_key = _lock_key("write", self.schema)
+        self._closed = False
         self._writer_lock = threading.RLock()
         self._writer = self._connect()
         try:
@@ -118,11 +145,18 @@ class PostgresDatabase:
         self._readers = ConnectionPool(
             self._conninfo,
             min_size=1,
-            max_size=max(1, readers),
-            kwargs=self._connect_kwargs,
+            max_size=self.readers,
+            kwargs=self._reader_kwargs,
             check=ConnectionPool.check_connection,
-            open=True,
+            open=False,
+            name=f"mnemodb-{self.schema}",
         )
+        try:
+            self._readers.open(wait=True, timeout=connect_timeout_s)
+        except PoolTimeout:
+            self._readers.close()
+            self._writer.close()
+            raise StoreUnavailable(f"cannot open read connections to PostgreSQL at {self.location}") from None
 
     # -- connections ----------------------------------------------------------------------
 
@@ -133,26 +167,51 @@ class PostgresDatabase:
             raise _unreachable(self.location, exc) from None
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[psycopg.Connection[Any]]:
+    def write(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
         """A write transaction, serialised against every other writer of this schema; commits
-        when the block ends, rolls back if it raises."""
+        when the block ends, rolls back if it raises. A statement still running at
+        `deadline` (a `time.monotonic()` value) is cancelled, waiting for the lock included."""
+        if self.read_only:
+            raise StoreFailed(f"the database at {self.location} was opened read-only: nothing was changed")
         with self._writer_lock:
+            self._ensure_open()
             conn = self._writer
-            if conn.closed:
+            if conn.closed or conn.broken:
+                # The server went away (a restart, a failover): this write gets a new connection.
+                conn.close()
                 conn = self._writer = self._connect()
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            with _cancelled_at(conn, deadline) as disarm, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", [self.write_lock_key])
                 yield conn
+                # The work is done: the deadline must not interrupt the commit.
+                disarm()
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[psycopg.Connection[Any]]:
-        """A read transaction on one snapshot."""
-        with self._readers.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield conn
+    def read(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A read transaction on one snapshot; a statement still running at `deadline` is cancelled."""
+        self._ensure_open()
+        wait = self._pool_timeout_s
+        if deadline is not None:
+            wait = max(0.0, min(wait, deadline - time.monotonic()))
+        with contextlib.ExitStack() as stack:
+            try:
+                conn = stack.enter_context(self._readers.connection(timeout=wait))
+            except PoolTimeout:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise OperationTimeout("the operation ran past its time limit waiting for a connection") from None
+                raise StoreUnavailable(
+                    f"all {self.readers} read connections to PostgreSQL at {self.location} stayed busy for "
+                    f"{wait:.1f} s: the server is overloaded or unreachable; retry"
+                ) from None
+            with _cancelled_at(conn, deadline), conn.transaction():
+                yield conn
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
 
     def close(self) -> None:
+        self._closed = True
         self._readers.close()
         with self._writer_lock:
             self._writer.close()
@@ -199,6 +258,12 @@ class PostgresDatabase:
             version = self._version(conn)
         if version == SCHEMA_VERSION:
             return
+        if self.read_only:
+            raise StoreUnavailable(
+                f"the database at {self.location} has schema {version or 0}, not this mnemodb's "
+                f"{SCHEMA_VERSION}, and was opened read-only: open it once where it may be written to "
+                "create or upgrade it"
+            )
         with conn.transaction():
             # Several processes starting together: one migrates, the others wait and then
             # find the schema current.

@@ -1,11 +1,26 @@
 """The PostgreSQL schema, as an ordered list of migrations (the first creates it).
 
-The list grows as the PostgreSQL store is built; until that store is offered by
-`open_store`, no database outside the tests holds it, and a migration may still be
-rewritten. After that, a migration is never edited: a change is a new one.
+Each role's module declares the tables, indexes and functions it needs (`DDL`); the
+second migration is them all, in an order where every reference points backwards. Until
+the PostgreSQL store is released, no database outside the tests holds this schema and a
+migration may still be rewritten; after that, a migration is never edited: a change is a
+new one.
 """
 
 from __future__ import annotations
+
+from mnemodb.store.postgresql import (
+    changes,
+    edges,
+    embeddings,
+    entities,
+    memories,
+    node_text,
+    nodes,
+    tokens,
+    words,
+)
+from mnemodb.store.postgresql.sql import FUNCTIONS
 
 __all__ = ["MIGRATIONS", "REQUIRED_EXTENSIONS", "SCHEMA_VERSION"]
 
@@ -22,6 +37,23 @@ MIGRATIONS: tuple[str, ...] = (
         value text COLLATE "C" NOT NULL
     )
     """,
+    # 2: everything else.
+    "\n".join(
+        module
+        for module in (
+            FUNCTIONS,
+            nodes.DDL,
+            changes.DDL,
+            edges.DDL,
+            words.DDL,
+            memories.DDL,
+            entities.DDL,
+            node_text.DDL,
+            embeddings.DDL,
+            tokens.DDL,
+        )
+        if module.strip()
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -454,16 +454,19 @@ def test_usage_errors_never_show_a_traceback(tmp_path: Path, db: str) -> None:
         assert "error:" in result.stderr.splitlines()[-1]
 
 
-def test_db_takes_a_sqlite_url_and_refuses_a_store_this_mnemodb_lacks(tmp_path: Path) -> None:
+def test_db_takes_a_sqlite_url_and_says_when_a_database_server_is_unreachable(tmp_path: Path) -> None:
     stored = run(tmp_path, "remember", "--db", "sqlite:///notes.db", "the build uses ninja")
     assert stored.returncode == 0, stored.stderr
     assert (tmp_path / "notes.db").is_file()
     found = run(tmp_path, "search", "--db", str(tmp_path / "notes.db"), "ninja")
     assert "the build uses ninja" in found.stdout
-    refused = run(tmp_path, "stats", "--db", "postgresql://team@db.internal/memory")
+    # Nothing listens on port 1: one line that names the server (without the password).
+    refused = run(tmp_path, "stats", "--db", "postgresql://team:secret@127.0.0.1:1/memory")
     assert refused.returncode == 1
-    assert refused.stderr.strip() == (
-        "mnemodb: postgresql://team@db.internal/memory: this mnemodb opens SQLite databases only "
-        "(a file path or a sqlite:/// URL)"
-    )
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("mnemodb: cannot reach PostgreSQL at postgresql://team@127.0.0.1:1/memory: ")
+    assert "secret" not in refused.stderr
+    unknown = run(tmp_path, "stats", "--db", "mysql://h/db")
+    assert unknown.returncode == 1
+    assert "unknown kind of database 'mysql'" in unknown.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "notes.db"]

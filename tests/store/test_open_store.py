@@ -41,7 +41,7 @@ def test_another_kind_of_url_is_not_a_sqlite_database(location: str) -> None:
 @pytest.mark.parametrize(
     ("location", "says"),
     [
-        ("postgresql://team@db.internal/memory", "no PostgreSQL store yet"),
+        ("postgresql://team@127.0.0.1:1/memory", "cannot reach PostgreSQL at postgresql://team@127.0.0.1:1/memory"),
         ("mysql://h/db", "unknown kind of database 'mysql'"),
         ("sqlite://host/memory.db", "names a file, not a host"),
         ("sqlite:///memory.db?mode=ro", "takes no options"),

@@ -50,12 +50,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from mnemodb.engine import Engine, EngineError
     from mnemodb.search.embedders import INSTALL_HINT, local_available, local_model_path, onnx_runtime_available
     from mnemodb.server import config
+    from mnemodb.store import sqlite_path
 
     report = Report()
     try:
-        db = Path(config.load_database(args, os.environ).db_path).expanduser()
+        location = config.load_database(args, os.environ).db_path
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
+    db = Path(location).expanduser()
     report.facts["database"] = str(db)
     report.facts["environment"] = {name: os.environ[name] for name in _VARIABLES if os.environ.get(name)}
     for name in report.facts["environment"]:
@@ -78,6 +80,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "the local model runs in numpy, about 5x slower than on ONNX Runtime (pip install onnxruntime)"
         )
 
+    if sqlite_path(location) is None:
+        # A database server: it says itself whether the data is there and what may be done.
+        report.facts["database"] = location
+        try:
+            engine = Engine.open(location, embedder=embedder)
+        except EngineError as exc:
+            report.fix.append(f"the database cannot be opened: {exc}")
+            return _print(report, args)
+        with engine:
+            try:
+                _examine(engine, embedder, report, thorough=args.thorough)
+            except EngineError as exc:
+                report.fix.append(f"the database could not be read through: {exc}")
+        return _print(report, args)
     if not db.exists():
         report.fix.append(f"there is no database at {db}: it is made by the first write (mnemodb serve, remember)")
         return _print(report, args)

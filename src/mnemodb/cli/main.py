@@ -95,6 +95,10 @@ def open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: An
     db, scope = chosen.db_path, chosen.write_scope
     if db == ":memory:":
         return Engine.open(db, write_scope=scope, embedder=embedder)
+    if is_server_database(db):
+        # A database server says itself whether the data exists and what the role may do:
+        # a command that only reads opens it read-only, which refuses a missing schema.
+        return Engine.open(db, write_scope=scope, read_only=reading, embedder=embedder)
     file = Path(db).expanduser()
     if reading and not file.exists():
         raise CliError(f"no database at {file}")
@@ -110,16 +114,18 @@ def open_engine(args: argparse.Namespace, *, reading: bool = False, embedder: An
 def _database(args: argparse.Namespace) -> DatabaseSettings:
     """The command's database and write scope, read as every command reads them."""
     from mnemodb.server import config
-    from mnemodb.store import sqlite_path
 
     try:
-        chosen = config.load_database(args, os.environ)
+        return config.load_database(args, os.environ)
     except config.ConfigError as exc:
         raise CliError(str(exc)) from None
-    if sqlite_path(chosen.db_path) is None:
-        # The commands' file checks (exists, writable, backups) are a file's: say so at once.
-        raise CliError(f"{chosen.db_path}: this mnemodb opens SQLite databases only (a file path or a sqlite:/// URL)")
-    return chosen
+
+
+def is_server_database(db: str) -> bool:
+    """True when `db` names a database server (a URL other than sqlite://), not a file."""
+    from mnemodb.store import sqlite_path
+
+    return sqlite_path(db) is None
 
 
 def _embedder(args: argparse.Namespace, *, required: bool = False) -> Embedder | None:
@@ -157,7 +163,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     embedder = _embedder(args, required=True)
     assert embedder is not None
     db = _database(args).db_path
-    if not Path(db).exists():
+    if not is_server_database(db) and not Path(db).exists():
         # Embedding an empty new file would only hide a mistyped path.
         raise CliError(f"no database at {db}: nothing to reindex")
     engine = Engine.open(db, embedder=embedder)
@@ -604,7 +610,7 @@ def _import_server_memory(args: argparse.Namespace, stream: BinaryIO) -> int:
 def cmd_backup(args: argparse.Namespace) -> int:
     target = Path(args.path).expanduser()
     source = _database(args).db_path
-    if not os.path.lexists(source):
+    if not is_server_database(source) and not os.path.lexists(source):
         raise CliError(f"no database at {source}: nothing to back up")
     if target.exists() and not target.is_dir() and not args.force:
         raise CliError(f"{target} exists; pass --force to overwrite it")
@@ -631,7 +637,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def store_options(parser: argparse.ArgumentParser, *, scope: bool = True) -> None:
-    parser.add_argument("--db", help="database file (default: $MNEMODB_DB or .mnemodb/memory.db)")
+    parser.add_argument("--db", help="database file or postgresql:// URL (default: $MNEMODB_DB or .mnemodb/memory.db)")
     if scope:
         parser.add_argument("--scope", help='scope to write to and read from: "shared" (default) or a ULID')
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -19,6 +19,7 @@ from mnemodb.server.config import make_embedder
 from mnemodb.server.profiles import ProfileSpec, profile_spec
 from mnemodb.server.settings import Settings, is_loopback
 from mnemodb.server.stdio import serve_stdio
+from mnemodb.store import sqlite_path
 
 log = logging.getLogger("mnemodb")
 
@@ -39,7 +40,9 @@ def serve(settings: Settings) -> int:
     # database has none, so it is refused before anything is created.
     http = settings.http
     exposed = http is not None and not is_loopback(http.host) and not http.insecure and http.jwt is None
-    if exposed and (settings.db_path == ":memory:" or not Path(settings.db_path).exists()):
+    # (A database server cannot be asked before it is opened: its tokens are checked below.)
+    new_file = sqlite_path(settings.db_path) is not None and not Path(settings.db_path).exists()
+    if exposed and (settings.db_path == ":memory:" or new_file):
         log.error("%s", _unprotected(settings))
         return 1
     try:

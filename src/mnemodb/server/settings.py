@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from mnemodb.search.embedder_factory import EmbeddingSettings
 from mnemodb.store import sqlite_path
@@ -269,5 +270,17 @@ def load_standard_settings(
         reads,
         timeout,
         level or DEFAULT_LOG_LEVEL,
-        db_display=db,
+        db_display=without_password(db),
     )
+
+
+def without_password(location: str) -> str:
+    """`location` as it may be shown to a client or written to a log: a database URL's
+    password left out."""
+    if sqlite_path(location) is not None:
+        return location
+    parts = urlsplit(location)
+    if parts.password is None:
+        return location
+    user, _, host = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}@{host}"))

@@ -51,7 +51,7 @@ class HttpServer:
     @classmethod
     @contextmanager
     def start(
-        cls, db: Path, *flags: str, profile: str = "native", env: Mapping[str, str] | None = None
+        cls, db: Path | str, *flags: str, profile: str = "native", env: Mapping[str, str] | None = None
     ) -> Iterator[HttpServer]:
         command = [sys.executable, "-m", "mnemodb", "serve", "--profile", profile, "--db", str(db), "--http"]
         if "--port" not in flags:

@@ -80,6 +80,16 @@ class PostgresServer:
             "--locale=C.UTF-8",
             "--no-sync",
         )  # fmt: skip
+        self.resume()
+        return self
+
+    def halt(self) -> None:
+        """Stop the server as an operator's fast shutdown does (clients are disconnected),
+        keeping its data for `resume`."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again, on the same port, after `halt`."""
         self._run(
             str(self.bin / "pg_ctl"),
             "-D", str(self.data),
@@ -88,7 +98,6 @@ class PostgresServer:
             "-o", f"-p {self.port} -k {self.directory} {_SETTINGS}",
             "start",
         )  # fmt: skip
-        return self
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

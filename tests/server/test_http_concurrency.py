@@ -84,8 +84,9 @@ class Ledger:
 class Client:
     """One client: alternates its calls between the servers and follows a fixed plan."""
 
-    def __init__(self, index: int, ports: list[int]) -> None:
+    def __init__(self, index: int, ports: list[int], calls: int = CALLS) -> None:
         self.index = index
+        self.calls = calls
         self.ports = ports
         self.connections = [http.client.HTTPConnection("127.0.0.1", p, timeout=REPLY_TIMEOUT_S) for p in ports]
         self.log = Ledger(index, scope_of(index))
@@ -93,7 +94,7 @@ class Client:
 
     def call(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
         """The structured result of a successful call; None (and an error logged) otherwise."""
-        if self.log.calls >= CALLS:
+        if self.log.calls >= self.calls:
             raise Spent
         k = self.log.calls % len(self.connections)
         self.log.calls += 1
@@ -299,18 +300,23 @@ class Client:
 # -- the final check ---------------------------------------------------------------------------------------
 
 
-def verify(db: Path, logs: list[Ledger]) -> list[str]:
-    """Everything the file says against the ledgers: the failures, one line each."""
+def verify(db: Path | str, logs: list[Ledger]) -> list[str]:
+    """Everything the database says against the ledgers: the failures, one line each. `db`
+    is an SQLite file (whose own integrity check runs too) or a database server's URL."""
     failures: list[str] = []
-    with closing(sqlite3.connect(db)) as conn:
-        if conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]:
-            failures.append("integrity_check failed")
+    if isinstance(db, Path):
+        with closing(sqlite3.connect(db)) as conn:
+            if conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]:
+                failures.append("integrity_check failed")
     with Engine.open(str(db)) as engine:
         changes = engine.changes()
         records = list(engine.export())
     seqs = [c.seq for c in changes]
     if seqs != list(range(1, len(seqs) + 1)):
         failures.append(f"the change log is not gapless: {len(seqs)} entries, seqs up to {max(seqs, default=0)}")
+    times = [c.at for c in changes]
+    if times != sorted(times):
+        failures.append("the change log's times go backwards somewhere along its seq order")
     memories = {r["id"]: r for r in records if r["type"] == "node" and "memory" in r}
     places = Counter((r["scope"], r["memory"]["hash"]) for r in memories.values())
     failures += [f"{place} stored {n} times" for place, n in places.items() if n > 1]

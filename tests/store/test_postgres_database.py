@@ -209,3 +209,31 @@ def test_a_role_that_may_not_install_an_extension_is_told_who_can(postgres: Post
     postgres.psql("CREATE EXTENSION vector", database)
     PostgresDatabase(url).close()  # with the extension there, the role makes the rest itself
     assert meta(database_url)["application"] == "mnemodb"
+
+
+def test_a_read_that_finds_every_connection_busy_fails_clearly_instead_of_waiting(database_url: str) -> None:
+    database = PostgresDatabase(database_url + "?pool_size=1&pool_timeout=0.3")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with database.read():
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(StoreUnavailable, match=r"could be had in 0.3 s \(all 1 busy.*retry"), database.read():
+            pass
+    finally:
+        release.set()
+        holder.join(30)
+        database.close()
+    assert database.readers == 1
+
+
+@pytest.mark.parametrize(("option", "says"), [("pool_size=0", "pool_size='0'"), ("pool_timeout=soon", "pool_timeout")])
+def test_a_bad_pool_option_is_refused_by_name(database_url: str, option: str, says: str) -> None:
+    with pytest.raises(StoreUnavailable, match=says):
+        PostgresDatabase(f"{database_url}?{option}")

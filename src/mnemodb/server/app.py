@@ -56,6 +56,7 @@ from mnemodb.engine.tokens import current_grant
 from mnemodb.model.errors import EngineError, OperationTimeout
 from mnemodb.server.profile import Profile, Tool
 from mnemodb.server.schema import Invalid
+from mnemodb.store import sqlite_path
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -117,7 +118,9 @@ def _as_told(error: EngineError, engine: Engine) -> EngineError:
     if current_grant() is None or location == ":memory:" or location not in text:
         return error
     told = copy.copy(error)
-    told.args = (text.replace(location, PurePath(location).name),)
+    # A file is named by its name; a database server not at all (its address is no tenant's business either).
+    shown = PurePath(location).name if sqlite_path(location) is not None else "the database server"
+    told.args = (text.replace(location, shown),)
     return told
 
 

@@ -49,7 +49,13 @@ def open_store(location: str, *, create_parent: bool = True, read_only: bool = F
     if path is None:
         scheme = urlsplit(location).scheme.lower()
         if scheme in ("postgresql", "postgres"):
-            from mnemodb.store.postgresql import PostgresStore
+            try:
+                from mnemodb.store.postgresql import PostgresStore
+            except ImportError as exc:
+                raise StoreUnavailable(
+                    f"the PostgreSQL store needs its driver ({exc.name} is not installed): "
+                    "pip install 'mnemodb[postgresql]'"
+                ) from None
 
             return PostgresStore(location, read_only=read_only)
         raise StoreUnavailable(

@@ -38,6 +38,10 @@ from mnemodb.store.postgresql.watchdog import cancelled_at as _cancelled_at
 __all__ = ["DEFAULT_SCHEMA", "PostgresDatabase"]
 
 DEFAULT_SCHEMA = "mnemodb"
+# Read connections per process, and how long a read waits for one when all are busy
+# (then it fails with a clear error rather than hang): `?pool_size=` and `?pool_timeout=`.
+DEFAULT_READERS = 8
+DEFAULT_POOL_TIMEOUT_S = 10.0
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 APPLICATION = "mnemodb"
 
@@ -58,17 +62,24 @@ def _lock_key(purpose: str, schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def _split_url(url: str) -> tuple[str, str, str]:
-    """(the connection URL for libpq, the schema, the location to show a person: no password)."""
+# Options of a mnemodb URL that are mnemodb's, not libpq's: they are taken out of the URL
+# before it is handed to libpq (which refuses options it does not know).
+_OWN_OPTIONS = ("schema", "pool_size", "pool_timeout")
+
+
+def _split_url(url: str) -> tuple[str, str, str, dict[str, str]]:
+    """(the connection URL for libpq, the schema, the location to show a person (no
+    password), mnemodb's own options: `pool_size`, `pool_timeout`)."""
     parts = urlsplit(url)
     options = parse_qsl(parts.query, keep_blank_values=True)
-    schema = DEFAULT_SCHEMA
+    own: dict[str, str] = {}
     kept = []
     for key, value in options:
-        if key == "schema":
-            schema = value
+        if key in _OWN_OPTIONS:
+            own[key] = value
         else:
             kept.append((key, value))
+    schema = own.pop("schema", DEFAULT_SCHEMA)
     if not _IDENTIFIER.fullmatch(schema):
         raise StoreUnavailable(
             f"schema={schema!r}: a schema name is lower-case letters, digits and underscores, starting with a letter"
@@ -78,7 +89,20 @@ def _split_url(url: str) -> tuple[str, str, str]:
     user = shown[0].partition(":")[0]
     netloc = f"{user}@{shown[2]}" if shown[1] else shown[2]
     location = urlunsplit(parts._replace(netloc=netloc, query=urlencode(options)))
-    return conninfo, schema, location
+    return conninfo, schema, location, own
+
+
+def _number(own: dict[str, str], key: str, default: float, *, least: float) -> float:
+    raw = own.get(key)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = least - 1
+    if not value >= least:
+        raise StoreUnavailable(f"{key}={raw!r} in the database URL: a number, at least {least:g}")
+    return value
 
 
 def _unreachable(location: str, exc: psycopg.OperationalError) -> StoreUnavailable:
@@ -107,15 +131,19 @@ class PostgresDatabase:
         self,
         url: str,
         *,
-        readers: int = 8,
+        readers: int | None = None,
         connect_timeout_s: int = 10,
-        pool_timeout_s: float = 30.0,
+        pool_timeout_s: float | None = None,
         read_only: bool = False,
     ) -> None:
-        self._conninfo, self.schema, self.location = _split_url(url)
+        self._conninfo, self.schema, self.location, own = _split_url(url)
         self.read_only = read_only
-        self.readers = max(1, readers)
-        self._pool_timeout_s = pool_timeout_s
+        self.readers = readers or int(_number(own, "pool_size", DEFAULT_READERS, least=1))
+        self._pool_timeout_s = (
+            pool_timeout_s
+            if pool_timeout_s is not None
+            else _number(own, "pool_timeout", DEFAULT_POOL_TIMEOUT_S, least=0)
+        )
         options = f"-c jit=off -c search_path={self.schema},public -c lock_timeout=120s"
         self._connect_kwargs: dict[str, Any] = {
             "connect_timeout": connect_timeout_s,
@@ -175,16 +203,41 @@ class PostgresDatabase:
             raise StoreFailed(f"the database at {self.location} was opened read-only: nothing was changed")
         with self._writer_lock:
             self._ensure_open()
-            conn = self._writer
-            if conn.closed or conn.broken:
-                # The server went away (a restart, a failover): this write gets a new connection.
-                conn.close()
-                conn = self._writer = self._connect()
-            with _cancelled_at(conn, deadline) as disarm, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", [self.write_lock_key])
-                yield conn
-                # The work is done: the deadline must not interrupt the commit.
-                disarm()
+            conn = self._begin_write()
+            try:
+                with _cancelled_at(conn, deadline) as disarm:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", [self.write_lock_key])
+                    yield conn
+                    # The work is done: the deadline must not interrupt the commit.
+                    disarm()
+            except BaseException:
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                raise StoreUnavailable(
+                    f"the connection to PostgreSQL at {self.location} was lost while committing ({exc}): the "
+                    "change may or may not have been made; look before retrying"
+                ) from exc
+
+    def _begin_write(self) -> psycopg.Connection[Any]:
+        """The write connection, in a new transaction. A connection the server dropped since
+        its last use (a restart, a failover) is replaced once: nothing was done on it yet."""
+        conn = self._writer
+        if not conn.closed:
+            try:
+                conn.execute("BEGIN")
+                return conn
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+        conn.close()
+        conn = self._writer = self._connect()
+        conn.execute("BEGIN")
+        return conn
 
     @contextlib.contextmanager
     def read(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
@@ -200,8 +253,8 @@ class PostgresDatabase:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise OperationTimeout("the operation ran past its time limit waiting for a connection") from None
                 raise StoreUnavailable(
-                    f"all {self.readers} read connections to PostgreSQL at {self.location} stayed busy for "
-                    f"{wait:.1f} s: the server is overloaded or unreachable; retry"
+                    f"no read connection to PostgreSQL at {self.location} could be had in {wait:g} s (all "
+                    f"{self.readers} busy, or the server unreachable): nothing was read; retry"
                 ) from None
             with _cancelled_at(conn, deadline), conn.transaction():
                 yield conn

@@ -37,7 +37,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -54,7 +54,7 @@ from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, current_grant, granted
-from mnemodb.model.errors import EngineError
+from mnemodb.model.errors import EngineError, StoreUnavailable
 from mnemodb.server.settings import HttpSettings, JwtSettings, is_loopback
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 __all__ = ["BindError", "Metrics", "RateLimiter", "build_app", "default_max_connections", "serve_http"]
 
 log = logging.getLogger("mnemodb.http")
+
+T = TypeVar("T")
 
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -315,6 +317,18 @@ class JwtVerifier:
         return Grant(f"jwt:{claims['sub']}", chosen, (writes or reads)[0], tuple(dict.fromkeys(writes)))
 
 
+class _DatabaseDown(Exception):
+    """The database could not be asked who may call."""
+
+
+async def _ask(question: Callable[..., T], *args: Any) -> T:
+    """`question(*args)` on a worker thread; _DatabaseDown when the database cannot answer."""
+    try:
+        return await anyio.to_thread.run_sync(question, *args)
+    except StoreUnavailable as exc:
+        raise _DatabaseDown(str(exc)) from exc
+
+
 class _Authenticate:
     """Who may call, and with what grant.
 
@@ -377,10 +391,25 @@ class _Authenticate:
         if scope["type"] != "http" or path == "/healthz" or path.startswith(METADATA_PATH):
             await self._app(scope, receive, send)
             return
+        try:
+            await self._authenticate(scope, receive, send)
+        except _DatabaseDown as exc:
+            # Who may call is in the database: while it cannot be reached (a database server
+            # restarting), the request cannot be judged. The caller learns it may retry, not
+            # where the database is.
+            log.warning("refused a request while the database is unavailable: %s", exc)
+            response = JSONResponse(
+                {"error": "unavailable", "error_description": "the database is unavailable right now; retry"},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+            await response(scope, receive, send)
+
+    async def _authenticate(self, scope: Scope, receive: Receive, send: Send) -> None:
         header = Headers(scope=scope).get("authorization")
         tokens = self._engine.tokens
         if header is None:
-            if self._always or await anyio.to_thread.run_sync(tokens.required):
+            if self._always or await _ask(tokens.required):
                 await self._refuse("this server needs a bearer token", None)(scope, receive, send)
                 return
             client = scope.get("client") or ("unknown", 0)
@@ -392,7 +421,7 @@ class _Authenticate:
         key = ""
         if kind.lower() == "bearer" and secret:
             if secret.startswith(TOKEN_PREFIX) or self._jwt is None:
-                token = await anyio.to_thread.run_sync(tokens.verify, secret)
+                token = await _ask(tokens.verify, secret)
                 grant = "the bearer token is not valid (unknown, revoked or malformed)"
                 if token is not None:
                     grant, key = Grant.of(token), f"token {token.id}"

@@ -100,19 +100,22 @@ class Client:
         self.log.calls += 1
         params = {"name": tool, "arguments": dict(arguments)}
         message = {"jsonrpc": "2.0", "id": self.log.calls, "method": "tools/call", "params": params}
-        connection = self.connections[k]
-        connection.request(
-            "POST",
-            "/mcp",
-            json.dumps(message).encode(),
-            {
-                "Host": f"127.0.0.1:{self.ports[k]}",
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-11-25",
-            },
-        )
-        response = connection.getresponse()
+        headers = {
+            "Host": f"127.0.0.1:{self.ports[k]}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        try:
+            response = self._post(k, message, headers)
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # The server closed the kept-alive connection while it was idle (its keep-alive
+            # timeout), before this request reached it: sent again on a new connection, as
+            # an HTTP client does. A request that did reach it would show up twice in the
+            # final check.
+            self.connections[k].close()
+            self.connections[k] = http.client.HTTPConnection("127.0.0.1", self.ports[k], timeout=REPLY_TIMEOUT_S)
+            response = self._post(k, message, headers)
         body = response.read()
         if response.status != 200:
             self.log.errors.append(f"client {self.index} {tool}: HTTP {response.status} {body[:300]!r}")
@@ -125,6 +128,11 @@ class Client:
         structured = result.get("structuredContent")
         assert isinstance(structured, dict), reply
         return structured
+
+    def _post(self, k: int, message: Mapping[str, Any], headers: Mapping[str, str]) -> http.client.HTTPResponse:
+        connection = self.connections[k]
+        connection.request("POST", "/mcp", json.dumps(message).encode(), dict(headers))
+        return connection.getresponse()
 
     def check(self, ok: bool, text: str) -> None:
         self.log.checked += 1

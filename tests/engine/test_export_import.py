@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
+from engine.helpers import store_at
 from mnemodb.engine import Engine, InvalidArgument
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.items import EntityNote
 from mnemodb.model import ops as ops_module
 from mnemodb.model.records import Entity
-from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, START_MS, Clock, sha256
 
 
 def open_engine(path: Path, start: int = START_MS) -> Engine:
-    return Engine(SqliteStore(path), clock=Clock(start, tick=1), access_interval=3600)
+    return Engine(store_at(path), clock=Clock(start, tick=1), access_interval=3600)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ agree, whichever face made each change."""
 
 from __future__ import annotations
 
+from engine.helpers import sqlite_only
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import Patch
@@ -37,6 +38,7 @@ def test_both_faces_replay_a_type_given_by_another_face(eng: Engine, clock: Cloc
         assert (item.entity_type or None, item.observations, item.props.get("team")) == (kind, observations, team)
 
 
+@sqlite_only("an in-memory SQLite database, whose reads share the writer's connection")
 def test_an_in_memory_engine_renames_an_entity() -> None:
     """Renaming reads the index spec inside the write: on an in-memory store, whose reads
     share the writer's connection, that read began a second transaction and failed."""

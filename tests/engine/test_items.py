@@ -1,6 +1,7 @@
 """The items face (`engine.items`): memories, entities and relations addressed alike by id,
 hash or name; remember, search and listing, forget, revise, relate, explore, paths and the
-scoped change feed. Every test runs on a real SQLite file with a clock it controls."""
+scoped change feed. Every test runs on a real database of the chosen store (`stores.py`: a
+SQLite file by default) with a clock it controls."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.helpers import open_engine_at, store_at
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import EntityNote, Item, ItemPage, Neighbourhood, Note, Patch, Remembered
 from mnemodb.engine.properties import CreateNode, SetEmbedding
 from mnemodb.model import ops
 from mnemodb.model.records import ABOUT, SUPERSEDES, Edge, Entity, ItemFilter, Memory, NewMemory, Props, Stats
-from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, START_MS, Clock, sha256
 
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
@@ -210,11 +211,11 @@ def test_items_outside_the_read_set_are_never_returned(eng: Engine, db_path: Pat
     assert [label(g) for g in eng.items.get(refs, scopes=[SCOPE_A])] == [m.content, m.content] + ["Secret"] * 2 + [
         "edge:about"
     ]
-    # Another engine on the same file, reading other scopes, sees nothing either.
-    with Engine.open(str(db_path), read_scopes=["shared", SCOPE_B]) as other:
+    # Another engine on the same database, reading other scopes, sees nothing either.
+    with open_engine_at(db_path, read_scopes=["shared", SCOPE_B]) as other:
         assert other.items.get(refs) == [None] * 5
         assert other.items.search().found == ()
-    with Engine.open(str(db_path), read_scopes=[SCOPE_A]) as owner:
+    with open_engine_at(db_path, read_scopes=[SCOPE_A]) as owner:
         assert [label(g) for g in owner.items.get(refs)][:3] == [m.content, m.content, "Secret"]
 
 
@@ -1540,7 +1541,7 @@ SETTINGS = settings(
 def fresh_engine() -> Iterator[tuple[Engine, Clock]]:
     with tempfile.TemporaryDirectory() as tmp:
         clock = Clock(START_MS)
-        with Engine(SqliteStore(Path(tmp) / "items.db"), clock=clock, access_interval=3600) as eng:
+        with Engine(store_at(Path(tmp) / "items.db"), clock=clock, access_interval=3600) as eng:
             yield eng, clock
 
 
@@ -1677,7 +1678,10 @@ def test_a_tag_filtered_listing_is_the_same_led_by_the_tag_or_by_time(
 ) -> None:
     """A rare tag leads the listing from its index entries, a common one is checked while
     walking the newest items; scopes are walked apart, or read together past `_WALKS` of
-    them. Every way gives every memory carrying all the tags, newest first."""
+    them. Every way gives every memory carrying all the tags, newest first.
+
+    The ways are the SQLite store's (its module's settings); another store ignores them, and
+    its one way of listing is held to the same answer."""
     from mnemodb.store.sqlite import items as sqlite_items
 
     with fresh_engine() as (eng, clock):

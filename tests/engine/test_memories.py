@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 import unicodedata
 from pathlib import Path
 
 import pytest
 
+from engine.helpers import committed, open_engine_at
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, content_hash, normalize_tags
+from stores import store_location
 from support import SCOPE_A, sha256
 
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
@@ -342,9 +343,16 @@ def test_delete_removes_the_memory_and_its_relations(engine: Engine, db_path: Pa
     assert (stats.memories, stats.edges, stats.tags) == (2, 1, 0)
     assert [link.edge.type for link in engine.memories.links(left.hash)] == ["c"]
     assert [link.edge.type for link in engine.memories.links(right.hash)] == ["c"]
-    with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM memory_tag").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM edge").fetchone()[0] == 1
+    # What the database holds, read anew: no tag row and no edge of the deleted memory is left.
+    with committed(db_path) as tx:
+        stored = tx.counts(None)
+        assert (stored["nodes"], stored["memories"], stored["edges"]) == (2, 2, 1)
+        assert tx.memories_with_tags(["gone"], ["shared"], 10) == []
+        assert tx.count_tags(["shared"]) == 0
+        assert [m.tags for m in tx.memories_by_pk([left.pk, right.pk]).values()] == [(), ()]
+        assert tx.edges_of([doomed.pk], "both") == []
+    # The database's own checks: on SQLite, that no row refers to the deleted one (foreign keys).
+    assert engine.store.check().problems == ()
     assert engine.memories.delete(doomed.hash) is False
 
 
@@ -369,7 +377,11 @@ def test_content_can_be_stored_again_after_delete(engine: Engine) -> None:
 
 
 def test_memory_in_one_scope_is_invisible_to_a_reader_of_another(db_path: Path) -> None:
-    with Engine.open(str(db_path), write_scope=SCOPE_A) as a, Engine.open(str(db_path), write_scope=SCOPE_B) as b:
+    # Read counts are written only when asked (a long interval), so `a` reads back the very memory it stored.
+    with (
+        open_engine_at(db_path, write_scope=SCOPE_A, access_interval=3600) as a,
+        open_engine_at(db_path, write_scope=SCOPE_B, access_interval=3600) as b,
+    ):
         secret = a.memories.store("the secret plan", ["plans"]).memory
         assert secret.scope == SCOPE_A
         assert a.memories.get(secret.hash) == secret
@@ -388,12 +400,12 @@ def test_memory_in_one_scope_is_invisible_to_a_reader_of_another(db_path: Path) 
 
 
 def test_shared_memories_are_not_read_unless_shared_is_a_read_scope(db_path: Path) -> None:
-    with Engine.open(str(db_path)) as shared, Engine.open(str(db_path), write_scope=SCOPE_A) as private:
+    with open_engine_at(db_path) as shared, open_engine_at(db_path, write_scope=SCOPE_A) as private:
         memory = shared.memories.store("common knowledge").memory
         assert memory.scope == "shared"
         assert private.memories.get(memory.hash) is None
         assert private.memories.get(memory.hash, scopes=["shared", SCOPE_A]) is not None
-    with Engine.open(str(db_path), write_scope=SCOPE_A, read_scopes=[SCOPE_A, "SHARED"]) as reader:
+    with open_engine_at(db_path, write_scope=SCOPE_A, read_scopes=[SCOPE_A, "SHARED"]) as reader:
         assert reader.memories.get(memory.hash) is not None
 
 
@@ -415,12 +427,12 @@ def test_same_content_in_two_scopes_is_two_memories(engine: Engine) -> None:
     assert engine.memories.get(in_a.memory.hash, scopes=[SCOPE_B]) is not None
 
 
-def test_scope_names_are_validated(engine: Engine) -> None:
+def test_scope_names_are_validated(engine: Engine, db_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="invalid scope"):
         engine.memories.store("x", scope="not-a-scope")
     with pytest.raises(InvalidArgument):
         engine.memories.get(sha256("x"), scopes=[])
     with pytest.raises(InvalidArgument):
-        Engine.open(":memory:", write_scope="nope")
+        Engine.open(store_location(db_path), write_scope="nope")
     lower = engine.memories.store("lower-case scope", scope=SCOPE_A.lower()).memory
     assert lower.scope == SCOPE_A

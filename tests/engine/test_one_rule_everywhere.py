@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemodb.engine import Engine
+from engine.helpers import open_engine_at
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.properties import CreateNode, IndexSpec, Link
 from mnemodb.engine.tokens import Grant, granted
@@ -22,7 +22,7 @@ def test_every_face_refuses_a_relation_the_grant_s_scope_rule_forbids(db_path: P
     """A token that reads A and writes B may not write, in B, a relation that touches A's
     item: B's readers would see it. The knowledge-graph face, the items face and the
     property-graph face all refuse it, and nothing is written."""
-    with Engine.open(str(db_path)) as engine:
+    with open_engine_at(db_path) as engine:
         [alice] = engine.graph.create_entities([NewEntity("alice")], scope=A)
         [hub] = engine.graph.create_entities([NewEntity("hub")], scope="shared")
         before = engine.current_seq()
@@ -40,7 +40,7 @@ def test_every_face_refuses_a_relation_the_grant_s_scope_rule_forbids(db_path: P
 def test_a_read_only_token_searches_node_text_written_after_the_last_search(db_path: Path) -> None:
     """Catching the node-text index up is upkeep, not the caller's change: a read-only
     token's search does it (it was refused as a write), and logs nothing."""
-    with Engine.open(str(db_path)) as engine:
+    with open_engine_at(db_path) as engine:
         engine.nodes.use_spec(IndexSpec(equality=(("Entity", "name"),), text=(("Doc", "title"),)))
         engine.nodes.submit([CreateNode("Doc", {"title": "quarterly budget review"})])
         logged = engine.current_seq()

@@ -1,5 +1,6 @@
 """The property-graph face (`engine.nodes`): index spec, command batches, scoped reads,
-traversal, `as_of`, access statistics and vector search, over a real SQLite file."""
+traversal, `as_of`, access statistics and vector search, over a real database of the chosen
+store (`stores.py`: a SQLite file by default)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from engine.helpers import store_at
 from mnemodb.engine import Engine, EngineError, InvalidArgument, content_hash
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import (
@@ -28,7 +30,6 @@ from mnemodb.engine.properties import (
 from mnemodb.engine.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from mnemodb.model import ops
 from mnemodb.model.records import Edge, Node
-from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, Clock
 
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
@@ -143,11 +144,11 @@ def test_malformed_spec_is_refused(data: Any, message: str) -> None:
 def test_use_spec_persists_in_the_store(eng: Engine, db_path: Path) -> None:
     assert eng.nodes.use_spec(SPEC) == SPEC
     assert eng.nodes.spec == SPEC
-    with Engine(SqliteStore(db_path), access_interval=3600) as again:
+    with Engine(store_at(db_path), access_interval=3600) as again:
         assert again.nodes.spec == SPEC
         # Without a spec the stored one is kept.
         assert again.nodes.use_spec(None) == SPEC
-    with Engine(SqliteStore(db_path), access_interval=3600) as third:
+    with Engine(store_at(db_path), access_interval=3600) as third:
         assert third.nodes.spec == SPEC
         with pytest.raises(InvalidArgument, match=r"^\(Note, body\) is not equality-indexed$"):
             third.nodes.find_by_prop("Note", "body", "x")
@@ -215,7 +216,7 @@ def test_create_node_memory_entity_and_any_label(eng: Engine, clock: Clock) -> N
 
 
 def test_create_node_uses_the_engines_write_scope(db_path: Path, clock: Clock) -> None:
-    with Engine(SqliteStore(db_path), write_scope=SCOPE_A, clock=clock, access_interval=3600) as private:
+    with Engine(store_at(db_path), write_scope=SCOPE_A, clock=clock, access_interval=3600) as private:
         node_id = one(private, CreateNode("Thing"))
         node = private.nodes.get_node(node_id)
         assert node is not None and node.scope == SCOPE_A
@@ -761,8 +762,8 @@ def test_search_text_sees_declared_text_of_other_labels(spec_eng: Engine, db_pat
     one(eng, CreateNode("Note", {"body": 42}))
     assert eng.nodes.search_text("42") == []
 
-    # Writes through another engine on the same file: this one catches up.
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as other:
+    # Writes through another engine on the same database: this one catches up.
+    with Engine(store_at(db_path), clock=clock, access_interval=3600) as other:
         assert other.nodes.spec == SPEC
         other.nodes.submit([SetProps(note, {"body": "aurora"})])
         late = one(other, CreateNode("Note", {"body": "nebula"}))
@@ -1014,11 +1015,11 @@ def test_get_node_as_of_keeps_memory_fields(eng: Engine, clock: Clock) -> None:
 
 def test_get_node_as_of_an_imported_node_does_not_change_with_later_writes(db_path: Path, clock: Clock) -> None:
     t0 = clock.now
-    with Engine(SqliteStore(db_path.with_name("source.db")), clock=Clock(t0), access_interval=3600) as source:
+    with Engine(store_at(db_path.with_name("source.db")), clock=Clock(t0), access_interval=3600) as source:
         node = one(source, CreateNode("Thing", {"v": 1}))
         records = list(source.export())
     clock.now = t0 + 1000
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as eng:
+    with Engine(store_at(db_path), clock=clock, access_interval=3600) as eng:
         eng.import_records(records)
         before = eng.nodes.get_node(node, as_of=t0 + 500)
         assert before is not None and before.props == {"v": 1}
@@ -1173,8 +1174,8 @@ def test_search_vectors_follows_writes(eng: Engine, db_path: Path, clock: Clock)
     assert hit_ids(eng.nodes.search_vectors("m", [1.0, 0.0], k=1)) == [b]
     eng.nodes.submit([RemoveNode(b)])
     assert hit_ids(eng.nodes.search_vectors("m", [1.0, 0.0])) == [a]
-    # Written by another engine on the same file.
-    with Engine(SqliteStore(db_path), clock=clock, access_interval=3600) as other:
+    # Written by another engine on the same database.
+    with Engine(store_at(db_path), clock=clock, access_interval=3600) as other:
         c = one(other, CreateNode("Thing"))
         other.nodes.submit([SetEmbedding(c, "m", (1.0, 0.0))])
     assert hit_ids(eng.nodes.search_vectors("m", [1.0, 0.0])) == [c, a]

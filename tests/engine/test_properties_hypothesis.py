@@ -1,7 +1,8 @@
 """Property-based tests of the property-graph face: scoped reads never leak across scopes
 and find everything they should, and a batch is all or nothing.
 
-Each example runs on a fresh SQLite file and is checked against a small in-Python model.
+Each example runs on a fresh database of the chosen store (`stores.py`: a SQLite file by
+default) and is checked against a small in-Python model.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.helpers import store_at
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.properties import (
     CloseEdge,
@@ -31,7 +33,6 @@ from mnemodb.engine.properties import (
     SetEmbedding,
     SetProps,
 )
-from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, START_MS, Clock
 
 SCOPE_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
@@ -57,10 +58,10 @@ SETTINGS = settings(
 
 @contextlib.contextmanager
 def fresh_engine() -> Iterator[tuple[Engine, Clock]]:
-    """An engine over a new SQLite file, with the property-graph spec these tests use."""
+    """An engine over a new database, with the property-graph spec these tests use."""
     with tempfile.TemporaryDirectory() as tmp:
         clock = Clock(START_MS)
-        with Engine(SqliteStore(Path(tmp) / "graph.db"), clock=clock, access_interval=3600) as eng:
+        with Engine(store_at(Path(tmp) / "graph.db"), clock=clock, access_interval=3600) as eng:
             eng.nodes.use_spec(SPEC)
             yield eng, clock
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.helpers import open_engine_at
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NotFound
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import EntityNote
@@ -64,12 +65,12 @@ def test_relate_with_a_missing_endpoint_is_not_found(eng: Engine) -> None:
 
 
 def test_relate_across_scopes_needs_readable_endpoints(db_path: Path) -> None:
-    with Engine.open(str(db_path), write_scope=SCOPE_A) as a, Engine.open(str(db_path), write_scope=SCOPE_B) as b:
+    with open_engine_at(db_path, write_scope=SCOPE_A) as a, open_engine_at(db_path, write_scope=SCOPE_B) as b:
         in_a = a.memories.store("in scope a").memory
         in_b = b.memories.store("in scope b").memory
         with pytest.raises(NotFound):
             a.memories.relate(in_a.hash, in_b.hash, "x")
-    with Engine.open(str(db_path), write_scope=SCOPE_A, read_scopes=[SCOPE_A, SCOPE_B]) as both:
+    with open_engine_at(db_path, write_scope=SCOPE_A, read_scopes=[SCOPE_A, SCOPE_B]) as both:
         with pytest.raises(InvalidArgument, match="shared endpoint"):
             both.memories.relate(in_a.hash, in_b.hash, "x")
         assert both.stats(scopes=[SCOPE_A, SCOPE_B]).edges == 0

@@ -13,6 +13,7 @@ from mnemodb.engine import Engine, InvalidArgument
 from mnemodb.engine.tokens import Grant, granted
 from mnemodb.model.errors import Conflict, Forbidden
 from mnemodb.model.ids import is_ulid
+from stores import store_location
 from support import server_env
 
 
@@ -62,7 +63,7 @@ def test_under_a_token_another_teams_name_is_an_unknown_name(eng: Engine) -> Non
 
 
 def test_the_command_line_creates_and_lists_names_and_takes_them_as_scopes(tmp_path: Path) -> None:
-    db = str(tmp_path / "memory.db")
+    db = store_location(tmp_path / "memory.db")
 
     def mnemodb(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

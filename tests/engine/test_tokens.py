@@ -1,4 +1,5 @@
-"""Access tokens (`Engine.tokens`) and the grants they give (`granted`), on a real file."""
+"""Access tokens (`Engine.tokens`) and the grants they give (`granted`), on a real database
+of the chosen store (`stores.py`: a SQLite file by default)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.helpers import open_engine_at, stored_bytes
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, granted
@@ -18,18 +20,19 @@ TEAM_B = "01HV7N8Q3Y2J6W5X4Z9A0B1C2E"
 
 @pytest.fixture
 def eng(db_path: Path) -> Iterator[Engine]:
-    with Engine.open(str(db_path)) as engine:
+    with open_engine_at(db_path) as engine:
         yield engine
 
 
-def test_a_token_is_shown_once_and_only_its_hash_is_stored(eng: Engine, db_path: Path) -> None:
+def test_a_token_is_shown_once_and_only_its_hash_is_stored(eng: Engine) -> None:
     token, secret = eng.tokens.create("ci", read_scopes=[TEAM_A], write_scope=TEAM_A)
     assert secret.startswith(TOKEN_PREFIX) and len(secret) > 40
     assert (token.name, token.read_scopes, token.write_scope, token.read_only) == ("ci", (TEAM_A,), TEAM_A, False)
     assert eng.tokens.verify(secret) == token
     assert eng.tokens.verify(secret + "x") is None
     assert eng.tokens.verify("not even the prefix") is None
-    stored = b"".join(f.read_bytes() for f in db_path.parent.glob(db_path.name + "*"))
+    stored = stored_bytes(eng.store)
+    assert token.id.encode() in stored  # the search looks where tokens are kept
     assert secret.encode() not in stored
     assert secret[len(TOKEN_PREFIX) :].encode() not in stored
 
@@ -86,7 +89,7 @@ def test_revoking_the_last_token_does_not_reopen_the_server(eng: Engine, db_path
     eng.tokens.revoke(second.id)
     assert eng.tokens.required() is True
     eng.close()
-    with Engine.open(str(db_path)) as again:  # a stored setting, not a process's memory
+    with open_engine_at(db_path) as again:  # a stored setting, not a process's memory
         assert again.tokens.required() is True
         again.tokens.reopen()
         assert again.tokens.required() is False

@@ -3,12 +3,12 @@ words of the two turns before it in its scope (its context)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from engine.helpers import memory_context, open_engine_at
 from mnemodb.engine import Engine
 from mnemodb.engine.items import Note, Patch
 from mnemodb.model.records import Memory, NewMemory
@@ -26,7 +26,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def eng(tmp_path: Path, clock: Clock) -> Iterator[Engine]:
-    engine = Engine.open(str(tmp_path / "turns.db"), clock=clock)
+    engine = open_engine_at(tmp_path / "turns.db", clock=clock)
     yield engine
     engine.close()
 
@@ -35,13 +35,8 @@ def found(eng: Engine, query: str) -> list[str]:
     return [f.item.content for f in eng.items.search(query, kinds=["memory"]).found if isinstance(f.item, Memory)]
 
 
-def context_of(path: Path, content: str) -> str | None:
-    conn = sqlite3.connect(path)
-    try:
-        row = conn.execute("SELECT context FROM memory WHERE content = ?", [content]).fetchone()
-        return None if row is None else row[0]
-    finally:
-        conn.close()
+def context_of(eng: Engine, content: str) -> str | None:
+    return memory_context(eng.store, content)
 
 
 def test_a_turn_is_found_by_the_words_of_the_turn_before_it_below_direct_matches(eng: Engine) -> None:
@@ -62,13 +57,13 @@ def test_the_other_faces_search_a_memorys_own_words_only(eng: Engine) -> None:
     assert [h.memory.content for h in eng.memories.search("hiking weekend")] == [QUESTION]
 
 
-def test_only_a_recent_memory_of_the_same_scope_is_context(eng: Engine, clock: Clock, tmp_path: Path) -> None:
+def test_only_a_recent_memory_of_the_same_scope_is_context(eng: Engine, clock: Clock) -> None:
     eng.memories.store_many([NewMemory(QUESTION)], turns=True)
     eng.memories.store_many([NewMemory(OTHER)], turns=True, scope=SCOPE_A)  # another scope
     clock.now += 31 * 60 * 1000  # past the half-hour window
     eng.memories.store_many([NewMemory(ANSWER)], turns=True)
-    assert context_of(tmp_path / "turns.db", ANSWER) is None
-    assert context_of(tmp_path / "turns.db", OTHER) is None
+    assert context_of(eng, ANSWER) is None
+    assert context_of(eng, OTHER) is None
 
 
 def test_remember_with_turns(eng: Engine) -> None:
@@ -76,7 +71,7 @@ def test_remember_with_turns(eng: Engine) -> None:
     assert found(eng, "hiking") == [QUESTION, ANSWER]
 
 
-def test_the_context_follows_edits_and_goes_with_a_forgotten_memory(eng: Engine, tmp_path: Path) -> None:
+def test_the_context_follows_edits_and_goes_with_a_forgotten_memory(eng: Engine) -> None:
     eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
     question = eng.items.search("hiking", kinds=["memory"]).found[0].item
     eng.items.revise(question.id, Patch(content="Where did you go climbing last weekend?"))
@@ -85,31 +80,31 @@ def test_the_context_follows_edits_and_goes_with_a_forgotten_memory(eng: Engine,
     eng.items.forget([question.id])
     # Forgotten means forgotten: its words no longer find its neighbour either.
     assert found(eng, "climbing") == []
-    assert context_of(tmp_path / "turns.db", ANSWER) is None
+    assert context_of(eng, ANSWER) is None
 
 
 GREETING = "Good morning! Any plans for the holidays?"
 
 
-def test_the_context_reaches_two_turns_back_and_no_further(eng: Engine, tmp_path: Path) -> None:
+def test_the_context_reaches_two_turns_back_and_no_further(eng: Engine) -> None:
     eng.memories.store_many([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
-    assert context_of(tmp_path / "turns.db", ANSWER) == f"{GREETING} {QUESTION}"
-    assert context_of(tmp_path / "turns.db", OTHER) == f"{QUESTION} {ANSWER}"
+    assert context_of(eng, ANSWER) == f"{GREETING} {QUESTION}"
+    assert context_of(eng, OTHER) == f"{QUESTION} {ANSWER}"
     assert found(eng, "holidays") == [GREETING, QUESTION, ANSWER]
 
 
-def test_forgetting_a_middle_turn_takes_its_words_out_of_both_contexts(eng: Engine, tmp_path: Path) -> None:
+def test_forgetting_a_middle_turn_takes_its_words_out_of_both_contexts(eng: Engine) -> None:
     eng.memories.store_many([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
     question = next(f.item for f in eng.items.search("hiking", kinds=["memory"]).found if isinstance(f.item, Memory))
     eng.items.forget([question.id])
-    assert context_of(tmp_path / "turns.db", ANSWER) is None
-    assert context_of(tmp_path / "turns.db", OTHER) == ANSWER
+    assert context_of(eng, ANSWER) is None
+    assert context_of(eng, OTHER) == ANSWER
     assert found(eng, "hiking") == []
 
 
-def test_editing_a_turn_two_back_updates_the_context(eng: Engine, tmp_path: Path) -> None:
+def test_editing_a_turn_two_back_updates_the_context(eng: Engine) -> None:
     eng.memories.store_many([NewMemory(GREETING), NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
     greeting = next(f.item for f in eng.items.search("holidays", kinds=["memory"]).found if isinstance(f.item, Memory))
     eng.items.revise(greeting.id, Patch(content="Good morning! Any plans for the summer?"))
-    assert context_of(tmp_path / "turns.db", ANSWER) == f"Good morning! Any plans for the summer? {QUESTION}"
+    assert context_of(eng, ANSWER) == f"Good morning! Any plans for the summer? {QUESTION}"
     assert found(eng, "holidays") == []

@@ -2,10 +2,10 @@
 
 `fts5_tokens` reads the exact token stream FTS5 writes for a text, through an `fts5vocab`
 'instance' table. Terms are read as bytes: the porter step can cut a multi-byte UTF-8
-character in half (see mnemodb.search.fts5_tokens), and such a term is no valid UTF-8.
+character in half (see mnemodb.store.fts5_tokens), and such a term is no valid UTF-8.
 
 Run as a script, this module probes every code point and rewrites
-src/mnemodb/search/fts5_unicode_tables.py, the character tables the analyzer uses:
+src/mnemodb/store/fts5_unicode_tables.py, the character tables the analyzer uses:
 unicode61's tables date from Unicode 6.1 and differ from Python's `unicodedata`.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 CHARACTER_TOKENIZER = "unicode61 remove_diacritics 2"  # the same, without stemming
 
-TABLES_MODULE = Path(__file__).resolve().parents[2] / "src" / "mnemodb" / "search" / "fts5_unicode_tables.py"
+TABLES_MODULE = Path(__file__).resolve().parents[2] / "src" / "mnemodb" / "store" / "fts5_unicode_tables.py"
 
 
 def fts5_tokens(texts: Sequence[str], tokenizer: str = TOKENIZER) -> list[list[bytes]]:

@@ -11,7 +11,6 @@ import itertools
 import psycopg
 import pytest
 
-from mnemodb.model.errors import StoreUnavailable
 from mnemodb.store import open_store
 from postgres_server import PostgresServer
 
@@ -51,6 +50,12 @@ def test_text_cannot_hold_u0000_there_which_is_why_the_store_escapes_it(postgres
         conn.execute("SELECT %s::text", ["a\x00b"])
 
 
-def test_open_store_refuses_postgresql_until_that_store_exists(postgres: PostgresServer) -> None:
-    with pytest.raises(StoreUnavailable, match="no PostgreSQL store yet"):
-        open_store(postgres.url())
+def test_open_store_opens_a_postgresql_url_as_the_postgresql_store(postgres: PostgresServer) -> None:
+    store = open_store(f"{postgres.url()}?schema=opened_by_url")
+    try:
+        assert type(store).__name__ == "PostgresStore"
+        assert store.location == f"{postgres.url()}?schema=opened_by_url"
+        with store.read() as tx:
+            assert tx.current_seq() == 0
+    finally:
+        store.close()

@@ -633,6 +633,41 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from mnemodb.interop.migrate import migrate
+
+    progress = Progress("migrating")
+    # Off a terminal (the bar is not drawn), a line now and then says how far it is.
+    shown = {"at": time.monotonic(), "done": -1}
+
+    def report(done: int, total: int) -> None:
+        progress.total = total
+        progress.advance(done - progress.done)
+        now = time.monotonic()
+        if not progress.enabled and done != shown["done"] and (now - shown["at"] >= 5 or done == total):
+            shown.update(at=now, done=done)
+            print(f"mnemodb: migrating: {done}/{total} entries", file=sys.stderr)
+
+    result = migrate(args.source, args.target, progress=report)
+    progress.finish()
+    if args.json:
+        print_json(
+            {
+                "source": result.source,
+                "target": result.target,
+                "copied": result.counts,
+                "rows": result.rows,
+                "sha256": result.digest,
+                "seconds": round(result.seconds, 3),
+            }
+        )
+    else:
+        copied = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in result.counts.items())
+        print(f"migrated {result.source} to {result.target} ({copied}) in {result.seconds:.2f}s")
+        print(f"verified: the same counts and sha256 {result.digest} on both sides")
+    return 0
+
+
 # -- argument parsing -------------------------------------------------------------------------------
 
 
@@ -895,6 +930,17 @@ def build_parser() -> argparse.ArgumentParser:
     backup.add_argument("--force", action="store_true", help="overwrite an existing file")
     store_options(backup)
     backup.set_defaults(run=cmd_backup)
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="copy a database between SQLite and PostgreSQL (either way) into an empty one, and verify it",
+        description="Copy everything the database SRC holds into DST, which must be empty: ids, hashes, times "
+        "and the change log's numbering are kept; the copy is checked (counts and a checksum) before it commits.",
+    )
+    migrate.add_argument("source", metavar="SRC", help="the database to copy: a file path or a postgresql:// URL")
+    migrate.add_argument("target", metavar="DST", help="the empty (or new) database to copy it into")
+    migrate.add_argument("--json", action="store_true", help="print JSON instead of text")
+    migrate.set_defaults(run=cmd_migrate)
     return parser
 
 

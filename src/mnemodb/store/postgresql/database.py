@@ -64,12 +64,13 @@ def _lock_key(purpose: str, schema: str) -> int:
 
 # Options of a mnemodb URL that are mnemodb's, not libpq's: they are taken out of the URL
 # before it is handed to libpq (which refuses options it does not know).
-_OWN_OPTIONS = ("schema", "pool_size", "pool_timeout")
+_OWN_OPTIONS = ("schema", "pool_size", "pool_timeout", "vector_index")
+VECTOR_INDEXES = ("auto", "exact")
 
 
 def _split_url(url: str) -> tuple[str, str, str, dict[str, str]]:
     """(the connection URL for libpq, the schema, the location to show a person (no
-    password), mnemodb's own options: `pool_size`, `pool_timeout`)."""
+    password), mnemodb's own options: `pool_size`, `pool_timeout`, `vector_index`)."""
     parts = urlsplit(url)
     options = parse_qsl(parts.query, keep_blank_values=True)
     own: dict[str, str] = {}
@@ -144,6 +145,11 @@ class PostgresDatabase:
             if pool_timeout_s is not None
             else _number(own, "pool_timeout", DEFAULT_POOL_TIMEOUT_S, least=0)
         )
+        self.vector_index = own.get("vector_index", "auto")
+        if self.vector_index not in VECTOR_INDEXES:
+            raise StoreUnavailable(
+                f"vector_index={self.vector_index!r} in the database URL: one of {', '.join(VECTOR_INDEXES)}"
+            )
         options = f"-c jit=off -c search_path={self.schema},public -c lock_timeout=120s"
         self._connect_kwargs: dict[str, Any] = {
             "connect_timeout": connect_timeout_s,
@@ -187,6 +193,11 @@ class PostgresDatabase:
             raise StoreUnavailable(f"cannot open read connections to PostgreSQL at {self.location}") from None
 
     # -- connections ----------------------------------------------------------------------
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """A new connection of this database's, outside the pool (autocommit): for work that
+        cannot run inside a transaction, such as building an index concurrently."""
+        return self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
         try:

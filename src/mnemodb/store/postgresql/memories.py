@@ -1,17 +1,348 @@
-"""Memories: their tags, per-scope counters and word search. (Being written.)"""
+"""Memories: rows of `memory` with their tags, found by hash, by words and by tag. Mixed
+into the PostgreSQL store's read and write transactions.
+
+A memory's words live in the word index `MEMORY_TEXT` (see `words`): content, summary and
+turn context, written here by the write methods because the analysis is Python's. The
+turn context (`context`) is derived from the `context_from` link: the content of the turn
+a memory follows, preceded by that of the turn that one follows. It follows edits and
+removals of those turns; SQLite keeps it with triggers, this store in `update_memory`
+and `_node_deleting`, which also re-index the neighbours whose context changed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
 
-DDL = """"""
+from mnemodb.model.records import Memory
+from mnemodb.store.base import TextHit, TimeRange
+from mnemodb.store.postgresql import words
+from mnemodb.store.postgresql.nodes import put_scopes
+from mnemodb.store.postgresql.sql import got, put
+from mnemodb.store.rows import props_of, rows_as
+
+__all__ = ["DDL", "MEMORY_TEXT", "MemoryReads", "MemoryWrites"]
+
+# The native search reads all three columns; the other faces content and summary, or
+# content alone: each of those column sets keeps its own document frequencies.
+MEMORY_TEXT = words.WordIndex(
+    name="memory_text",
+    owner="memory (node)",
+    columns=("content", "summary", "context"),
+    modes=(("content",), ("content", "summary")),
+)
+
+DDL = """
+CREATE TABLE memory (
+    node         bigint PRIMARY KEY REFERENCES node (pk) ON DELETE CASCADE,
+    scope        text COLLATE "C" NOT NULL,
+    hash         text COLLATE "C" NOT NULL,
+    content      text COLLATE "C" NOT NULL,
+    summary      text COLLATE "C",
+    importance   bigint NOT NULL DEFAULT 0 CHECK (importance BETWEEN 0 AND 10),
+    memory_type  text COLLATE "C" NOT NULL DEFAULT 'general',
+    context      text COLLATE "C",
+    context_from bigint
+);
+CREATE UNIQUE INDEX memory_scope_hash ON memory (scope, hash);
+CREATE INDEX memory_context_from ON memory (context_from) WHERE context_from IS NOT NULL;
+CREATE INDEX memory_type_nocase ON memory (ascii_lower(memory_type), scope);
+
+CREATE TABLE memory_tag (
+    node  bigint NOT NULL REFERENCES memory (node) ON DELETE CASCADE,
+    tag   text COLLATE "C" NOT NULL,
+    scope text COLLATE "C" NOT NULL,
+    PRIMARY KEY (node, tag)
+);
+CREATE INDEX memory_tag_tag ON memory_tag (tag, scope, node);
+
+-- Counters kept by triggers, so statistics cost the same at any size.
+CREATE TABLE tag_count (
+    scope text COLLATE "C" NOT NULL,
+    tag   text COLLATE "C" NOT NULL,
+    n     bigint NOT NULL,
+    PRIMARY KEY (scope, tag)
+);
+CREATE FUNCTION tag_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO tag_count AS c (scope, tag, n) VALUES (NEW.scope, NEW.tag, 1)
+            ON CONFLICT (scope, tag) DO UPDATE SET n = c.n + 1;
+    ELSE
+        UPDATE tag_count SET n = n - 1 WHERE scope = OLD.scope AND tag = OLD.tag;
+        DELETE FROM tag_count WHERE scope = OLD.scope AND tag = OLD.tag AND n <= 0;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER tag_count AFTER INSERT OR DELETE ON memory_tag FOR EACH ROW EXECUTE FUNCTION tag_count();
+
+CREATE TABLE scope_count (
+    scope text COLLATE "C" NOT NULL,
+    kind  text COLLATE "C" NOT NULL,
+    n     bigint NOT NULL,
+    PRIMARY KEY (scope, kind)
+);
+CREATE FUNCTION memory_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO scope_count AS c (scope, kind, n) VALUES (NEW.scope, 'memory', 1)
+            ON CONFLICT (scope, kind) DO UPDATE SET n = c.n + 1;
+    ELSE
+        UPDATE scope_count SET n = n - 1 WHERE scope = OLD.scope AND kind = 'memory';
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memory_count AFTER INSERT OR DELETE ON memory FOR EACH ROW EXECUTE FUNCTION memory_count();
+""" + words.word_index_ddl(MEMORY_TEXT)
+
+_MEMORY_COLUMNS = (
+    "n.pk, n.id, n.scope, m.content, m.hash, m.importance, m.memory_type, m.summary, n.props, "
+    "n.created_at, n.updated_at, a.count, a.last_at"
+)
+_MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
+
+# The context a memory takes from the turn `p` it follows: that turn's content, after the
+# content of the turn `pp` that one follows (SQLite's trim, which takes off spaces only).
+_CONTEXT_OF_P = "btrim(coalesce(pp.content, '') || ' ' || p.content, ' ')"
 
 
 class MemoryReads:
     conn: psycopg.Connection[Any]
 
+    def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
+        rows = self.conn.execute(f"SELECT {_MEMORY_COLUMNS} FROM {_MEMORY_FROM} WHERE {where}", params).fetchall()
+        if not rows:
+            return []
+        tags = self._tags_of([r[0] for r in rows])
+        return [
+            Memory(
+                pk=r[0],
+                id=got(r[1]),
+                scope=got(r[2]),
+                content=got(r[3]),
+                hash=got(r[4]),
+                importance=r[5],
+                memory_type=got(r[6]),
+                summary=got(r[7]),
+                props=props_of(r[8]),
+                created_at=r[9],
+                updated_at=r[10],
+                tags=tags.get(r[0], ()),
+                access_count=r[11] or 0,
+                last_accessed_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        out: dict[int, list[str]] = {}
+        for node, tag in self.conn.execute("SELECT node, tag FROM memory_tag WHERE node = ANY(%s)", [list(pks)]):
+            out.setdefault(node, []).append(got(tag))
+        # Sorted again once unescaped: an escaped U+0000 does not sort where U+0000 does.
+        return {k: tuple(sorted(v)) for k, v in out.items()}
+
+    def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
+        found = self._memories(
+            "m.hash = %s AND m.scope = ANY(%s) ORDER BY m.node LIMIT 1", [digest, put_scopes(scopes)]
+        )
+        return found[0] if found else None
+
+    def memory_pk(self, scope: str, digest: str) -> int | None:
+        row = self.conn.execute(
+            "SELECT node FROM memory WHERE scope = %s AND hash = %s", [put(scope), put(digest)]
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def latest_memory(self, scope: str, before_pk: int, created_since: int) -> int | None:
+        row = self.conn.execute(
+            "SELECT m.node FROM memory m JOIN node n ON n.pk = m.node "
+            "WHERE m.scope = %s AND m.node < %s AND n.created_at >= %s ORDER BY m.node DESC LIMIT 1",
+            [put(scope), before_pk, created_since],
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def memory_by_pk(self, pk: int) -> Memory | None:
+        found = self._memories("m.node = %s", [pk])
+        return found[0] if found else None
+
+    def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        if not pks:
+            return {}
+        return {memory.pk: memory for memory in self._memories("m.node = ANY(%s)", [list(pks)])}
+
+    def search_text(
+        self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
+    ) -> list[TextHit]:
+        """Memories matching any of `terms`, best first. With `content_only`, a match in the
+        summary does not count. A memory's context is not searched here (see
+        `filtered_text_search`). The score is FTS5's bm25 negated, as on SQLite."""
+        if not terms or limit <= 0:
+            return []
+        # A memory's context is the native search's alone: a column filter, as on SQLite.
+        rows = words.ranked(
+            self.conn,
+            MEMORY_TEXT,
+            terms,
+            limit=limit,
+            columns=("content",) if content_only else ("content", "summary"),
+            condition="w.scope = ANY(%s)",
+            params=[put_scopes(scopes)],
+            extra="m.importance, n.created_at",
+            extra_join="JOIN memory m ON m.node = r.node JOIN node n ON n.pk = r.node",
+        )
+        return rows_as(TextHit, rows)
+
+    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[TextHit]:
+        """The newest memories with any of `tags`, score 0."""
+        if not tags or limit <= 0:
+            return []
+        # The newest `limit` tagged memories from the (tag, scope, node) index alone, then
+        # their details: a common tag costs an index scan, not a join and sort of every row.
+        rows = self.conn.execute(
+            "SELECT t.node, 0.0::float8, m.importance, n.created_at FROM "
+            "(SELECT DISTINCT node FROM memory_tag WHERE tag = ANY(%s) AND scope = ANY(%s) "
+            "ORDER BY node DESC LIMIT %s) t "
+            "JOIN memory m ON m.node = t.node JOIN node n ON n.pk = t.node ORDER BY t.node DESC",
+            [put_scopes(tags), put_scopes(scopes), limit],
+        ).fetchall()
+        return rows_as(TextHit, rows)
+
+    def count_memories(self, scopes: Sequence[str]) -> int:
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(n), 0) FROM scope_count WHERE kind = 'memory' AND scope = ANY(%s)",
+            [put_scopes(scopes)],
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def memories_per_scope(self) -> dict[str, int]:
+        """How many memories each scope holds (scopes with none left out)."""
+        return {
+            got(scope): int(n)
+            for scope, n in self.conn.execute(
+                "SELECT scope, n FROM scope_count WHERE kind = 'memory' AND n > 0 ORDER BY scope"
+            )
+        }
+
+    def count_tags(self, scopes: Sequence[str]) -> int:
+        """Distinct tags over the memories of `scopes` (from counters kept by triggers)."""
+        row = self.conn.execute(
+            "SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope = ANY(%s)", [put_scopes(scopes)]
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def memory_time_range(self, scopes: Sequence[str]) -> TimeRange:
+        # One scope at a time: MIN and MAX then read one end of the (label, scope,
+        # created_at) index each, instead of scanning every memory.
+        row = self.conn.execute(
+            "SELECT min(x.low), max(x.high) FROM unnest(%s::text[]) AS s(scope) CROSS JOIN LATERAL "
+            "(SELECT min(created_at) AS low, max(created_at) AS high FROM node "
+            "WHERE label = 'Memory' AND scope = s.scope) x",
+            [put_scopes(scopes)],
+        ).fetchone()
+        assert row is not None
+        return TimeRange(row[0], row[1])
+
 
 class MemoryWrites(MemoryReads):
-    pass
+    def _index_memories(self, pks: Sequence[int]) -> None:
+        """Write these memories' rows of the word index from their current text."""
+        for pk, scope, content, summary, context in self.conn.execute(
+            "SELECT node, scope, content, summary, context FROM memory WHERE node = ANY(%s) ORDER BY node",
+            [sorted(pks)],
+        ).fetchall():
+            words.index_row(self.conn, MEMORY_TEXT, pk, scope, [got(content), got(summary), got(context)])
+
+    def insert_memory(
+        self,
+        pk: int,
+        scope: str,
+        digest: str,
+        content: str,
+        summary: str | None,
+        importance: int,
+        memory_type: str,
+        *,
+        context_from: int | None = None,
+    ) -> None:
+        # The context's text is derived here from the turn it follows, as `update_memory`
+        # and `_node_deleting` derive it again when those turns change.
+        row = self.conn.execute(
+            "INSERT INTO memory (node, scope, hash, content, summary, importance, memory_type, context_from, context) "
+            f"SELECT %s, %s, %s, %s, %s, %s, %s, p.node, {_CONTEXT_OF_P} FROM (SELECT 1) one "
+            "LEFT JOIN memory p ON p.node = %s LEFT JOIN memory pp ON pp.node = p.context_from "
+            "RETURNING context",
+            [pk, put(scope), put(digest), put(content), put(summary), importance, put(memory_type), context_from],
+        ).fetchone()
+        assert row is not None
+        words.index_row(self.conn, MEMORY_TEXT, pk, put(scope), [content, summary, got(row[0])])
+
+    _MEMORY_FIELDS = frozenset({"hash", "content", "summary", "importance", "memory_type"})
+
+    def update_memory(self, pk: int, fields: Mapping[str, Any]) -> None:
+        unknown = set(fields) - self._MEMORY_FIELDS
+        if unknown:
+            raise ValueError(f"not memory fields: {sorted(unknown)}")
+        if not fields:
+            return
+        names = list(fields)
+        values = [put(fields[n]) if isinstance(fields[n], str) else fields[n] for n in names]
+        updated = self.conn.execute(
+            f"UPDATE memory SET {', '.join(f'{n} = %s' for n in names)} WHERE node = %s RETURNING node",
+            [*values, pk],
+        ).fetchone()
+        if updated is None:
+            return
+        stale: set[int] = set()
+        if "content" in fields or "summary" in fields:
+            stale.add(pk)
+        if "content" in fields:
+            # The turns that follow this one (and the turns after those) took their context
+            # from its content.
+            followers = self.conn.execute(
+                "UPDATE memory f SET context = "
+                f"(SELECT {_CONTEXT_OF_P} FROM memory p LEFT JOIN memory pp ON pp.node = p.context_from "
+                "WHERE p.node = f.context_from) "
+                "WHERE f.context_from = %s OR f.context_from IN (SELECT node FROM memory WHERE context_from = %s) "
+                "RETURNING f.node",
+                [pk, pk],
+            ).fetchall()
+            stale.update(r[0] for r in followers)
+        if stale:
+            self._index_memories(sorted(stale))
+
+    def _node_deleting(self, pk: int) -> None:
+        # A forgotten memory's words must not live on in its neighbours' contexts: the turns
+        # two after it keep their own predecessor's content alone, the turns right after it
+        # lose their context and link. Read before any change, as SQLite's trigger reads.
+        second = self.conn.execute(
+            "UPDATE memory f SET context = (SELECT p.content FROM memory p WHERE p.node = f.context_from) "
+            "WHERE f.context_from IN (SELECT node FROM memory WHERE context_from = %s) RETURNING f.node",
+            [pk],
+        ).fetchall()
+        first = self.conn.execute(
+            "UPDATE memory SET context = NULL, context_from = NULL WHERE context_from = %s RETURNING node", [pk]
+        ).fetchall()
+        stale = sorted({r[0] for r in second} | {r[0] for r in first})
+        if stale:
+            self._index_memories(stale)
+        super()._node_deleting(pk)  # type: ignore[misc]
+
+    def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
+        added = []
+        for tag in tags:
+            row = self.conn.execute(
+                "INSERT INTO memory_tag (node, tag, scope) SELECT node, %s, scope FROM memory WHERE node = %s "
+                "ON CONFLICT (node, tag) DO NOTHING RETURNING tag",
+                [put(tag), pk],
+            ).fetchone()
+            if row is not None:
+                added.append(tag)
+        return added
+
+    def replace_tags(self, pk: int, tags: Iterable[str]) -> None:
+        self.conn.execute("DELETE FROM memory_tag WHERE node = %s", [pk])
+        self.add_tags(pk, tags)

@@ -117,12 +117,13 @@ class PostgresStore:
 
     @property
     def vectors(self) -> VectorIndex:
+        """pgvector: exact below a size, HNSW above it (`?vector_index=exact`: always exact)."""
         if self._vectors is None:
             with self._vectors_lock:
                 if self._vectors is None:
-                    from mnemodb.store.vectors import ExactVectorIndex
+                    from mnemodb.store.postgresql.vectors import PgVectorIndex
 
-                    self._vectors = ExactVectorIndex()
+                    self._vectors = PgVectorIndex(self.database, exact_only=self.database.vector_index == "exact")
         return self._vectors
 
     # -- transactions ---------------------------------------------------------------------

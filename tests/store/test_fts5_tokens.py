@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemodb.search.fts5_tokens import index_tokens, stem
+from mnemodb.store.fts5_tokens import index_tokens, stem
 from search.fts5_reference import (
     TABLES_MODULE,
     TOKENIZER,

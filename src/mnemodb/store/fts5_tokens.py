@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
-from mnemodb.search.fts5_unicode_tables import DROPPED_RANGES, FOLD_RUNS, FOLD_SINGLES, SEPARATOR_RANGES
+from mnemodb.store.fts5_unicode_tables import DROPPED_RANGES, FOLD_RUNS, FOLD_SINGLES, SEPARATOR_RANGES
 
-__all__ = ["index_tokens", "stem"]
+__all__ = ["index_tokens", "stem", "unstemmed_tokens"]
 
 _SEPARATOR = " "
 
@@ -67,6 +67,12 @@ def index_tokens(text: str) -> list[str]:
     """FTS5's tokens for `text`, in order, duplicates kept."""
     folded = text.translate(_CHARACTER_MAP)
     return [_stem_folded(word) for word in folded.split(_SEPARATOR) if word]
+
+
+def unstemmed_tokens(text: str) -> list[str]:
+    """FTS5's tokens for `text` under `unicode61 remove_diacritics 2` alone (no porter), in
+    order, duplicates kept."""
+    return [word for word in text.translate(_CHARACTER_MAP).split(_SEPARATOR) if word]
 
 
 def stem(term: str) -> str:

@@ -4,6 +4,7 @@ every kind of text field (the module rule "Text" of the store contract)."""
 from __future__ import annotations
 
 import json
+import secrets
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -128,3 +129,35 @@ def test_any_text_round_trips_in_the_log_and_meta(
         assert tx.get_meta(key) == meta
         assert seq in [c.seq for c in tx.changes_of(target)]
     assert (change.op, change.target, dict(change.data)) == (op, target, {key: value})
+
+
+# Past what one index entry of a server database holds (a B-tree entry takes at most about
+# a third of a page, after compression: so the values are random): the data model sets no
+# length on these fields, and a client may well paste a long text into any of them.
+LONG = 30_000
+
+
+def _long(mark: str) -> str:
+    return mark + secrets.token_hex(LONG // 2)
+
+
+def test_long_values_are_stored_found_and_read_back(store: Store) -> None:
+    word = _long("x")
+    kind, name, observation = _long("T"), _long("N"), _long("O")
+    with store.write() as tx:
+        node = tx.insert_node(new_ulid(), A, "Thing", {"k": _long("v")}, T0)
+        memory = add_memory(tx, f"the key is {word}", memory_type=kind, summary=word)
+        entity = add_entity(tx, name, kind, [observation])
+        edge = add_edge(tx, node, memory, kind)
+        target = _long("t")
+        seq = tx.append_change(T0, A, "op", target, {"d": word})
+        tx.set_meta("key", word)
+    with store.read() as tx:
+        assert [hit.pk for hit in tx.search_text([word], [A], 5)] == [memory]
+        assert tx.memory_by_pk(memory).memory_type == kind  # type: ignore[union-attr]
+        assert tx.entity_by_name([A], name).pk == entity  # type: ignore[union-attr]
+        assert tx.entity_by_name_nocase([A], name.lower()).pk == entity  # type: ignore[union-attr]
+        assert tx.entity_pks_of_type([A], kind.lower()) == [entity]
+        assert [e.pk for e in tx.find_edges(node, memory, kind)] == [edge]
+        assert [c.seq for c in tx.changes_of(target)] == [seq]
+        assert tx.get_meta("key") == word

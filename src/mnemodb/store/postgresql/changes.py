@@ -31,7 +31,9 @@ CREATE TABLE change_log (
     target text COLLATE "C",
     data   text COLLATE "C" NOT NULL
 );
-CREATE INDEX change_log_target ON change_log (target, seq);
+-- By hash: a target may be a name of any length (a B-tree entry holds a third of a page);
+-- one target's entries are few, sorted by seq after the lookup.
+CREATE INDEX change_log_target ON change_log USING hash (target);
 CREATE INDEX change_log_op ON change_log (op, seq);
 """
 

@@ -48,7 +48,8 @@ CREATE TABLE memory (
 );
 CREATE UNIQUE INDEX memory_scope_hash ON memory (scope, hash);
 CREATE INDEX memory_context_from ON memory (context_from) WHERE context_from IS NOT NULL;
-CREATE INDEX memory_type_nocase ON memory (ascii_lower(memory_type), scope);
+-- By hash: a memory type has no length limit, and a B-tree entry holds a third of a page.
+CREATE INDEX memory_type_nocase ON memory USING hash (ascii_lower(memory_type));
 
 CREATE TABLE memory_tag (
     node  bigint NOT NULL REFERENCES memory (node) ON DELETE CASCADE,

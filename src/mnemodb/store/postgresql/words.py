@@ -35,6 +35,7 @@ the searched columns (FTS5 keeps a query's column filter when it counts a phrase
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +91,21 @@ def analyse(index: WordIndex, text: str | None) -> list[bytes]:
         words = index_tokens(text)
     else:
         words = unstemmed_tokens(text)
-    return [w.encode("utf-8", "surrogateescape") for w in words]
+    return [_indexable(w.encode("utf-8", "surrogateescape")) for w in words]
+
+
+# A GIN index entry holds at most about a third of a page, and FTS5 indexes a token of any
+# length (a pasted hash or key thousands of characters long): a longer token is kept as a
+# digest, under a first byte no token's UTF-8 can start with, so it matches exactly the
+# same token and nothing else.
+_LONGEST_KEPT = 512
+_DIGEST_MARK = b"\xff"
+
+
+def _indexable(token: bytes) -> bytes:
+    if len(token) <= _LONGEST_KEPT:
+        return token
+    return _DIGEST_MARK + hashlib.sha256(token).digest()
 
 
 def word_index_ddl(index: WordIndex) -> str:

@@ -14,6 +14,9 @@ For each graph size (10,000 entities with 5 observations each by default) it mea
   `read_graph`;
 - the server's resident memory, the size of its store on disk, and the load average.
 
+With `--postgresql URL|auto` mnemodb runs the same workload again on a PostgreSQL schema
+(a fresh one per size), in a column beside SQLite's, with the ratio of the two.
+
 Optionally (`--server-memory PATH` or SERVER_MEMORY_JS: the package's dist/index.js) the
 same workload runs against the official server-memory, through the same client. It has
 only the base tools, and its search_nodes is a plain substring test: the rows it cannot
@@ -52,6 +55,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import bench_store
+import pg
 from bench_store import BenchError, _commit, _progress, _workdir
 from measure import p50, p95, rss_mb
 from mnemodb import __version__ as MNEMODB_VERSION
@@ -456,6 +460,27 @@ class Mnemodb(System):
         return files_mb(self.db, Path(f"{self.db}-wal"))
 
 
+class MnemodbPg(Mnemodb):
+    """The same server on PostgreSQL: a fresh schema for each size."""
+
+    name = "mnemodb_pg"
+    title = "mnemodb pg"
+
+    def __init__(self, workdir: Path, postgres: pg.Postgres) -> None:
+        super().__init__(workdir)
+        self.postgres = postgres
+        self.url = ""
+
+    def reset(self, size: int) -> None:
+        self.url = self.postgres.url(f"graph_{size}")
+
+    def argv(self) -> list[str]:
+        return [*self.command, "serve", "--profile", "knowledge-graph", "--db", self.url]
+
+    def store_mb(self) -> float:
+        return pg.size_mb(self.url)
+
+
 class ServerMemory(System):
     """The official server-memory: `node dist/index.js` with MEMORY_FILE_PATH."""
 
@@ -827,8 +852,14 @@ def render(size: int, runs: dict[str, SystemRun], systems: Sequence[System]) -> 
     header = ["operation", "figure"]
     for system in systems:
         header += [system.title, "n"]
-    if len(systems) > 1:
+    # Columns by system: mnemodb (SQLite) first unless --no-mnemodb, then PostgreSQL's, then server-memory's.
+    names = [system.name for system in systems]
+    upstream = names.index("server-memory") if "server-memory" in names else None
+    on_pg = names.index("mnemodb_pg") if "mnemodb_pg" in names else None
+    if upstream is not None and upstream > 0:
         header.append("speed-up")
+    if on_pg is not None:
+        header.append("pg/sqlite")
     header += ["target", "status"]
     table: list[list[str]] = []
     verdicts: list[dict[str, Any]] = []
@@ -855,12 +886,15 @@ def render(size: int, runs: dict[str, SystemRun], systems: Sequence[System]) -> 
                 values.append(value)
                 text = _size(value) if attribute == "size_mean" else _fmt(value, row.unit)
                 cells += [text, str(op.samples) if op is not None and index == 0 else ""]
-            if len(systems) > 1:
-                ours, theirs = values[0], values[1]
+            if upstream is not None and upstream > 0:
+                ours, theirs = values[0], values[upstream]
                 ratio = ""
                 if attribute != "size_mean" and ours and theirs:
                     ratio = f"{(ours / theirs if attribute == 'rate' else theirs / ours):.1f}x"
                 cells.append(ratio)
+            if on_pg is not None:
+                ours, theirs = values[0], values[on_pg]
+                cells.append(f"{theirs / ours:.2f}" if attribute != "size_mean" and ours and theirs else "")
             target = TARGETS.get(row.key)
             target_text = status = ""
             if target is not None and target.field == attribute:
@@ -886,8 +920,7 @@ def render(size: int, runs: dict[str, SystemRun], systems: Sequence[System]) -> 
         for system in systems:
             value = getattr(runs[system.name], attribute) if system.name in runs else None
             cells += ["-" if value is None else fmt.format(value), ""]
-        if len(systems) > 1:
-            cells.append("")
+        cells += [""] * (len(header) - len(cells) - 2)
         table.append([*cells, "", ""])
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
 
@@ -957,6 +990,7 @@ def build_parser() -> argparse.ArgumentParser:
         "file directly (default 100; 0: every call)",
     )
     parser.add_argument("--no-mnemodb", action="store_true", help="run server-memory only")
+    pg.add_option(parser)
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
     parser.add_argument("--workdir", metavar="DIR", help="where the stores go (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the stores and server logs afterwards")
@@ -979,6 +1013,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"--node {args.node} not found")
     elif args.no_mnemodb:
         raise SystemExit("--no-mnemodb needs --server-memory")
+    if args.no_mnemodb and args.postgresql:
+        raise SystemExit("--postgresql measures mnemodb: it does not go with --no-mnemodb")
     try:
         return _run(args)
     except BenchError as exc:
@@ -1008,8 +1044,16 @@ def _run(args: argparse.Namespace) -> int:
     }
     results: dict[int, dict[str, Any]] = {}
     verdicts: list[dict[str, Any]] = []
-    with _workdir(args) as workdir, open(workdir / "servers.stderr.log", "wb") as log:
+    with (
+        _workdir(args) as workdir,
+        open(workdir / "servers.stderr.log", "wb") as log,
+        pg.postgres(args.postgresql) as postgres,
+    ):
         systems: list[System] = [] if args.no_mnemodb else [Mnemodb(workdir)]
+        if postgres is not None:
+            meta["postgresql"] = postgres.meta()
+            _progress(postgres.describe())
+            systems.append(MnemodbPg(workdir, postgres))
         upstream = None
         if args.server_memory:
             upstream = ServerMemory(workdir, args.server_memory, shutil.which(args.node) or args.node)
@@ -1049,8 +1093,10 @@ def _run(args: argparse.Namespace) -> int:
             )
             if upstream is None:
                 text += "\nserver-memory comparison skipped (no --server-memory PATH or SERVER_MEMORY_JS given)"
-            elif len(systems) > 1:
+            elif not args.no_mnemodb:
                 text += "\nspeed-up: server-memory's time (or mnemodb's rate) over the other's; n/a: no such tool"
+            if postgres is not None:
+                text += "\npg/sqlite: mnemodb's figure on PostgreSQL over its figure on SQLite (a rate or a time)"
             text += f"\nload average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
             print(f"{header}\n{text}", flush=True)
             results[size] = {
@@ -1079,6 +1125,8 @@ def _summary(meta: dict[str, Any], verdicts: list[dict[str, Any]], upstream: boo
     ]
     if upstream:
         lines.append(f"server-memory {meta['server_memory_version']} on node {meta['node']}")
+    if "postgresql" in meta:
+        lines.append(f"{meta['postgresql']['description']}, over loopback TCP")
     lines += [
         f"load average at start {start[0]:.2f} {start[1]:.2f} {start[2]:.2f}, "
         f"at end {end[0]:.2f} {end[1]:.2f} {end[2]:.2f}; {meta['seconds']:.0f} s in all",

@@ -21,6 +21,11 @@ Two measurements, each over `mnemodb serve` spawned as a subprocess and driven o
    latency (p50 and p95). Native `recall` restricted to one kind is shown too, as the
    like-for-like counterpart of the memory-only and entity-only calls.
 
+With `--postgresql URL|auto` the corpus is loaded a second time, into a PostgreSQL schema,
+and every search runs there too, right after its run on SQLite: the search table gains
+PostgreSQL's latency and its ratio to SQLite's (the tool surface does not depend on the
+store).
+
 The client is bench/serve_client.py's: line-delimited JSON-RPC, one request at a time,
 a round trip timed from just before the request is written until its reply has been
 read and parsed. The servers run one after the other, never at the same time.
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pg
 from bench_store import BenchError, _progress, _workdir
 from measure import p50, p95
 from mnemodb import __version__ as MNEMODB_VERSION
@@ -352,7 +358,7 @@ def run_search(server: Server, search: Search, queries: Sequence[str], count: Ca
 # -- loading -----------------------------------------------------------------------------------------
 
 
-def load(db: Path, corpus: Corpus) -> None:
+def load(db: Path | str, corpus: Corpus) -> None:
     """The corpus, written through the native profile."""
     server = Server(db, "native")
     try:
@@ -408,13 +414,15 @@ def surface_table(rows: Sequence[Surface], tokenizer: str, counted: bool) -> str
     return text + f"\n~tokens = bytes / 4; {tokenizer}"
 
 
-def search_table(rows: Sequence[Measured], counted: bool) -> str:
+def search_table(rows: Sequence[Measured], counted: bool, on_pg: Sequence[Measured] = ()) -> str:
     head = ["profile", "call", "hits", "reply bytes", "text bytes", "~tokens", "text vs recall", "p50 ms", "p95 ms"]
     if counted:
         head.append("tiktoken")
+    if on_pg:
+        head += ["pg p50 ms", "pg p95 ms", "pg/sqlite p50"]
     base = next((r for r in rows if r.profile == "native"), None)
     base_text = sum(base.text) / len(base.text) if base else 0.0
-    lines = []
+    lines: list[list[str]] = []
     for r in rows:
         mean_text = sum(r.text) / len(r.text)
         cells = [
@@ -430,8 +438,20 @@ def search_table(rows: Sequence[Measured], counted: bool) -> str:
         ]
         if counted:
             cells.append(f"{sum(r.tiktoken) / len(r.tiktoken):,.0f}")
+        if on_pg:
+            there = on_pg[len(lines)]
+            cells += [f"{p50(there.ms):.2f}", f"{p95(there.ms):.2f}", f"{p50(there.ms) / p50(r.ms):.2f}"]
         lines.append(cells)
-    return _grid(head, lines) + "\nhits, bytes and tokens are means per query; text vs recall: over native recall's"
+    text = _grid(head, lines) + "\nhits, bytes and tokens are means per query; text vs recall: over native recall's"
+    if on_pg:
+        text += "\npg: the same calls on PostgreSQL; hits and bytes are SQLite's"
+        # Ids and times differ between the two loads, so only a different count or a size
+        # off by more than 1 % says that PostgreSQL found something else.
+        for r, there in zip(rows, on_pg, strict=True):
+            hits, size = sum(there.hits) / len(there.hits), sum(there.text) / len(there.text)
+            if hits != sum(r.hits) / len(r.hits) or abs(size / (sum(r.text) / len(r.text)) - 1) > 0.01:
+                text += f"\n  on PostgreSQL {r.profile} {r.label}: {hits:.1f} hits, {size:,.0f} text bytes"
+    return text
 
 
 def _grid(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -458,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--queries", type=int, default=200, help="timed queries per call (default 200)")
     parser.add_argument("--seed", type=int, default=42, help="corpus and query seed (default 42)")
     parser.add_argument("--vocabulary", type=int, default=3000, help="distinct content words (default 3000)")
+    pg.add_option(parser)
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
     parser.add_argument("--workdir", metavar="DIR", help="where the database goes (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -488,7 +509,8 @@ def _run(args: argparse.Namespace) -> int:
     corpus = build_corpus(args.memories, args.entities, args.queries, args.seed, args.vocabulary)
     surfaces: list[Surface] = []
     measured: list[Measured] = []
-    with _workdir(args) as work:
+    on_pg: list[Measured] = []
+    with _workdir(args) as work, pg.postgres(args.postgresql) as postgres:
         home = Path.cwd()
         os.chdir(work)  # the servers start here: nothing of the caller's directory is picked up
         try:
@@ -498,6 +520,11 @@ def _run(args: argparse.Namespace) -> int:
                 f"{len(corpus.relations):,} relations through the native profile"
             )
             load(db, corpus)
+            url = ""
+            if postgres is not None:
+                _progress(f"loading the same into {postgres.describe()}")
+                url = postgres.url("native")
+                load(url, corpus)
             for profile in PROFILES:
                 _progress(f"{profile}: tools/list and {len(corpus.queries)} queries per call")
                 server = Server(db, profile)
@@ -509,6 +536,15 @@ def _run(args: argparse.Namespace) -> int:
                             measured.append(run_search(server, search, corpus.queries, count))
                 finally:
                     server.close()
+                if url:
+                    server = Server(url, profile)
+                    try:
+                        server.handshake()
+                        for search in SEARCHES:
+                            if search.profile == profile:
+                                on_pg.append(run_search(server, search, corpus.queries, None))
+                    finally:
+                        server.close()
         finally:
             os.chdir(home)
     load_end = os.getloadavg()
@@ -520,14 +556,17 @@ def _run(args: argparse.Namespace) -> int:
         f"== one search: {len(corpus.memories):,} memories, {len(corpus.entities):,} entities, "
         f"{len(corpus.relations):,} relations; {len(corpus.queries)} queries of 2-3 words (seed {args.seed}) =="
     )
-    print(search_table(measured, counted))
+    print(search_table(measured, counted, on_pg))
     print()
+    if postgres is not None:
+        print(f"{postgres.describe()}, over loopback TCP")
     print(
         f"mnemodb {MNEMODB_VERSION}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{os.cpu_count()} CPUs; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; "
         f"{time.perf_counter() - wall:.0f} s in all"
     )
     if args.json:
+        pg_rows: list[Measured | None] = [*on_pg] if on_pg else [None for _ in measured]
         payload = {
             "settings": vars(args) | {"tokenizer": tokenizer},
             "surface": [vars(s) for s in surfaces],
@@ -542,7 +581,19 @@ def _run(args: argparse.Namespace) -> int:
                     "p50_ms": p50(m.ms),
                     "p95_ms": p95(m.ms),
                 }
-                for m in measured
+                | (
+                    {
+                        "postgresql": {
+                            "hits_mean": sum(there.hits) / len(there.hits),
+                            "text_bytes_mean": sum(there.text) / len(there.text),
+                            "p50_ms": p50(there.ms),
+                            "p95_ms": p95(there.ms),
+                        }
+                    }
+                    if there is not None
+                    else {}
+                )
+                for m, there in zip(measured, pg_rows, strict=True)
             ],
             "mnemodb_version": MNEMODB_VERSION,
             "python": platform.python_version(),

@@ -12,7 +12,9 @@ For each database size (10,000 and 100,000 memories by default) it measures
   the database on disk;
 - the same inserts and queries in raw Python sqlite3 + FTS5 (the physical floor);
 - optionally topodb-mcp, driven through the same client (`--topodb PATH` or the
-  TOPODB_MCP environment variable), with the ratio mnemodb/topodb for every figure.
+  TOPODB_MCP environment variable), with the ratio mnemodb/topodb for every figure;
+- optionally (`--postgresql URL|auto`) mnemodb over stdio and in process again on a
+  PostgreSQL schema, with the ratio PostgreSQL/SQLite for every figure over stdio.
 
 The servers are driven by a minimal JSON-RPC client over their stdio pipes (one JSON
 message per line: spawn, `initialize`, `notifications/initialized`, then one request
@@ -49,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+import pg
 from measure import p50, p95, rss_mb
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, NewMemory
@@ -384,6 +387,22 @@ class MnemodbTarget(StdioTarget):
         return sqlite_size_mb(self.db)
 
 
+class MnemodbPgTarget(MnemodbTarget):
+    """The same server on a PostgreSQL schema, which keeps its data across the sizes."""
+
+    name = "mnemodb_pg"
+
+    def __init__(self, workdir: Path, url: str) -> None:
+        super().__init__(workdir)
+        self.url = url
+
+    def argv(self) -> list[str]:
+        return [*self.command, "serve", "--profile", "memdb", "--db", self.url]
+
+    def db_mb(self) -> float:
+        return pg.size_mb(self.url)
+
+
 def _memdb_item(item: Item) -> dict[str, Any]:
     return {
         "content": item.content,
@@ -507,9 +526,10 @@ def run_stdio(
 class EngineRunner:
     """mnemodb in process: the same workload through the Python API."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, url: str | None = None) -> None:
         self.db = workdir / "engine" / "memory.db"
-        self.engine = Engine.open(str(self.db))
+        self.url = url
+        self.engine = Engine.open(url or str(self.db))
 
     def run(
         self,
@@ -554,7 +574,7 @@ class EngineRunner:
             times.append(time.perf_counter() - started)
         figures.single_p50_ms, figures.single_p95_ms = p50(times) * 1000, p95(times) * 1000
         figures.loaded = loaded + len(segment) + len(singles)
-        figures.db_mb = sqlite_size_mb(self.db)
+        figures.db_mb = self.engine.store.size_bytes() / MB if self.url else sqlite_size_mb(self.db)
         return figures
 
     def close(self) -> None:
@@ -696,10 +716,14 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
 )
 COLUMNS = (
     ("mnemodb", "mnemodb stdio"),
+    ("mnemodb_pg", "mnemodb pg stdio"),
     ("engine", "mnemodb engine"),
+    ("engine_pg", "mnemodb pg engine"),
     ("floor", "sqlite3 floor"),
     ("topodb", "topodb stdio"),
 )
+PG_COLUMNS = ("mnemodb_pg", "engine_pg")
+"""The columns shown only with --postgresql."""
 
 
 def _ratio(value: float) -> str:
@@ -710,16 +734,23 @@ def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def render(size: int, results: dict[str, Figures], topodb: bool) -> tuple[str, list[dict[str, Any]]]:
-    header = ["metric", "better", *(title for _, title in COLUMNS), "mnemo/topo", "target", "status"]
+def render(
+    size: int, results: dict[str, Figures], topodb: bool, postgresql: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
+    columns = [(name, title) for name, title in COLUMNS if postgresql or name not in PG_COLUMNS]
+    ratios = ["mnemo/topo", "pg/sqlite"] if postgresql else ["mnemo/topo"]
+    header = ["metric", "better", *(title for _, title in columns), *ratios, "target", "status"]
     table: list[list[str]] = []
     verdicts: list[dict[str, Any]] = []
     for key, label, fmt, better in ROWS:
-        values = {name: getattr(results[name], key) if name in results else None for name, _ in COLUMNS}
+        values = {name: getattr(results[name], key) if name in results else None for name, _ in columns}
         ours, theirs = values["mnemodb"], values["topodb"]
-        ratio = "-"
+        ratio = ["-"]
         if better and ours is not None and theirs:
-            ratio = _ratio(ours / theirs)
+            ratio = [_ratio(ours / theirs)]
+        if postgresql:
+            on_pg = values["mnemodb_pg"]
+            ratio.append(_ratio(on_pg / ours) if better and on_pg is not None and ours else "-")
         target_text = status = ""
         target = TARGETS.get(key)
         limit = target.limit(size) if target else None
@@ -733,7 +764,7 @@ def render(size: int, results: dict[str, Figures], topodb: bool) -> tuple[str, l
                 verdicts.append(
                     {"size": size, "metric": key, "target": f"{target.op} {limit}", "value": ours, "met": met}
                 )
-        table.append([label, better, *(_cell(values[name], fmt) for name, _ in COLUMNS), ratio, target_text, status])
+        table.append([label, better, *(_cell(values[name], fmt) for name, _ in columns), *ratio, target_text, status])
     widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
@@ -750,11 +781,13 @@ def render(size: int, results: dict[str, Figures], topodb: bool) -> tuple[str, l
             f"sqlite3 floor searches are bm25 top-10 (with rows); top-100: "
             f"p50 {floor.search100_p50_ms:.2f} ms, p95 {floor.search100_p95_ms:.2f} ms"
         )
-    for name, title in COLUMNS:
+    for name, title in columns:
         if name in results and results[name].duplicates:
             out.append(f"{title}: {results[name].duplicates} batched items were not new (same content)")
     if not topodb:
         out.append("topodb comparison skipped (no --topodb PATH or TOPODB_MCP given)")
+    if postgresql:
+        out.append("pg/sqlite: mnemodb over stdio on PostgreSQL over the same on SQLite (see `better`)")
     return "\n".join(out), verdicts
 
 
@@ -794,6 +827,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="pass check_conflicts=false to topodb's create_memory (its near-duplicate probe is on by default)",
     )
+    pg.add_option(parser)
     parser.add_argument("--no-engine", action="store_true", help="skip the in-process engine runs")
     parser.add_argument("--no-floor", action="store_true", help="skip the raw sqlite3 floor")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
@@ -873,8 +907,19 @@ def _run(args: argparse.Namespace, sizes: list[int]) -> int:
         "topodb_k": args.topodb_k,
         "topodb_conflict_check": not args.topodb_no_conflict_check,
     }
-    with _workdir(args) as workdir, open(workdir / "servers.stderr.log", "wb") as log:
+    with (
+        _workdir(args) as workdir,
+        open(workdir / "servers.stderr.log", "wb") as log,
+        pg.postgres(args.postgresql) as postgres,
+    ):
         mnemodb = MnemodbTarget(workdir)
+        mnemodb_pg = engine_pg = None
+        if postgres is not None:
+            meta["postgresql"] = postgres.meta()
+            _progress(postgres.describe())
+            mnemodb_pg = MnemodbPgTarget(workdir, postgres.url("stdio"))
+            if not args.no_engine:
+                engine_pg = EngineRunner(workdir, postgres.url("engine"))
         topodb = None
         if args.topodb:
             topodb = TopodbTarget(workdir, args.topodb, args.topodb_k, conflict_check=not args.topodb_no_conflict_check)
@@ -902,15 +947,21 @@ def _run(args: argparse.Namespace, sizes: list[int]) -> int:
                 if engine is not None:
                     _progress(f"{size:,}: mnemodb engine")
                     here["engine"] = engine.run(segment, singles, queries, warmup, **common)
+                if engine_pg is not None:
+                    _progress(f"{size:,}: mnemodb engine on PostgreSQL")
+                    here["engine_pg"] = engine_pg.run(segment, singles, queries, warmup, **common)
                 stdio = {"spawns": args.spawns, "log": log, **common}
                 _progress(f"{size:,}: mnemodb over stdio")
                 here["mnemodb"] = run_stdio(mnemodb, segment, singles, queries, warmup, **stdio)
+                if mnemodb_pg is not None:
+                    _progress(f"{size:,}: mnemodb over stdio on PostgreSQL")
+                    here["mnemodb_pg"] = run_stdio(mnemodb_pg, segment, singles, queries, warmup, **stdio)
                 if topodb is not None:
                     _progress(f"{size:,}: topodb over stdio")
                     here["topodb"] = run_stdio(topodb, segment, singles, queries, warmup, **stdio)
                 loaded = size + len(singles)
                 results[size] = here
-                text, found = render(size, here, topodb is not None)
+                text, found = render(size, here, topodb is not None, mnemodb_pg is not None)
                 verdicts += found
                 load = os.getloadavg()
                 text += f"\nload average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
@@ -919,6 +970,8 @@ def _run(args: argparse.Namespace, sizes: list[int]) -> int:
         finally:
             if engine is not None:
                 engine.close()
+            if engine_pg is not None:
+                engine_pg.close()
             if floor is not None:
                 floor.close()
     meta["loadavg_end"] = os.getloadavg()
@@ -971,6 +1024,8 @@ def _summary(meta: dict[str, Any], verdicts: list[dict[str, Any]], topodb: bool)
         f"at end {end[0]:.2f} {end[1]:.2f} {end[2]:.2f}; {meta['seconds']:.0f} s in all",
         f"targets (mnemodb over stdio): {met} of {len(verdicts)} met",
     ]
+    if "postgresql" in meta:
+        lines.append(f"{meta['postgresql']['description']}, over loopback TCP")
     if meta["floor"]:
         lines.append(
             "floor: sqlite3 + FTS5 (porter unicode61, external content table, insert trigger), WAL, "

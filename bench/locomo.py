@@ -30,6 +30,10 @@ How it runs, through the public `Engine` API only:
   recency bonus favours the last week's turns; `later` is 30 days after it, when no
   memory is recent and the text match alone ranks.
 
+With `--postgresql URL|auto` the whole run (loading, embedding, the questions) is done a
+second time on a PostgreSQL schema, and its table is printed below SQLite's with the
+differences; `--sweep` runs on SQLite only.
+
 Evidence ids are normalised first: an entry holding several ids (`D8:6; D9:17`) is split,
 a stray colon (`D:11:26`) and leading zeros (`D30:05`) are removed; an entry that is no id
 (`D`) and an id naming no turn of its conversation are dropped. A question left without
@@ -73,6 +77,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pg
 from measure import p50, p95
 from mnemodb import __version__ as MNEMODB_VERSION
 from mnemodb.engine import Engine, Memory, NewMemory
@@ -271,7 +276,7 @@ class NativeServer:
     one, so every memory is as new as the run (native `remember` takes no time); the date is
     in the text only under `--date-in-text`."""
 
-    def __init__(self, db: Path, embedder: str, weights: str) -> None:
+    def __init__(self, db: Path | str, embedder: str, weights: str) -> None:
         flags = ["--embedder", embedder, *(["--search-weights", weights] if weights else [])]
         self.server = ServeProcess(db, "native", flags=flags)
         self.server.initialize()
@@ -443,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SETTING;SETTING",
         help="after the main run, ask again under each of these fusion settings and print one line each",
     )
+    pg.add_option(parser)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     return parser
 
@@ -460,76 +466,108 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"need more than {WARMUP_QUERIES} scored questions")
 
     clock = Clock()
-    by_category: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
-    overall: list[dict[str, float]] = []
-    latencies: list[float] = []
-    if args.method == "mcp":
-        with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
-            server = NativeServer(Path(work) / "locomo.db", args.embedder, args.search_weights)
-            try:
-                started = time.perf_counter()
-                scoped = [(c, *server.store(c, turns=not args.no_turns)) for c in conversations]
-                load_s = time.perf_counter() - started
-                embed_s = 0.0
-                embedded = 0
-                if args.embedder == "local":
-                    embedded = sum(len(ids) for _, _, ids in scoped)
-                    started = time.perf_counter()
-                    server.wait_embedded(embedded, [scope for _, scope, _ in scoped])
-                    embed_s = time.perf_counter() - started
-                asked_at = {c.sample_id: 0 for c in conversations}
-                for _, scope, q in [(c, scope, q) for c, scope, _ in scoped for q in c.questions][:WARMUP_QUERIES]:
-                    server.search(q.text, scope)
-                unmapped = ask(server.search, clock, scoped, asked_at, by_category, overall, latencies)
-            finally:
-                server.close()
-        return report(args, conversations, questions, stats, by_category, overall, latencies, unmapped,
-                      load_s, embedded, embed_s, load_start, wall)  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work:
-        embedder: Any = None
-        if args.embedder in ("local", "local-float"):
-            embedder = LocalEmbedder(LOCAL_MODEL if args.embedder == "local-float" else None)
-        if args.embedder == "static":
-            from static_embedder import StaticMiniLM
+    runs: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="mnemodb-locomo-") as work, pg.postgres(args.postgresql) as postgres:
+        stores = [(f"SQLite {sqlite3.sqlite_version}", str(Path(work) / "locomo.db"))]
+        if postgres is not None:
+            stores.append((f"{postgres.describe()}, over loopback TCP", postgres.url("locomo")))
+        if args.method == "mcp":
+            for name, location in stores:
+                runs.append(run_mcp(name, location, args, conversations, clock))
+        else:
+            embedder: Any = None
+            if args.embedder in ("local", "local-float"):
+                embedder = LocalEmbedder(LOCAL_MODEL if args.embedder == "local-float" else None)
+            if args.embedder == "static":
+                from static_embedder import StaticMiniLM
 
-            embedder = StaticMiniLM(Path(work) / "static.npy")
-        if embedder is not None:
-            args.method = "items"
-            if hasattr(embedder, "load"):
-                embedder.load()
-        engine = Engine.open(
-            str(Path(work) / "locomo.db"), clock=clock, embedder=embedder, fusion=parse_fusion(args.search_weights)
-        )
-        embed_s = 0.0
-        embedded = 0
-        try:
-            started = time.perf_counter()
-            scoped = [(c, *store(engine, clock, c, turns=not args.no_turns)) for c in conversations]
-            load_s = time.perf_counter() - started
+                embedder = StaticMiniLM(Path(work) / "static.npy")
             if embedder is not None:
-                started = time.perf_counter()
-                embedded = engine.embeddings.reindex(batch=128)
-                embed_s = time.perf_counter() - started
-            delay = LATER_DAYS * DAY_MS if args.ask_at == "later" else 0
-            asked_at = {c.sample_id: max(s.at_ms for s in c.sessions) + delay for c in conversations}
-            warm = [(c, scope, q) for c, scope, _ in scoped for q in c.questions][:WARMUP_QUERIES]
-            for c, scope, q in warm:
-                clock.ms = asked_at[c.sample_id]
-                query(engine, args.method, q.text, scope)
-            search = engine_search(engine, args.method)
-            unmapped = ask(search, clock, scoped, asked_at, by_category, overall, latencies)
-            for setting in filter(None, (s.strip() for s in args.sweep.split(";"))):
-                engine.fusion = parse_fusion(setting)
-                swept: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
-                rows: list[dict[str, float]] = []
-                ask(search, clock, scoped, asked_at, swept, rows, [])
-                cells = mean_percent(rows)
-                per = " ".join(f"{c}:{mean_percent(swept[c])['R@10']:.1f}" for c in CATEGORIES if swept[c])
-                print(f"sweep {setting:<36} R@10 {cells['R@10']:.1f} NDCG@10 {cells['NDCG@10']:.1f} by category {per}")
-        finally:
-            engine.close()
-    return report(args, conversations, questions, stats, by_category, overall, latencies, unmapped,
-                  load_s, embedded, embed_s, load_start, wall)  # fmt: skip
+                args.method = "items"
+                if hasattr(embedder, "load"):
+                    embedder.load()
+            for index, (name, location) in enumerate(stores):
+                runs.append(run_engine(name, location, args, conversations, clock, embedder, sweep=index == 0))
+    return report(args, conversations, questions, stats, runs, load_start, wall)
+
+
+@dataclass
+class Outcome:
+    """One store's run: the scores, the query latencies and what loading took."""
+
+    store: str
+    by_category: dict[int, list[dict[str, float]]] = field(default_factory=lambda: {c: [] for c in CATEGORIES})
+    overall: list[dict[str, float]] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    unmapped: int = 0
+    load_s: float = 0.0
+    embedded: int = 0
+    embed_s: float = 0.0
+
+
+def run_mcp(
+    name: str, location: str, args: argparse.Namespace, conversations: Sequence[Conversation], clock: Clock
+) -> Outcome:
+    out = Outcome(name)
+    server = NativeServer(location, args.embedder, args.search_weights)
+    try:
+        started = time.perf_counter()
+        scoped = [(c, *server.store(c, turns=not args.no_turns)) for c in conversations]
+        out.load_s = time.perf_counter() - started
+        if args.embedder == "local":
+            out.embedded = sum(len(ids) for _, _, ids in scoped)
+            started = time.perf_counter()
+            server.wait_embedded(out.embedded, [scope for _, scope, _ in scoped])
+            out.embed_s = time.perf_counter() - started
+        asked_at = {c.sample_id: 0 for c in conversations}
+        for _, scope, q in [(c, scope, q) for c, scope, _ in scoped for q in c.questions][:WARMUP_QUERIES]:
+            server.search(q.text, scope)
+        out.unmapped = ask(server.search, clock, scoped, asked_at, out.by_category, out.overall, out.latencies)
+    finally:
+        server.close()
+    return out
+
+
+def run_engine(
+    name: str,
+    location: str,
+    args: argparse.Namespace,
+    conversations: Sequence[Conversation],
+    clock: Clock,
+    embedder: Any,
+    *,
+    sweep: bool,
+) -> Outcome:
+    out = Outcome(name)
+    engine = Engine.open(location, clock=clock, embedder=embedder, fusion=parse_fusion(args.search_weights))
+    try:
+        started = time.perf_counter()
+        scoped = [(c, *store(engine, clock, c, turns=not args.no_turns)) for c in conversations]
+        out.load_s = time.perf_counter() - started
+        if embedder is not None:
+            started = time.perf_counter()
+            out.embedded = engine.embeddings.reindex(batch=128)
+            out.embed_s = time.perf_counter() - started
+        delay = LATER_DAYS * DAY_MS if args.ask_at == "later" else 0
+        asked_at = {c.sample_id: max(s.at_ms for s in c.sessions) + delay for c in conversations}
+        warm = [(c, scope, q) for c, scope, _ in scoped for q in c.questions][:WARMUP_QUERIES]
+        for c, scope, q in warm:
+            clock.ms = asked_at[c.sample_id]
+            query(engine, args.method, q.text, scope)
+        search = engine_search(engine, args.method)
+        out.unmapped = ask(search, clock, scoped, asked_at, out.by_category, out.overall, out.latencies)
+        settings = filter(None, (s.strip() for s in args.sweep.split(";"))) if sweep else ()
+        for setting in settings:
+            engine.fusion = parse_fusion(setting)
+            swept: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
+            rows: list[dict[str, float]] = []
+            ask(search, clock, scoped, asked_at, swept, rows, [])
+            cells = mean_percent(rows)
+            per = " ".join(f"{c}:{mean_percent(swept[c])['R@10']:.1f}" for c in CATEGORIES if swept[c])
+            print(f"sweep {setting:<36} R@10 {cells['R@10']:.1f} NDCG@10 {cells['NDCG@10']:.1f} by category {per}")
+    finally:
+        engine.close()
+    return out
 
 
 def report(
@@ -537,18 +575,15 @@ def report(
     conversations: Sequence[Conversation],
     questions: Sequence[Question],
     stats: DataStats,
-    by_category: dict[int, list[dict[str, float]]],
-    overall: list[dict[str, float]],
-    latencies: list[float],
-    unmapped: int,
-    load_s: float,
-    embedded: int,
-    embed_s: float,
+    runs: Sequence[Outcome],
     load_start: tuple[float, float, float],
     wall: float,
 ) -> int:
-    """Print the figures (and write them with --json)."""
+    """Print the figures (and write them with --json): SQLite's, then PostgreSQL's when it ran."""
     load_end = os.getloadavg()
+    first = runs[0]
+    by_category, overall, latencies, unmapped = first.by_category, first.overall, first.latencies, first.unmapped
+    load_s, embedded, embed_s = first.load_s, first.embedded, first.embed_s
 
     counts = Counter(q.category for q in questions)
     print(
@@ -592,6 +627,19 @@ def report(
             f"embedding: {embedded:,} memories with {args.embedder} in {embed_s:.1f} s "
             f"({embedded / embed_s:.0f} per second); fusion {args.search_weights or 'default'}"
         )
+    for other in runs[1:]:
+        print()
+        print(f"== the same on {other.store} ==")
+        if other.unmapped:
+            print(f"WARNING: {other.unmapped} hits whose props did not give back the dia_id they were stored with")
+        print(table(other.by_category, other.overall))
+        ours, theirs = mean_percent(overall), mean_percent(other.overall)
+        print("PostgreSQL - SQLite, overall: " + ", ".join(f"{m} {theirs[m] - ours[m]:+.1f}" for m in METRICS))
+        print(
+            f"query latency: p50 {p50(other.latencies):.2f} ms, p95 {p95(other.latencies):.2f} ms "
+            f"(PostgreSQL/SQLite p50 {p50(other.latencies) / p50(latencies):.2f}); loading took {other.load_s:.2f} s"
+            + (f"; embedding {other.embed_s:.1f} s" if other.embedded else "")
+        )
     print(
         f"mnemodb {MNEMODB_VERSION}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{os.cpu_count()} CPUs; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; "
@@ -634,6 +682,15 @@ def report(
                 "loadavg": [load_start, load_end],
             },
         }
+        for other in runs[1:]:
+            payload["postgresql"] = {
+                "store": other.store,
+                "overall": mean_percent(other.overall),
+                "by_category": {str(c): mean_percent(other.by_category[c]) for c in CATEGORIES if other.by_category[c]},
+                "latency_ms": {"p50": round(p50(other.latencies), 3), "p95": round(p95(other.latencies), 3)},
+                "load_s": round(other.load_s, 3),
+                "embed_s": round(other.embed_s, 3),
+            }
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0

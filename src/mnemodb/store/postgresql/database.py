@@ -93,6 +93,21 @@ def _split_url(url: str) -> tuple[str, str, str, dict[str, str]]:
     return conninfo, schema, location, own
 
 
+# A pooled connection unused for longer than this is checked (one empty round trip) before
+# it is lent: the server may have dropped it (a restart, a failover, an idle timeout). One
+# in steady use is not, which saves that round trip on every read.
+_CHECK_IDLE_AFTER_S = 2.0
+
+
+def _mark_returned(conn: psycopg.Connection[Any]) -> None:
+    conn._mnemodb_returned_at = time.monotonic()  # type: ignore[attr-defined]
+
+
+def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
+    if time.monotonic() - getattr(conn, "_mnemodb_returned_at", 0.0) > _CHECK_IDLE_AFTER_S:
+        ConnectionPool.check_connection(conn)
+
+
 def _number(own: dict[str, str], key: str, default: float, *, least: float) -> float:
     raw = own.get(key)
     if raw is None:
@@ -181,7 +196,8 @@ class PostgresDatabase:
             min_size=1,
             max_size=self.readers,
             kwargs=self._reader_kwargs,
-            check=ConnectionPool.check_connection,
+            check=_check_if_idle,
+            reset=_mark_returned,
             open=False,
             name=f"mnemodb-{self.schema}",
         )

@@ -108,3 +108,25 @@ def test_editing_a_turn_two_back_updates_the_context(eng: Engine) -> None:
     eng.items.revise(greeting.id, Patch(content="Good morning! Any plans for the summer?"))
     assert context_of(eng, ANSWER) == f"Good morning! Any plans for the summer? {QUESTION}"
     assert found(eng, "holidays") == []
+
+
+def test_an_export_carries_the_turns_and_an_import_restores_their_context(eng: Engine, tmp_path: Path) -> None:
+    eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER), NewMemory(OTHER)], turns=True)
+    records = list(eng.export())
+    turns = [r["memory"] for r in records if r["type"] == "node" and "memory" in r]
+    ids = [r["id"] for r in records if r["type"] == "node" and "memory" in r]
+    assert [t.get("context_from") for t in turns] == [None, ids[0], ids[1]]
+    with open_engine_at(tmp_path / "copy.db") as copy:
+        copy.import_records(records)
+        assert context_of(copy, ANSWER) == QUESTION
+        assert context_of(copy, OTHER) == f"{QUESTION} {ANSWER}"
+        assert found(copy, "hiking weekend") == [QUESTION, ANSWER, OTHER]
+        assert list(copy.export())[1:] == records[1:]  # after the header, the same records
+
+
+def test_an_import_of_a_turn_whose_turn_before_is_missing_has_no_context(eng: Engine, tmp_path: Path) -> None:
+    eng.memories.store_many([NewMemory(QUESTION), NewMemory(ANSWER)], turns=True)
+    records = [r for r in eng.export() if r.get("memory", {}).get("content") != QUESTION]
+    with open_engine_at(tmp_path / "copy.db") as copy:
+        copy.import_records(records)
+        assert context_of(copy, ANSWER) is None

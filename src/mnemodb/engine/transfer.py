@@ -210,6 +210,10 @@ class Transfer:
             "memory_type": memory_type,
             "tags": list(item.tags),
         }
+        turn_before = fields.get("context_from")
+        if turn_before is not None:
+            # The turn of a conversation this memory followed: its context comes from it again.
+            checked["context_from"] = _ulid(turn_before, "context_from")
         return checked, dict(item.props)
 
     def _checked_edge(self, record: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,9 +46,9 @@ _cursor_names = itertools.count(1)
 _NODES = (
     "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
     "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
-    "a.count, a.last_at, e.extra "
+    "a.count, a.last_at, e.extra, t.id "
     "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
-    "LEFT JOIN node_access a ON a.node = n.pk ORDER BY n.pk"
+    "LEFT JOIN node_access a ON a.node = n.pk LEFT JOIN node t ON t.pk = m.context_from ORDER BY n.pk"
 )
 _EDGES = (
     "SELECT e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.extra "
@@ -103,6 +103,8 @@ class TransferReads:
                     "memory_type": got(r[11]),
                     "tags": tags.get(r[0], []),
                 }
+                if r[17] is not None:  # a turn: the one it follows, by id
+                    record["memory"]["context_from"] = got(r[17])
             if r[12] is not None:
                 record["entity"] = {
                     "name": got(r[12]),
@@ -149,6 +151,17 @@ class TransferReads:
 
 
 class TransferWrites(TransferReads, MemoryWrites, NodeWrites, EdgeWrites, EntityWrites, EmbeddingWrites):
+    def _turn_before(self, node_id: Any, scope: str) -> int | None:
+        """The pk of the turn a loaded memory followed (a memory of the same scope), when it
+        is here; None otherwise (its context is then empty, as for a first turn)."""
+        if not isinstance(node_id, str):
+            return None
+        row = self.conn.execute(
+            "SELECT m.node FROM node n JOIN memory m ON m.node = n.pk WHERE n.id = %s AND m.scope = %s",
+            [put(node_id), put(scope)],
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def load(self, record: Mapping[str, Any]) -> bool:
         """Insert one dumped record unless it is already here. True when something was written.
 
@@ -210,6 +223,7 @@ class TransferWrites(TransferReads, MemoryWrites, NodeWrites, EdgeWrites, Entity
                 memory.get("summary"),
                 memory.get("importance", 0),
                 memory.get("memory_type", "general"),
+                context_from=self._turn_before(memory.get("context_from"), record["scope"]),
             )
             self.add_tags(pk, memory.get("tags", []))
         if entity is not None:

@@ -36,9 +36,9 @@ class TransferReads(EdgeReads):
         rows = conn.execute(
             "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
             "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
-            "a.count, a.last_at, e.extra "
+            "a.count, a.last_at, e.extra, t.id "
             "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
-            "LEFT JOIN node_access a ON a.node = n.pk ORDER BY n.pk"
+            "LEFT JOIN node_access a ON a.node = n.pk LEFT JOIN node t ON t.pk = m.context_from ORDER BY n.pk"
         )
         for r in rows:
             record: dict[str, Any] = {
@@ -60,6 +60,8 @@ class TransferReads(EdgeReads):
                     "memory_type": r[11],
                     "tags": tags.get(r[0], []),
                 }
+                if r[17] is not None:  # a turn: the one it follows, by id
+                    record["memory"]["context_from"] = r[17]
             if r[12] is not None:
                 record["entity"] = {
                     "name": r[12],
@@ -104,6 +106,16 @@ class TransferReads(EdgeReads):
 
 
 class TransferWrites(MemoryWrites, NodeWrites, EdgeWrites, EntityWrites):
+    def _turn_before(self, node_id: Any, scope: str) -> int | None:
+        """The pk of the turn a loaded memory followed (a memory of the same scope), when it
+        is here; None otherwise (its context is then empty, as for a first turn)."""
+        if not isinstance(node_id, str):
+            return None
+        row = self.conn.execute(
+            "SELECT m.node FROM node n JOIN memory m ON m.node = n.pk WHERE n.id = ? AND m.scope = ?", [node_id, scope]
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def load(self, record: Mapping[str, Any]) -> bool:
         """Insert one dumped record unless it is already here. True when something was written.
 
@@ -201,6 +213,7 @@ class TransferWrites(MemoryWrites, NodeWrites, EdgeWrites, EntityWrites):
                 memory.get("summary"),
                 memory.get("importance", 0),
                 memory.get("memory_type", "general"),
+                context_from=self._turn_before(memory.get("context_from"), record["scope"]),
             )
             self.add_tags(pk, memory.get("tags", []))
         if entity is not None:

@@ -139,7 +139,9 @@ CREATE TABLE {t} (
     lex   bytea[] NOT NULL,
 {per_column.rstrip(",")}
 );
-CREATE INDEX {t}_lex ON {t} USING gin (lex);
+-- No pending list: every search scans it whole until a vacuum merges it (10k fresh
+-- memories: search p50 14 ms with it, 5.6 ms without; a write pays the merge at once).
+CREATE INDEX {t}_lex ON {t} USING gin (lex) WITH (fastupdate = off);
 CREATE TABLE {t}_seq (
     node bigint PRIMARY KEY REFERENCES {t} (node) ON DELETE CASCADE{sequences}
 );

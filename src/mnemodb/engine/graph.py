@@ -102,6 +102,16 @@ class ObservationMatch:
 
 
 @dataclass(frozen=True, slots=True)
+class CompiledPattern:
+    """A caller's observation pattern, ready to match: as written (`shown`), after presets
+    (`source`), and compiled."""
+
+    shown: str
+    source: str
+    compiled: regex.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Neighbor:
     name: str
     relation: Relation
@@ -680,18 +690,24 @@ class KnowledgeGraph:
         (case-insensitive). InvalidArgument for a bad pattern, or one that runs past
         `time_limit` (the pattern's fault, so it says so rather than timing the call out)."""
         reads = self._reads(scopes)
+        # Compiled (or refused) before the read opens: whether a pattern fits the call's time
+        # must not depend on how long a connection takes to come.
+        compiled = self.compile_pattern(pattern)
         with self._engine.store.read() as tx:
-            hits = self.matching_pattern(tx, pattern, reads, time_limit=time_limit)
+            hits = self.matching_pattern(tx, compiled, reads, time_limit=time_limit)
             entities = tx.entities_by_pk(hits)
         return self._ordered(entities, hits)
 
-    def _pattern(self, pattern: str) -> tuple[str, regex.Pattern[str]]:
+    def compile_pattern(self, pattern: str) -> CompiledPattern:
+        """`pattern` (a preset name or a JavaScript-style regex) compiled for
+        `matching_pattern`; InvalidArgument for a bad one or one whose compile would not
+        fit in what is left of the call's time limit."""
         source = OBSERVATION_PRESETS.get(check_query(pattern, "pattern").lower(), pattern)
         # A compile cannot be stopped once begun (and holds the GIL), so it must fit in
         # what is left of the call's time limit.
         left = self._engine.time_left()
         budget = MAX_PATTERN_STEPS if left is None else min(MAX_PATTERN_STEPS, int(left / COMPILE_SECONDS_PER_STEP))
-        return source, compile_js(source, shown=pattern, max_steps=budget)
+        return CompiledPattern(pattern, source, compile_js(source, shown=pattern, max_steps=budget))
 
     def _match_limit(self, time_limit: float) -> float:
         """How long matching may take: `time_limit`, or what is left of the call's, if less."""
@@ -701,7 +717,7 @@ class KnowledgeGraph:
     def observation_matcher(self, pattern: str, *, time_limit: float = PATTERN_TIME_LIMIT_S) -> Callable[[str], bool]:
         """A test of one observation against `pattern` (as in `with_observations_matching`);
         a test that runs past `time_limit` counts as no match."""
-        compiled = self._pattern(pattern)[1]
+        compiled = self.compile_pattern(pattern).compiled
 
         def matches(observation: str) -> bool:
             try:
@@ -712,17 +728,17 @@ class KnowledgeGraph:
         return matches
 
     def matching_pattern(
-        self, tx: ReadTx, pattern: str, reads: Sequence[str], *, time_limit: float = PATTERN_TIME_LIMIT_S
+        self, tx: ReadTx, pattern: CompiledPattern, reads: Sequence[str], *, time_limit: float = PATTERN_TIME_LIMIT_S
     ) -> list[int]:
         """Pks of the entities with an observation matching `pattern` (see
         `with_observations_matching`), in creation order, inside a read."""
-        source, compiled = self._pattern(pattern)
+        source, compiled = pattern.source, pattern.compiled
         started = time.monotonic()
         deadline = started + time_limit
         # The call's own limit, when it ends sooner, is the call timing out, not the pattern.
         left = self._engine.time_left()
         call_deadline = float("inf") if left is None else started + left
-        too_long = f"the pattern /{pattern}/ ran longer than {time_limit:g}s over the observations; simplify it"
+        too_long = f"the pattern /{pattern.shown}/ ran longer than {time_limit:g}s over the observations; simplify it"
 
         def out_of_time() -> Exception:
             if time.monotonic() >= call_deadline:

@@ -535,6 +535,9 @@ class Items:
         want = offset + limit + 1
         # Embedded before the read opens: a model or an endpoint may take a while.
         meaning = self._query_vector(query) if semantic and vector is None and query and query.strip() else None
+        # Compiled before the read opens too: whether it fits the call's time must not
+        # depend on how long a connection takes to come.
+        compiled = engine.graph.compile_pattern(pattern) if pattern is not None else None
         with engine.store.read() as tx:
             if about:
                 named = tx.entities_named(reads, [check_text(n, "entity name") for n in about])
@@ -547,10 +550,10 @@ class Items:
                 where = replace(where, pks=tuple(i.pk for i in named_items if isinstance(i, Memory | Entity)))
             use_entities = "entity" in kinds and not where.memories_only
             use_memories = "memory" in kinds and pattern is None
-            if pattern is not None:
+            if compiled is not None:
                 if not use_entities:
                     raise InvalidArgument("pattern matches entities' observations: it cannot apply to memories only")
-                patterned = engine.graph.matching_pattern(tx, pattern, reads)
+                patterned = engine.graph.matching_pattern(tx, compiled, reads)
                 keep = set(where.pks) if where.pks is not None else None
                 where = replace(where, pks=tuple(pk for pk in patterned if keep is None or pk in keep))
             rankings: list[tuple[str, Ranking]] = []

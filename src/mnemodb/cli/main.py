@@ -156,6 +156,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(settings)
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    """The web inspector on this machine: `serve --http` on loopback, telling its URL."""
+    from mnemodb.server import config
+
+    args.http = True
+    args.host = "127.0.0.1"
+    try:
+        settings = config.load(args, os.environ)
+    except config.ConfigError as exc:
+        raise CliError(str(exc)) from None
+    config.configure_logging(settings.log_level)
+
+    from mnemodb.server.run import serve
+
+    def announce(base: str) -> None:
+        url = f"{base}/ui/"
+        print(url, flush=True)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    return serve(settings, on_listening=announce)
+
+
 def cmd_reindex(args: argparse.Namespace) -> int:
     from mnemodb.engine import Engine
     from mnemodb.search.embedders import EmbedderUnavailable, EmbeddingFailed
@@ -808,7 +833,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="the URL clients use, for the OAuth protected-resource metadata (default: http://HOST:PORT; "
         "or $MNEMODB_PUBLIC_URL)",
     )
+    http.add_argument("--no-ui", action="store_true", help="do not serve the web inspector at /ui")
     serve.set_defaults(run=cmd_serve)
+
+    ui = commands.add_parser(
+        "ui",
+        help="the web inspector: see, search, correct and curate what is remembered, in a browser",
+        description="Serve the web inspector on 127.0.0.1 and print its URL. It needs no token there unless "
+        "the database has tokens; the MCP endpoint is served beside it at /mcp.",
+    )
+    ui.add_argument("--db", help="database file or postgresql:// URL (default: $MNEMODB_DB, else .mnemodb/memory.db)")
+    ui.add_argument("--port", type=int, help="port (default: 8765, 0 for any free one; or $MNEMODB_PORT)")
+    ui.add_argument("--open", action="store_true", help="open it in the browser")
+    ui.add_argument("--log-level", choices=("error", "warn", "info"), help="stderr log level (default: info)")
+    _embedding_options(ui)
+    ui.set_defaults(run=cmd_ui)
 
     reindex = commands.add_parser(
         "reindex", help="give every memory and entity a current vector from the embedder, with progress"

@@ -225,6 +225,7 @@ def load_http(args: argparse.Namespace, env: Mapping[str, str]) -> HttpSettings 
         header_timeout=timeouts["--header-timeout"],
         keep_alive_timeout=timeouts["--keep-alive-timeout"],
         max_connections=max_connections,
+        ui=not option(args, "no_ui"),
     )
 
 

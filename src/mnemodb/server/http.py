@@ -37,7 +37,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -50,7 +50,7 @@ from prometheus_client.registry import Collector
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, current_grant, granted
@@ -70,6 +70,7 @@ log = logging.getLogger("mnemodb.http")
 T = TypeVar("T")
 
 MCP_PATH = "/mcp"
+UI_PATH = "/ui"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 # Tool latency buckets (seconds): most calls take a millisecond or a few, a search of a
 # large store tens, a timed-out one the tool limit.
@@ -388,7 +389,9 @@ class _Authenticate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path == "/healthz" or path.startswith(METADATA_PATH):
+        if scope["type"] != "http" or path == "/healthz" or path.startswith(METADATA_PATH) or _is_inspector(path):
+            # The inspector signs people in itself, with the same tokens (a browser sends no
+            # bearer header), and applies their grants the same way.
             await self._app(scope, receive, send)
             return
         try:
@@ -407,9 +410,8 @@ class _Authenticate:
 
     async def _authenticate(self, scope: Scope, receive: Receive, send: Send) -> None:
         header = Headers(scope=scope).get("authorization")
-        tokens = self._engine.tokens
         if header is None:
-            if self._always or await _ask(tokens.required):
+            if self._always or await _ask(self._engine.tokens.required):
                 await self._refuse("this server needs a bearer token", None)(scope, receive, send)
                 return
             client = scope.get("client") or ("unknown", 0)
@@ -417,20 +419,16 @@ class _Authenticate:
             return
         kind, _, secret = header.partition(" ")
         secret = secret.strip()
-        grant: Grant | str = "the Authorization header must be 'Bearer TOKEN'"
-        key = ""
+        verdict: tuple[Grant, str] | str = "the Authorization header must be 'Bearer TOKEN'"
         if kind.lower() == "bearer" and secret:
-            if secret.startswith(TOKEN_PREFIX) or self._jwt is None:
-                token = await _ask(tokens.verify, secret)
-                grant = "the bearer token is not valid (unknown, revoked or malformed)"
-                if token is not None:
-                    grant, key = Grant.of(token), f"token {token.id}"
-            else:
-                grant = self._jwt.grant(secret)
-                key = grant.name if isinstance(grant, Grant) else ""
-        if isinstance(grant, str):
-            await self._refuse(grant, "invalid_token")(scope, receive, send)
+            try:
+                verdict = await grant_of(self._engine, self._jwt, secret)
+            except StoreUnavailable as exc:
+                raise _DatabaseDown(str(exc)) from exc
+        if isinstance(verdict, str):
+            await self._refuse(verdict, "invalid_token")(scope, receive, send)
             return
+        grant, key = verdict
         scope[_AUDIENCE_KEY] = key
         audience = _audience.set(key)
         try:
@@ -440,8 +438,26 @@ class _Authenticate:
             _audience.reset(audience)
 
 
+async def grant_of(engine: Engine, jwt: JwtVerifier | None, secret: str) -> tuple[Grant, str] | str:
+    """The grant a bearer token gives and whose figures its requests count in (`token ID`
+    or `jwt:SUBJECT`), or why it gives none: one of the database's tokens, or a JWT when an
+    identity provider is set up. StoreUnavailable when the database cannot say. The MCP
+    endpoint and the inspector's sign-in both ask here."""
+    if secret.startswith(TOKEN_PREFIX) or jwt is None:
+        token = await anyio.to_thread.run_sync(engine.tokens.verify, secret)
+        if token is None:
+            return "the bearer token is not valid (unknown, revoked or malformed)"
+        return Grant.of(token), f"token {token.id}"
+    grant = jwt.grant(secret)
+    return grant if isinstance(grant, str) else (grant, grant.name)
+
+
+def _is_inspector(path: str) -> bool:
+    return path == UI_PATH or path.startswith(UI_PATH + "/")
+
+
 def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metrics: Metrics) -> ASGIApp:
-    """The ASGI application: `/mcp`, `/healthz` and `/metrics`."""
+    """The ASGI application: `/mcp`, `/healthz`, `/metrics` and the inspector at `/ui`."""
 
     async def healthz(request: Request) -> Response:
         # Anyone may ask, so the answer says whether the database answers and nothing else:
@@ -472,7 +488,7 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
             }
         )
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics_page, methods=["GET"]),
     ]
@@ -481,6 +497,16 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
             Route(METADATA_PATH, resource_metadata, methods=["GET"]),
             Route(f"{METADATA_PATH}{MCP_PATH}", resource_metadata, methods=["GET"]),
         ]
+    always = not is_loopback(settings.host) and not settings.insecure
+    verifier = JwtVerifier(settings.jwt, engine) if settings.jwt is not None else None
+    if settings.ui:
+        from mnemodb.server.inspector import build_inspector
+
+        async def verify(secret: str) -> Grant | str:
+            verdict = await grant_of(engine, verifier, secret)
+            return verdict if isinstance(verdict, str) else verdict[0]
+
+        routes.append(Mount(UI_PATH, app=build_inspector(engine, verify=verify, always=always or verifier is not None)))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
@@ -488,11 +514,10 @@ def build_app(server: Server[Any], engine: Engine, settings: HttpSettings, metri
         transport_security=transport_security(settings),
         host=settings.host,
         max_request_body_size=settings.max_body_bytes,
-        custom_starlette_routes=routes,
+        # The SDK's parameter says Route, but any route is added as it is (the inspector's Mount).
+        custom_starlette_routes=cast(list[Route], routes),
     )
-    always = not is_loopback(settings.host) and not settings.insecure
     limiter = RateLimiter(settings.rate_limit) if settings.rate_limit > 0 else None
-    verifier = JwtVerifier(settings.jwt, engine) if settings.jwt is not None else None
     metadata = f"{public_url}{METADATA_PATH}{MCP_PATH}" if settings.jwt is not None else None
     authenticated = _Authenticate(app, engine, always=always, limiter=limiter, jwt=verifier, resource_metadata=metadata)
     return _CountRequests(_Guard(authenticated, transport_security(settings)), metrics)
@@ -737,9 +762,16 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(server: Server[Any], engine: Engine, settings: HttpSettings, metrics: Metrics) -> int:
+async def serve_http(
+    server: Server[Any],
+    engine: Engine,
+    settings: HttpSettings,
+    metrics: Metrics,
+    on_listening: Callable[[str], None] | None = None,
+) -> int:
     """Serve until SIGTERM or SIGINT, then finish the requests in flight: exit status 0, or
-    1 when the address cannot be served."""
+    1 when the address cannot be served. `on_listening` is told the server's base URL once
+    it listens."""
     import uvicorn
 
     class Quiet(uvicorn.Server):
@@ -804,6 +836,10 @@ async def serve_http(server: Server[Any], engine: Engine, settings: HttpSettings
             )
             # The line tests and scripts wait for: where the server listens, with the real port.
             log.info("listening on http://%s:%d%s", shown, bound_port, MCP_PATH)
+            if settings.ui:
+                log.info("the inspector is at http://%s:%d%s/", shown, bound_port, UI_PATH)
+            if on_listening is not None:
+                on_listening(f"http://{shown}:{bound_port}")
             await http.serve(sockets=[sock])
             tg.cancel_scope.cancel()
     finally:

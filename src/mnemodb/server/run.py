@@ -27,9 +27,9 @@ log = logging.getLogger("mnemodb")
 _EMBEDDER_GRACE_S = 0.3
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, *, on_listening: Callable[[str], None] | None = None) -> int:
     """Serve MCP over stdio until stdin closes, or over HTTP, until a termination signal
-    arrives. Exit status."""
+    arrives. Exit status. Over HTTP, `on_listening` is told the base URL once it listens."""
     try:
         spec = profile_spec(settings.profile)
     except ValueError as exc:
@@ -94,7 +94,7 @@ def serve(settings: Settings) -> int:
         from mnemodb.server.http import serve_http
 
         assert metrics is not None
-        main = functools.partial(serve_http, server, engine, settings.http, metrics)
+        main = functools.partial(serve_http, server, engine, settings.http, metrics, on_listening)
         log.info("mnemodb serving the %s profile over HTTP, database %s", profile.name, engine.store.location)
     status = 0
     try:

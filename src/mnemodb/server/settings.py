@@ -81,6 +81,8 @@ class HttpSettings:
     max_connections: int | None = None
     """Connections served at once; more are refused with 503. None: from the process's
     open-file limit, leaving room for the database (see `http.default_max_connections`)."""
+    ui: bool = True
+    """Serve the web inspector at /ui beside /mcp."""
 
 
 def is_loopback(host: str) -> bool:

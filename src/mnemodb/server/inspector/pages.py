@@ -1,0 +1,630 @@
+"""The inspector's pages: what each shows, and the changes each lets a person make.
+
+Each handler reads or changes through the engine's faces (the same calls the native tools
+make), on a worker thread, under the request's grant: what a token may not read is not
+shown, and a change it may not make is refused by the engine, not here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from mnemodb.engine.items import Found, Item, Note, Patch
+from mnemodb.model.errors import (
+    Conflict,
+    EngineError,
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    OperationTimeout,
+    StoreUnavailable,
+)
+from mnemodb.model.history import replay
+from mnemodb.model.records import SUPERSEDES, Change, Edge, ItemFilter, Memory, NewMemory
+from mnemodb.server.inspector.web import (
+    BASE,
+    Page,
+    call,
+    form_text,
+    is_htmx,
+    query_int,
+    query_time,
+)
+
+if TYPE_CHECKING:
+    from mnemodb.engine import Engine
+
+__all__ = ["routes"]
+
+log = logging.getLogger("mnemodb.inspector")
+
+PAGE_SIZE = 25
+# A bulk action names at most this many items: one transaction, one confirmation.
+MAX_BULK = 500
+
+
+def _engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+# -- errors: a refusal is a message on the page, never a traceback ---------------------------------
+
+
+def _status_of(exc: EngineError) -> int:
+    if isinstance(exc, Forbidden):
+        return 403
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, OperationTimeout):
+        return 504
+    if isinstance(exc, InvalidArgument):
+        return 400
+    return 500
+
+
+async def engine_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, EngineError)
+    if isinstance(exc, StoreUnavailable):
+        log.warning("inspector: the database is unavailable: %s", exc)
+        page = Page(request, "_error.html" if is_htmx(request) else "message.html", status=503)
+        response = page.render(
+            title="The database is unavailable", text="The database cannot be reached right now. Retry shortly."
+        )
+        response.headers["Retry-After"] = "1"
+        return response
+    status = _status_of(exc)
+    if status == 500:
+        log.error("inspector: %s", exc)
+    template = "_error.html" if is_htmx(request) else "message.html"
+    title = {400: "Not accepted", 403: "Not allowed", 404: "Not found", 409: "Conflict", 504: "Timed out"}
+    return Page(request, template, status=status).render(title=title.get(status, "Error"), text=str(exc))
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    template = "_error.html" if is_htmx(request) else "message.html"
+    return Page(request, template, status=exc.status_code).render(title="Error", text=exc.detail)
+
+
+# -- scopes the page offers -------------------------------------------------------------------------
+
+
+def _readable_scopes(engine: Engine) -> list[str]:
+    """The scopes a person may pick: a grant's read scopes; without one (the operator on
+    loopback), every scope that holds memories, and the default ones."""
+    from mnemodb.engine.tokens import current_grant
+
+    grant = current_grant()
+    if grant is not None:
+        return list(grant.read_scopes)
+    return sorted({*engine.read_scopes, engine.write_scope, *engine.memories_per_scope()})
+
+
+def _chosen_scopes(request: Request, engine: Engine) -> tuple[str | None, list[str]]:
+    """(the scope picked, the scopes to read): one picked scope, or every readable one."""
+    picked = request.query_params.get("scope", "").strip() or None
+    if picked is not None:
+        return picked, [picked]
+    return None, _readable_scopes(engine)
+
+
+# -- memories -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryQuery:
+    text: str | None
+    scope: str | None
+    scopes: list[str]
+    where: ItemFilter
+    max_importance: int | None
+    offset: int
+
+    def page_url(self, request: Request, offset: int) -> str:
+        params = {k: v for k, v in request.query_params.items() if k != "offset" and v}
+        if offset:
+            params["offset"] = str(offset)
+        return f"{BASE}/memories?{urlencode(params)}"
+
+
+def _memory_query(request: Request, engine: Engine) -> MemoryQuery:
+    scope, scopes = _chosen_scopes(request, engine)
+    text = request.query_params.get("q", "").strip() or None
+    kind = request.query_params.get("type", "").strip()
+    tag = request.query_params.get("tag", "").strip()
+    low = query_int(request, "min", None, low=-1_000_000, high=1_000_000)
+    high = query_int(request, "max", None, low=-1_000_000, high=1_000_000)
+    if low is not None and high is not None and low > high:
+        raise InvalidArgument(f"the importance range is empty: min {low} is above max {high}")
+    start = query_time(request, "from")
+    end = query_time(request, "to", end_of_day=True)
+    where = ItemFilter(
+        types=(kind,) if kind else (),
+        created_from=start,
+        created_to=None if end is None else end + 1,
+        tags=(tag,) if tag else (),
+        min_importance=low,
+    )
+    offset = query_int(request, "offset", 0, low=0, high=100_000) or 0
+    return MemoryQuery(text, scope, scopes, where, high, offset)
+
+
+def _search_memories(engine: Engine, query: MemoryQuery) -> tuple[list[Found], bool]:
+    """One page of memories: ranked as `recall` ranks them when there is text, else newest
+    first. The importance ceiling is applied to what the engine returns."""
+    found: list[Found] = []
+    offset = query.offset
+    more = False
+    # Pages of the engine's own, until a page of ours is full (only the ceiling drops any).
+    while len(found) < PAGE_SIZE + 1:
+        page = engine.items.search(
+            query.text,
+            where=query.where,
+            kinds=("memory",),
+            offset=offset,
+            limit=PAGE_SIZE + 1,
+            scopes=query.scopes,
+        )
+        offset += len(page.found)
+        found += [
+            f
+            for f in page.found
+            if query.max_importance is None
+            or (isinstance(f.item, Memory) and f.item.importance <= query.max_importance)
+        ]
+        if not page.more or not page.found:
+            break
+    more = len(found) > PAGE_SIZE
+    return found[:PAGE_SIZE], more
+
+
+async def memories(request: Request) -> Response:
+    engine = _engine(request)
+    query = _memory_query(request, engine)
+    found, more = await call(_search_memories, engine, query)
+    facets = None if is_htmx(request) else await call(engine.items.facets, top=30, scopes=query.scopes)
+    values: dict[str, Any] = {
+        "found": found,
+        "more": more,
+        "q": query,
+        "next_url": query.page_url(request, query.offset + PAGE_SIZE) if more else None,
+        "previous_url": query.page_url(request, max(0, query.offset - PAGE_SIZE)) if query.offset else None,
+    }
+    if is_htmx(request):
+        return Page(request, "_memory_results.html").render(**values)
+    scopes = await call(_readable_scopes, engine)
+    return Page(request, "memories.html").render(scopes=scopes, facets=facets, **values)
+
+
+async def bulk(request: Request) -> Response:
+    """Forget (or, later, archive) the memories ticked on the list, in one transaction."""
+    engine = _engine(request)
+    form = await request.form()
+    action = form_text(form, "action", required=True)
+    refs = [str(v) for v in form.getlist("ref") if isinstance(v, str) and v.strip()]
+    if not refs:
+        raise InvalidArgument("tick at least one memory first")
+    if len(refs) > MAX_BULK:
+        raise InvalidArgument(f"at most {MAX_BULK} memories at a time, not {len(refs)}")
+    if action == "forget":
+        done = await call(engine.items.forget, refs, scopes=_readable_scopes(engine))
+        count = sum(1 for d in done if d is not None)
+        message = f"Forgot {count} memor{'y' if count == 1 else 'ies'}."
+    else:
+        raise InvalidArgument(f"unknown action {action!r}")
+    back = form_text(form, "back") or f"{BASE}/memories"
+    return _back(request, _local(back), message)
+
+
+def _local(url: str) -> str:
+    return url if url.startswith(BASE + "/") and not url.startswith("//") and "\\" not in url else f"{BASE}/"
+
+
+def _back(request: Request, url: str, message: str | None = None) -> Response:
+    """After a change: htmx follows HX-Location (a plain form, a 303), to the page to show next."""
+    if message:
+        url += ("&" if "?" in url else "?") + urlencode({"done": message})
+    if request.headers.get("hx-request") == "true":
+        return Response(status_code=204, headers={"HX-Location": url})
+    return RedirectResponse(url, status_code=303)
+
+
+# -- one item -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    name: str
+    before: Any
+    after: Any
+    diff: list[tuple[str, str]] | None = None
+    """For text: (kind, words) runs, kind one of equal, removed, added."""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    change: Change
+    changes: list[FieldChange]
+
+
+def _flat(past: Any) -> dict[str, Any]:
+    if past is None:
+        return {}
+    out: dict[str, Any] = {}
+    for part in (past.memory or {}, past.entity or {}):
+        out.update(part)
+    out.update({f"props.{k}": v for k, v in (past.props or {}).items()})
+    return out
+
+
+def _word_diff(before: str, after: str) -> list[tuple[str, str]]:
+    a, b = before.split(" "), after.split(" ")
+    runs: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            runs.append(("equal", " ".join(a[i1:i2])))
+        else:
+            if i2 > i1:
+                runs.append(("removed", " ".join(a[i1:i2])))
+            if j2 > j1:
+                runs.append(("added", " ".join(b[j1:j2])))
+    return runs
+
+
+def history_entries(changes: Sequence[Change]) -> list[HistoryEntry]:
+    """Each change to one item with what it changed, field by field (text as a word diff):
+    the item replayed up to each entry, compared with the one before."""
+    out: list[HistoryEntry] = []
+    previous: dict[str, Any] = {}
+    for i, change in enumerate(changes):
+        state = _flat(replay(changes[: i + 1], change.at, as_created=True))
+        fields: list[FieldChange] = []
+        for name in sorted(set(previous) | set(state)):
+            before, after = previous.get(name), state.get(name)
+            if before == after:
+                continue
+            diff = _word_diff(before, after) if isinstance(before, str) and isinstance(after, str) else None
+            fields.append(FieldChange(name, before, after, diff))
+        out.append(HistoryEntry(change, fields))
+        previous = state
+    return out
+
+
+@dataclass(frozen=True)
+class Link:
+    edge: Edge
+    outgoing: bool
+    other: Item | None
+
+
+def _links(item: Item, edges: Sequence[Edge], ends: Mapping[int, Item]) -> list[Link]:
+    out = [Link(e, e.src_pk == item.pk, ends.get(e.dst_pk if e.src_pk == item.pk else e.src_pk)) for e in edges]
+    out.sort(key=lambda link: (link.edge.valid_to is not None, -link.edge.valid_from))
+    return out
+
+
+def _item_view(engine: Engine, ref: str) -> dict[str, Any]:
+    scopes = _readable_scopes(engine)
+    found = engine.items.get([ref], scopes=scopes, record_access=False)[0]
+    if found is None:
+        raise NotFound(f"nothing readable is named {ref!r}")
+    if isinstance(found, Edge):
+        return {"edge": found}
+    history = engine.items.history(found.id, scopes=scopes)
+    edges, ends = engine.items.edges_of([found], scopes=scopes, include_closed=True)
+    links = _links(found, edges, ends)
+    current = [link for link in links if link.edge.valid_to is None]
+    return {
+        "item": found,
+        "is_memory": isinstance(found, Memory),
+        "history": list(reversed(history_entries(history))),
+        "links": links,
+        "supersedes": [lk for lk in current if lk.edge.type == SUPERSEDES and lk.outgoing],
+        "superseded_by": [lk for lk in current if lk.edge.type == SUPERSEDES and not lk.outgoing],
+        "writable": _writable(found.scope),
+    }
+
+
+def _writable(scope: str) -> bool:
+    from mnemodb.engine.tokens import current_grant
+
+    grant = current_grant()
+    return grant is None or scope in grant.write_scopes
+
+
+async def item(request: Request) -> Response:
+    engine = _engine(request)
+    view = await call(_item_view, engine, request.path_params["ref"])
+    if "edge" in view:
+        raise HTTPException(404, "relations have no page of their own: open one of their ends")
+    return Page(request, "item.html").render(done=request.query_params.get("done"), **view)
+
+
+def _tags(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(dict.fromkeys(t.strip() for t in text.replace("\n", ",").split(",") if t.strip()))
+
+
+def _int_field(form: Mapping[str, Any], name: str) -> int | None:
+    raw = form_text(form, name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a whole number, not {raw!r}") from None
+
+
+async def edit(request: Request) -> Response:
+    """Change a memory's text, tags, importance, type or summary, or an entity's name and type."""
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    form = await request.form()
+    current = (await call(engine.items.get, [ref], scopes=_readable_scopes(engine), record_access=False))[0]
+    if current is None or isinstance(current, Edge):
+        raise NotFound(f"nothing readable is named {ref!r}")
+    if isinstance(current, Memory):
+        content = form_text(form, "content")
+        patch = Patch(
+            content=content.replace("\r\n", "\n") if content is not None and content != current.content else None,
+            summary=form_text(form, "summary"),
+            importance=_int_field(form, "importance"),
+            memory_type=(form_text(form, "type") or "").strip() or None,
+            tags=_tags(form_text(form, "tags")),
+        )
+    else:
+        name = (form_text(form, "name") or "").strip()
+        patch = Patch(
+            name=name if name and name != current.name else None,
+            entity_type=form_text(form, "type"),
+        )
+    _, after = await call(engine.items.revise, current.id, patch, scopes=_readable_scopes(engine))
+    return _back(request, f"{BASE}/item/{after.id}", "Saved.")
+
+
+async def supersede(request: Request) -> Response:
+    """A new memory that replaces this one: the old one stays, marked as superseded."""
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    form = await request.form()
+    content = (form_text(form, "content", required=True) or "").replace("\r\n", "\n")
+    current = (await call(engine.items.get, [ref], scopes=_readable_scopes(engine), record_access=False))[0]
+    if not isinstance(current, Memory):
+        raise NotFound(f"no readable memory is named {ref!r}")
+    note = Note(
+        NewMemory(content, current.tags, current.importance, current.memory_type),
+        supersedes=current.id,
+    )
+    outcomes, _ = await call(engine.items.remember, [note], scope=current.scope, scopes=_readable_scopes(engine))
+    new = outcomes[0].item
+    assert new is not None
+    return _back(request, f"{BASE}/item/{new.id}", "Superseded: this memory replaces the old one.")
+
+
+async def forget(request: Request) -> Response:
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    done = await call(engine.items.forget, [ref], scopes=_readable_scopes(engine))
+    if done[0] is None:
+        raise NotFound(f"nothing readable is named {ref!r}")
+    return _back(request, f"{BASE}/memories", "Forgotten.")
+
+
+async def observation(request: Request) -> Response:
+    """Add, edit or remove one observation of an entity."""
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    form = await request.form()
+    action = form_text(form, "action", required=True)
+    old = form_text(form, "old")
+    new = (form_text(form, "new") or "").strip()
+    if action == "add":
+        patch = Patch(add_observations=(new,))
+    elif action == "remove" and old is not None:
+        patch = Patch(remove_observations=(old,))
+    elif action == "edit" and old is not None:
+        patch = Patch(add_observations=(new,), remove_observations=(old,)) if new != old else Patch()
+    else:
+        raise InvalidArgument(f"unknown observation action {action!r}")
+    if action != "remove" and not new:
+        raise InvalidArgument("an observation must not be empty")
+    _, after = await call(engine.items.revise, ref, patch, scopes=_readable_scopes(engine))
+    return _back(request, f"{BASE}/item/{after.id}", "Saved.")
+
+
+async def open_relation(request: Request) -> Response:
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    form = await request.form()
+    kind = (form_text(form, "type", required=True) or "").strip()
+    other = (form_text(form, "other", required=True) or "").strip()
+    direction = form_text(form, "direction") or "out"
+    if not kind or not other:
+        raise InvalidArgument("a relation needs a type and the item at its other end")
+    scopes = _readable_scopes(engine)
+    current = (await call(engine.items.get, [ref], scopes=scopes, record_access=False))[0]
+    if current is None or isinstance(current, Edge):
+        raise NotFound(f"nothing readable is named {ref!r}")
+    src, dst = (current.id, other) if direction == "out" else (other, current.id)
+    await call(engine.items.relate, [(src, dst, kind, {}, None)], scope=current.scope, scopes=scopes)
+    return _back(request, f"{BASE}/item/{current.id}", "Relation opened.")
+
+
+async def close_relation(request: Request) -> Response:
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    form = await request.form()
+    edge_id = (form_text(form, "edge", required=True) or "").strip()
+    await call(engine.items.relate, (), [(edge_id, None)], scopes=_readable_scopes(engine))
+    return _back(request, f"{BASE}/item/{ref}", "Relation closed.")
+
+
+# -- entities -------------------------------------------------------------------------------------------
+
+
+async def entities(request: Request) -> Response:
+    engine = _engine(request)
+    scope, scopes = _chosen_scopes(request, engine)
+    text = request.query_params.get("q", "").strip() or None
+    offset = query_int(request, "offset", 0, low=0, high=100_000) or 0
+    page = await call(
+        engine.items.search, text, kinds=("entity",), offset=offset, limit=PAGE_SIZE, scopes=scopes, semantic=False
+    )
+    params = {k: v for k, v in request.query_params.items() if k != "offset" and v}
+    values = {
+        "found": page.found,
+        "scope": scope,
+        "text": text or "",
+        "next_url": f"{BASE}/entities?{urlencode({**params, 'offset': offset + PAGE_SIZE})}" if page.more else None,
+        "previous_url": f"{BASE}/entities?{urlencode({**params, 'offset': max(0, offset - PAGE_SIZE)})}"
+        if offset
+        else None,
+    }
+    if is_htmx(request):
+        return Page(request, "_entity_results.html").render(**values)
+    return Page(request, "entities.html").render(scopes=await call(_readable_scopes, engine), **values)
+
+
+# -- the change log -----------------------------------------------------------------------------------------
+
+
+async def changes(request: Request) -> Response:
+    """The change log, newest first, filtered; `after` asks only for what came since."""
+    engine = _engine(request)
+    scope, scopes = _chosen_scopes(request, engine)
+    op = request.query_params.get("op", "").strip() or None
+    target = request.query_params.get("item", "").strip() or None
+    start = query_time(request, "from")
+    end = query_time(request, "to", end_of_day=True)
+    after = query_int(request, "after", None, low=0, high=2**62)
+    before = query_int(request, "before", None, low=1, high=2**62)
+    entries, last = await call(_changes_page, engine, scopes, op, target, start, end, after, before)
+    values = {
+        "entries": entries,
+        "last_seq": last,
+        "scope": scope,
+        "older_url": None,
+    }
+    if entries and after is None and len(entries) >= PAGE_SIZE:
+        params = {k: v for k, v in request.query_params.items() if k not in ("before", "after") and v}
+        values["older_url"] = f"{BASE}/changes?{urlencode({**params, 'before': entries[-1].seq})}"
+    if is_htmx(request):
+        return Page(request, "_change_rows.html").render(**values)
+    ops_known = sorted(
+        {
+            "create_node",
+            "update_node",
+            "remove_node",
+            "create_edge",
+            "close_edge",
+            "remove_edge",
+            "add_tags",
+            "add_observations",
+            "remove_observations",
+            "set_props",
+            "set_embedding",
+        }
+    )
+    return Page(request, "changes.html").render(
+        scopes=await call(_readable_scopes, engine),
+        ops=ops_known,
+        from_text=request.query_params.get("from", ""),
+        **values,
+    )
+
+
+def _changes_page(
+    engine: Engine,
+    scopes: list[str],
+    op: str | None,
+    target: str | None,
+    start: int | None,
+    end: int | None,
+    after: int | None,
+    before: int | None,
+) -> tuple[list[Change], int]:
+    """Up to a page of entries, newest first, that meet the filters: read backwards from the
+    newest (or from `before`), down to `after`."""
+    target_id: str | None = None
+    if target is not None:
+        found = engine.items.get([target], scopes=scopes, record_access=False)[0]
+        if found is None:
+            raise NotFound(f"nothing readable is named {target!r}")
+        target_id = found.id
+    last = engine.current_seq()
+    top = min(last, before - 1) if before is not None else last
+    floor = after if after is not None else 0
+    out: list[Change] = []
+    position = top
+    while position > floor and len(out) < PAGE_SIZE:
+        start_seq = max(floor + 1, position - 499)
+        chunk, _ = engine.items.changes(start_seq, position - start_seq + 1, scopes=scopes)
+        chunk = [c for c in chunk if c.seq <= position]
+        for change in reversed(chunk):
+            if op is not None and change.op != op:
+                continue
+            if target_id is not None and change.target != target_id:
+                continue
+            if start is not None and change.at < start:
+                continue
+            if end is not None and change.at > end:
+                continue
+            out.append(change)
+            if len(out) == PAGE_SIZE:
+                break
+        position = start_seq - 1
+    return out, last
+
+
+# -- overview -----------------------------------------------------------------------------------------------
+
+
+def _overview(engine: Engine) -> dict[str, Any]:
+    scopes = _readable_scopes(engine)
+    stats = engine.stats(scopes=scopes)
+    per_scope = engine.memories_per_scope()
+    embeddings = engine.embeddings
+    coverage = embeddings.coverage() if embeddings.model is not None else None
+    return {
+        "stats": stats,
+        "per_scope": [(s, per_scope.get(s, 0)) for s in scopes],
+        "facets": engine.items.facets(top=15, scopes=scopes),
+        "embedder": embeddings.model,
+        "coverage": coverage,
+    }
+
+
+async def overview(request: Request) -> Response:
+    view = await call(_overview, _engine(request))
+    return Page(request, "overview.html").render(**view)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/", overview, methods=["GET"]),
+        Route("/memories", memories, methods=["GET"]),
+        Route("/memories/bulk", bulk, methods=["POST"]),
+        Route("/entities", entities, methods=["GET"]),
+        Route("/changes", changes, methods=["GET"]),
+        Route("/item/{ref}", item, methods=["GET"]),
+        Route("/item/{ref}/edit", edit, methods=["POST"]),
+        Route("/item/{ref}/supersede", supersede, methods=["POST"]),
+        Route("/item/{ref}/forget", forget, methods=["POST"]),
+        Route("/item/{ref}/observation", observation, methods=["POST"]),
+        Route("/item/{ref}/relation", open_relation, methods=["POST"]),
+        Route("/item/{ref}/relation/close", close_relation, methods=["POST"]),
+    ]

@@ -197,11 +197,20 @@ class _Guard:
             )
             return
         if method == "POST":
-            refusal = _same_origin(scope) or await _csrf_refusal(scope, receive, csrf)
+            # Read whole (and bounded) before anything else: the CSRF check may need its form,
+            # and the handler gets it replayed.
+            try:
+                body = await _read_body(scope, receive)
+            except _TooLarge:
+                await _message_page(scope, 413, "Too large", f"a form of at most {_MAX_FORM_BYTES:,} bytes")(
+                    scope, receive, send
+                )
+                return
+            refusal = _same_origin(scope) or await _csrf_refusal(scope, body, csrf)
             if refusal is not None:
                 await _message_page(scope, 403, "Refused", refusal)(scope, receive, send)
                 return
-            receive = _replay(scope, receive)
+            receive = _replay(body, receive)
         if inner.startswith("/static/"):
             await self._app(scope, receive, send)
             return
@@ -227,22 +236,20 @@ class _Guard:
             await self._app(scope, receive, send)
 
 
-async def _csrf_refusal(scope: Scope, receive: Receive, expected: str) -> str | None:
+async def _csrf_refusal(scope: Scope, body: bytes, expected: str) -> str | None:
     """Why a POST lacks the page's CSRF token, or None. The token comes in the
-    X-CSRF-Token header (htmx sends it on every request) or a form's `csrf` field; the
-    body read to find the field is kept for the handler (`_replay`)."""
-    sent = Headers(scope=scope).get(CSRF_HEADER)
-    if sent is None:
-        body = await _read_body(scope, receive)
-        kind = Headers(scope=scope).get("content-type", "")
-        if kind.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+    X-CSRF-Token header (htmx sends it on every request) or a form's `csrf` field."""
+    headers = Headers(scope=scope)
+    sent = headers.get(CSRF_HEADER)
+    if sent is None and headers.get("content-type", "").startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
 
-            async def again() -> Message:
-                return {"type": "http.request", "body": body, "more_body": False}
+        async def again() -> Message:
+            return {"type": "http.request", "body": body, "more_body": False}
 
-            form = await Request(scope, again).form()
-            value = form.get(CSRF_FIELD)
-            sent = value if isinstance(value, str) else None
+        value = (await Request(scope, again).form()).get(CSRF_FIELD)
+        sent = value if isinstance(value, str) else None
     if not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
         return "the form is missing this page's security token (reload the page and try again)"
     return None
@@ -253,9 +260,11 @@ _MAX_FORM_BYTES = 1 << 20
 
 
 async def _read_body(scope: Scope, receive: Receive) -> bytes:
-    state = scope.setdefault("state", {})
-    if "body" in state:
-        return bytes(state["body"])
+    """The request's body; _TooLarge past `_MAX_FORM_BYTES` (a declared length is believed
+    first, so an oversized upload is refused before it is read)."""
+    declared = Headers(scope=scope).get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > _MAX_FORM_BYTES:
+        raise _TooLarge()
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -269,19 +278,15 @@ async def _read_body(scope: Scope, receive: Receive) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
-    state["body"] = b"".join(chunks)
-    return bytes(state["body"])
+    return b"".join(chunks)
 
 
 class _TooLarge(Exception):
-    pass
+    """A posted form larger than the inspector takes."""
 
 
-def _replay(scope: Scope, receive: Receive) -> Receive:
-    """`receive` for the handler: the body already read by the CSRF check, else the stream."""
-    body = scope.get("state", {}).get("body")
-    if body is None:
-        return receive
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the handler: the body already read, then the stream (a disconnect)."""
     sent = False
 
     async def replay() -> Message:
@@ -312,7 +317,7 @@ def _message_page(scope: Scope, status: int, title: str, text: str) -> Response:
         return HTMLResponse(f'<p class="error" role="alert">{_escape(text)}</p>', status_code=status)
     return HTMLResponse(
         templates.get_template("message.html").render(
-            title=title, text=text, base=UI_PATH, csrf=scope.get("state", {}).get("csrf", "")
+            title=title, text=text, base=UI_PATH, csrf=scope.get("state", {}).get("csrf", ""), path=""
         ),
         status_code=status,
     )

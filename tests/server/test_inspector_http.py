@@ -415,7 +415,7 @@ def test_vendored_scripts_are_the_pinned_releases_with_their_licences() -> None:
     when they were added), each beside its licence."""
     import hashlib
 
-    import mnemodb.server.inspector as inspector
+    from mnemodb.server import inspector
 
     vendor = Path(inspector.__file__).parent / "static" / "vendor"
     for name, digest in VENDORED.items():

@@ -28,12 +28,57 @@ from measure import p50, p95
 from mnemodb.engine import Engine, NewMemory
 from mnemodb.engine.graph import NewEntity, NewRelation
 
-WORDS = (
-    "deploy key rotates server database backup release meeting project budget design review "
-    "customer invoice travel flight hotel dinner birthday garden recipe coffee tea music guitar "
-    "python rust postgres sqlite kubernetes cluster network latency cache index query ranking "
-    "paris lyon berlin tokyo london monday tuesday friday morning evening quarterly roadmap"
-).split()
+WORDS = [
+    "deploy",
+    "key",
+    "rotates",
+    "server",
+    "database",
+    "backup",
+    "release",
+    "meeting",
+    "project",
+    "budget",
+    "design",
+    "review",
+    "customer",
+    "invoice",
+    "travel",
+    "flight",
+    "hotel",
+    "dinner",
+    "birthday",
+    "garden",
+    "recipe",
+    "coffee",
+    "tea",
+    "music",
+    "guitar",
+    "python",
+    "rust",
+    "postgres",
+    "sqlite",
+    "kubernetes",
+    "cluster",
+    "network",
+    "latency",
+    "cache",
+    "index",
+    "query",
+    "ranking",
+    "paris",
+    "lyon",
+    "berlin",
+    "tokyo",
+    "london",
+    "monday",
+    "tuesday",
+    "friday",
+    "morning",
+    "evening",
+    "quarterly",
+    "roadmap",
+]
 TAGS = ("ops", "work", "home", "travel", "health", "music", "finance", "family", "code", "ideas")
 TYPES = ("general", "fact", "preference", "event", "decision", "task")
 YEAR_MS = 365 * 86_400_000

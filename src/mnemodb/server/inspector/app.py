@@ -42,7 +42,7 @@ from starlette.staticfiles import StaticFiles
 
 from mnemodb.engine.tokens import Grant, granted
 from mnemodb.model.errors import EngineError, StoreUnavailable
-from mnemodb.server.inspector import pages
+from mnemodb.server.inspector import graph, pages
 from mnemodb.server.inspector.web import CSRF_FIELD, CSRF_HEADER, Page, templates
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ def build_inspector(
         Route("/logout", _logout, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=_STATIC), name="static"),
         *pages.routes(),
+        *graph.routes(),
     ]
     app = Starlette(
         routes=routes,

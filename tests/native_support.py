@@ -119,7 +119,7 @@ class Native:
     @contextmanager
     def in_process(
         cls,
-        db: Path,
+        db: Path | str,
         *flags: str,
         profile: str | None = "native",
         env: Mapping[str, str] | None = None,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity, NewRelation
-from mnemodb.engine.tokens import token_digest
+from mnemodb.engine.tokens import Grant, granted, token_digest
 from postgres_server import PostgresServer
 
 TIMEOUT_S = 120  # a hang guard only
@@ -44,11 +44,13 @@ def schema_url(postgres: PostgresServer) -> str:
 
 def fill(path: Path) -> str:
     """A database with a bit of everything (memories, tags, entities, observations,
-    relations, a closed one, an embedding, tokens, a scope name, a NUL in text); the secret
-    of its live token."""
+    relations, a closed one, an embedding, tokens, a scope name, a NUL in text, changes
+    made under a token, an archived memory); the secret of its live token."""
     with Engine.open(str(path)) as engine:
         engine.memories.store("the deploy key rotates\x00 on the 1st", tags=["ops", "keys"], importance=7)
         engine.memories.store("lunch is at noon", memory_type="fact", summary="lunch", props={"w": 1.5})
+        with granted(Grant("laptop", ("shared",), "shared", ("shared",))):
+            engine.items.archive(engine.memories.store("the old office was on floor 2").memory.id)
         engine.graph.create_entities(
             [NewEntity("Ada", "person", ("writes code", "likes tea")), NewEntity("Babbage", "person")]
         )
@@ -82,10 +84,16 @@ def test_sqlite_to_postgresql_and_back_gives_the_same_export(tmp_path: Path, pos
     # The header says when the export was taken; every record after it is the same, byte for byte.
     assert after[1:] == before[1:]
     kinds = [json.loads(line)["type"] for line in before[1:]]
-    assert kinds == ["node"] * 4 + ["edge", "embedding"]
+    assert kinds == ["node"] * 5 + ["edge", "embedding"]
+    assert sum('"archived_at"' in line for line in before) == 1
     assert export_lines(tmp_path, url)[1:] == before[1:]
     with Engine.open(str(source), read_only=True) as original, Engine.open(str(back), read_only=True) as copy:
         assert copy.changes() == original.changes()
+        assert {c.actor for c in copy.changes()} == {None, "laptop"}
+        assert [h.memory.content for h in copy.memories.search("office", include_archived=True)] == [
+            "the old office was on floor 2"
+        ]
+        assert copy.memories.search("office") == []
         assert copy.current_seq() == original.current_seq() > 0
         assert copy.tokens.list(revoked=True) == original.tokens.list(revoked=True)
         assert copy.tokens.verify(secret) is not None

@@ -274,6 +274,29 @@ def test_entities_of_schema_11_are_found_by_their_words_and_forgotten_when_delet
         conn.execute("INSERT INTO entity_words (entity_words) VALUES ('integrity-check')")
 
 
+def test_a_schema_13_log_keeps_every_entry_with_no_actor_and_its_memories_can_be_archived(db_path: Path) -> None:
+    """Schema 14 adds who made each change and archived memories: every entry an older file
+    holds stays as it was, made by nobody known, and no memory is archived until one is."""
+    make_old_database(db_path, 13)
+    with connect(db_path) as conn:
+        before = conn.execute("SELECT seq, at, scope, op, target, data FROM change_log ORDER BY seq").fetchall()
+    with Engine.open(str(db_path)) as engine:
+        assert pragma(db_path, "user_version") == SCHEMA_VERSION
+        log = engine.changes()
+        assert [(c.seq, c.at, c.scope, c.op, c.target, json.dumps(dict(c.data))) for c in log] == before
+        assert [c.actor for c in log] == [None] * len(before)
+        page = engine.change_log.page(every_scope=True, actors=[None])
+        assert [c.seq for c in page.changes] == [4, 3, 2, 1]
+        assert engine.memories.get(sha256(OLD_CONTENT[1])).archived_at is None  # type: ignore[union-attr]
+        assert [h.memory.pk for h in engine.memories.search("deploys")] == [1]
+        archived = engine.items.archive(sha256(OLD_CONTENT[1]))
+        assert archived.archived_at is not None
+        assert engine.memories.search("deploys") == []
+        assert [h.memory.pk for h in engine.memories.search("deploys", include_archived=True)] == [1]
+        assert engine.changes()[-1].op == "archive_node"
+    assert {"change_log_scope_at", "change_log_actor_at", "memory_archived_update"} <= schema_objects(db_path)
+
+
 def test_a_new_database_is_created_at_the_latest_version(db_path: Path) -> None:
     with Engine.open(str(db_path)) as engine:
         engine.memories.store("first")

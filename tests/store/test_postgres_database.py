@@ -11,10 +11,17 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from mnemodb.engine import Engine
+from mnemodb.engine.tokens import Grant, granted
 from mnemodb.model.errors import StoreUnavailable
+from mnemodb.model.ids import content_hash, new_ulid
+from mnemodb.store import open_store
+from mnemodb.store.postgresql import database as postgres_database
 from mnemodb.store.postgresql.database import PostgresDatabase
-from mnemodb.store.postgresql.schema import SCHEMA_VERSION
+from mnemodb.store.postgresql.schema import MIGRATIONS, SCHEMA_VERSION
 from postgres_server import PostgresServer
+
+T0 = 1_700_000_000_000
 
 _names = itertools.count()
 
@@ -87,6 +94,46 @@ def test_processes_starting_together_migrate_once(database_url: str) -> None:
     assert failures == []
     assert len(opened) == 6
     assert meta(database_url)["schema_version"] == str(SCHEMA_VERSION)
+
+
+def test_a_schema_2_database_is_upgraded_keeping_every_log_entry(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Schema 3 adds who made each change and archived memories: a database made at schema
+    2, with what that version wrote, keeps every entry (made by nobody known) and every
+    memory (not archived), and takes both new kinds of write."""
+    monkeypatch.setattr(postgres_database, "MIGRATIONS", MIGRATIONS[:2])
+    monkeypatch.setattr(postgres_database, "SCHEMA_VERSION", 2)
+    old = open_store(database_url)
+    try:
+        with old.write() as tx:
+            node_id = new_ulid()
+            pk = tx.insert_node(node_id, "shared", "Memory", {}, T0)
+            content = "deploys run on fridays"
+            tx.insert_memory(pk, "shared", content_hash(content), content, None, 0, "fact")
+            for seq, op in enumerate(("create_node", "update_node", "add_tags"), start=1):
+                tx.conn.execute(  # type: ignore[attr-defined]
+                    "INSERT INTO change_log (seq, at, scope, op, target, data) VALUES (%s, %s, 'shared', %s, %s, '{}')",
+                    [seq, T0 + seq, op, node_id],
+                )
+    finally:
+        old.close()
+    assert meta(database_url)["schema_version"] == "2"
+    monkeypatch.undo()
+    with Engine.open(database_url) as engine:
+        assert meta(database_url)["schema_version"] == str(SCHEMA_VERSION) == "3"
+        log = engine.changes()
+        assert [(c.seq, c.at, c.op, c.target, c.actor) for c in log] == [
+            (1, T0 + 1, "create_node", node_id, None),
+            (2, T0 + 2, "update_node", node_id, None),
+            (3, T0 + 3, "add_tags", node_id, None),
+        ]
+        assert [c.seq for c in engine.change_log.page(every_scope=True, actors=[None]).changes] == [3, 2, 1]
+        assert [h.memory.id for h in engine.memories.search("deploys")] == [node_id]
+        with granted(Grant("ops-token", ("shared",), "shared", ("shared",))):
+            assert engine.items.archive(node_id).archived_at is not None
+        assert engine.memories.search("deploys") == []
+        assert engine.changes()[-1].actor == "ops-token"
 
 
 def test_a_newer_schema_is_refused_untouched(database_url: str) -> None:

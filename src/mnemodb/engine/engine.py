@@ -344,10 +344,12 @@ class Engine:
         """Append a change to the log, inside the change's own transaction. Every change a
         caller makes is logged here, so this is where the grant's write scopes are checked
         once for all of them: a change to a scope the grant may only read raises Forbidden
-        and its transaction rolls back, whichever face or lookup led to it."""
+        and its transaction rolls back, whichever face or lookup led to it. The entry
+        names the grant it was made under (its actor; none without a grant)."""
         scope, name, target, data = op
         self.check_writable(scope)
-        return tx.append_change(at, scope, name, target, data)
+        grant = current_grant()
+        return tx.append_change(at, scope, name, target, data, actor=None if grant is None else grant.name)
 
     def record_access(self, pks: Iterable[int]) -> None:
         self.access.record(pks, self.clock())

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from mnemodb.engine.changes import ends_readable
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import SetEmbedding
 from mnemodb.graph.paths import shortest_path
@@ -229,6 +230,18 @@ class Items:
         return {pk: label for pk, (label, scope) in labels.items() if label in (MEMORY, ENTITY) and scope in reads}
 
     @staticmethod
+    def _searchable(
+        tx: ReadTx, labels: Mapping[int, str], at: int, reads: Sequence[str], include_archived: bool
+    ) -> set[int]:
+        """Of these visible items (pk: label), those a search may return: archived memories
+        only with `include_archived`."""
+        if include_archived:
+            return set(labels)
+        memories = [pk for pk, label in labels.items() if label == MEMORY]
+        live = tx.admitted(memories, "memory", ItemFilter(), at, reads) if memories else set()
+        return {pk for pk, label in labels.items() if label != MEMORY or pk in live}
+
+    @staticmethod
     def _items(tx: ReadTx, pks: Sequence[int], reads: Sequence[str]) -> dict[int, Item]:
         """The memories and entities among `pks` that `reads` may see, by pk."""
         labels = Items._visible(tx, pks, reads)
@@ -340,7 +353,7 @@ class Items:
                     break
                 for change in chunk:
                     position = change.seq + 1
-                    if change.scope is None or (change.scope in reads and _ends_readable(tx, change, reads, ends)):
+                    if change.scope is None or (change.scope in reads and ends_readable(tx, change, reads, ends)):
                         out.append(change)
                         if len(out) == limit:
                             break
@@ -595,13 +608,14 @@ class Items:
             edges: tuple[Edge, ...] = ()
             related: tuple[Item, ...] = ()
             if expand_hops and found:
+                archived = where.include_archived
                 reached = expand(
                     tx,
                     [f.item.pk for f in found],
                     expand_hops,
                     valid_at=now,
                     edge_scopes=reads,
-                    admit=lambda pks: set(self._visible(tx, pks, reads)),
+                    admit=lambda pks: self._searchable(tx, self._visible(tx, pks, reads), now, reads, archived),
                     limit=len(found) + MAX_REACHED,
                 )
                 on_page = {f.item.pk for f in found}
@@ -790,6 +804,49 @@ class Items:
                             cleaned = ops.redacted(change.op, change.data)
                             if cleaned != change.data:
                                 tx.rewrite_change(change.seq, cleaned)
+        return out
+
+    # -- archive ----------------------------------------------------------------------------------
+
+    def archive(self, ref: str, *, scopes: Sequence[str] | None = None) -> Memory:
+        """Archive one memory: it is kept, read by reference (`get`, `history`, `as_of`) and
+        changed as before, but searches and listings leave it out unless asked for archived
+        ones (`ItemFilter.include_archived`). Archiving an archived memory changes nothing.
+        The memory as it is after; NotFound for an unknown reference, InvalidArgument for an
+        entity or a relation, Forbidden for a memory the grant may read but not change."""
+        return self._set_archived([ref], True, scopes)[0]
+
+    def unarchive(self, ref: str, *, scopes: Sequence[str] | None = None) -> Memory:
+        """Bring an archived memory back into searches and listings (see `archive`)."""
+        return self._set_archived([ref], False, scopes)[0]
+
+    def archive_many(self, refs: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[Memory]:
+        """`archive` for several memories in one transaction: all of them, or (when any
+        reference is refused) none. The memories as they are after, in order."""
+        return self._set_archived(refs, True, scopes)
+
+    def unarchive_many(self, refs: Sequence[str], *, scopes: Sequence[str] | None = None) -> list[Memory]:
+        """`unarchive` for several memories in one transaction, all or none (see `archive_many`)."""
+        return self._set_archived(refs, False, scopes)
+
+    def _set_archived(self, refs: Sequence[str], archived: bool, scopes: Sequence[str] | None) -> list[Memory]:
+        if not refs:
+            raise InvalidArgument("name at least one memory")
+        engine = self._engine
+        reads = engine.scopes(scopes)
+        out: list[Memory] = []
+        with engine.change() as tx:
+            at = engine.clock()
+            for i, ref in enumerate(refs):
+                try:
+                    found = self._need_item(tx, ref, reads)
+                    if not isinstance(found, Memory):
+                        raise InvalidArgument(f"{ref!r} is an entity: only memories are archived")
+                except (InvalidArgument, NotFound) as exc:
+                    if len(refs) == 1:
+                        raise
+                    raise type(exc)(f"refs[{i}]: {exc} (nothing was changed)") from None
+                out.append(engine.writes.set_archived(tx, found, archived, at))
         return out
 
     # -- revise -----------------------------------------------------------------------------------
@@ -1074,27 +1131,6 @@ class Items:
             tuple(followed[pk] for pk in edge_pks),
             {items[pk].id: i for i, pk in enumerate(chain)},
         )
-
-
-def _ends_readable(tx: ReadTx, change: Change, reads: set[str], known: dict[str, str | None]) -> bool:
-    """False for an entry about an edge with an end in a scope the reader may not read: an
-    edge of a readable scope may touch such an item, and its entry names it. `known` keeps
-    the scopes looked up (a removed node's, from its first entry)."""
-    for key in ("from", "to"):
-        node_id = change.data.get(key)
-        if not isinstance(node_id, str):
-            continue
-        if node_id not in known:
-            node = tx.node_by_id(node_id)
-            if node is not None:
-                known[node_id] = node.scope
-            else:
-                first = tx.changes_of(node_id)
-                known[node_id] = first[0].scope if first else None
-        scope = known[node_id]
-        if scope is not None and scope not in reads:
-            return False
-    return True
 
 
 def _tied_ranks(ranking: Ranking) -> list[int]:

@@ -20,6 +20,7 @@ from mnemodb.model.records import (
     MEMORY,
     Direction,
     Edge,
+    ItemFilter,
     ItemResult,
     Memory,
     MemoryLink,
@@ -178,8 +179,10 @@ class Memories:
         scopes: Sequence[str] | None = None,
         limit: int = 100,
         record_access: bool = True,
+        include_archived: bool = False,
     ) -> list[SearchHit]:
-        """Memories matching the query's words or tags, most relevant first."""
+        """Memories matching the query's words or tags, most relevant first; archived
+        memories only with `include_archived`."""
         if limit < 1:
             raise InvalidArgument("limit must be at least 1")
         read = self._engine.scopes(scopes)
@@ -192,8 +195,8 @@ class Memories:
         pool = limit + max(limit // 2, 25)
         now = self._engine.clock()
         with self._engine.store.read() as tx:
-            by_text = tx.search_text(terms, read, pool)
-            by_tag = tx.memories_with_tags(tag_terms, read, pool)
+            by_text = tx.search_text(terms, read, pool, include_archived=include_archived)
+            by_tag = tx.memories_with_tags(tag_terms, read, pool, include_archived=include_archived)
             strength = text_strengths({hit.pk: hit.score for hit in by_text})
             tagged = {c[0] for c in by_tag}
             scored: dict[int, tuple[float, dict[str, float]]] = {}
@@ -209,17 +212,26 @@ class Memories:
             self._engine.record_access(h.memory.pk for h in hits)
         return hits
 
-    def recall(self, query: str, depth: int = 1, *, scopes: Sequence[str] | None = None, limit: int = 50) -> Recall:
+    def recall(
+        self,
+        query: str,
+        depth: int = 1,
+        *,
+        scopes: Sequence[str] | None = None,
+        limit: int = 50,
+        include_archived: bool = False,
+    ) -> Recall:
         """Search, then follow relations between memories up to `depth` hops (both ways).
 
         Seeds come first in relevance order, then memories one hop away, and so on; at
         most `limit` memories. Each carries the relevance 1 / (1 + hops). The links are
-        the open relations whose both ends were returned.
+        the open relations whose both ends were returned. Archived memories are neither
+        found nor reached, unless `include_archived`.
         """
         if not 0 <= depth <= 3:
             raise InvalidArgument("depth must be from 0 to 3")
         read = self._engine.scopes(scopes)
-        hits = self.search(query, scopes=read, record_access=False)
+        hits = self.search(query, scopes=read, record_access=False, include_archived=include_archived)
         if not hits or depth == 0:
             self._engine.record_access(h.memory.pk for h in hits[:limit])
             return Recall(tuple(RelatedMemory(h.memory, 0, h.score) for h in hits), ())
@@ -228,7 +240,10 @@ class Memories:
 
             def memories_in_scope(pks: Iterable[int]) -> set[int]:
                 labels = tx.labels_of(list(pks))
-                return {pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in read}
+                found = [pk for pk, (label, scope) in labels.items() if label == MEMORY and scope in read]
+                if include_archived or not found:
+                    return set(found)
+                return tx.admitted(found, "memory", ItemFilter(), now, read)
 
             reached = expand(
                 tx,

@@ -10,9 +10,9 @@ a plain node with properties.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -22,13 +22,16 @@ from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument
 from mnemodb.model.history import as_node, replay
 from mnemodb.model.ids import SHARED, content_hash, new_ulid
-from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, NewMemory, Node, Scalar
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, ItemFilter, NewMemory, Node, Scalar
 from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
     from mnemodb.store.base import ReadTx, VectorHit, WriteTx
+
+# A ranked hit: (pk, score) first.
+_Hit = TypeVar("_Hit", bound=tuple[int, float])
 
 __all__ = [
     "DEFAULT_SPEC",
@@ -296,9 +299,16 @@ class PropertyGraph:
         return None if past is None else as_node(past, current.pk if current is not None else 0)
 
     def find_by_prop(
-        self, label: str, prop: str, value: str | int | bool | float, *, scopes: Sequence[str] | None = None
+        self,
+        label: str,
+        prop: str,
+        value: str | int | bool | float,
+        *,
+        scopes: Sequence[str] | None = None,
+        include_archived: bool = False,
     ) -> list[Node]:
-        """Nodes whose equality-indexed property has exactly this value (type included)."""
+        """Nodes whose equality-indexed property has exactly this value (type included);
+        archived memories only with `include_archived`."""
         if (label, prop) not in self.spec.equality:
             raise InvalidArgument(f"({label}, {prop}) is not equality-indexed")
         if isinstance(value, float):
@@ -306,6 +316,9 @@ class PropertyGraph:
         reads = self._engine.scopes(scopes)
         with self._engine.store.read() as tx:
             pks = tx.nodes_with_prop(label, prop, value, reads)
+            if not include_archived:
+                archived = self._archived(tx, pks, reads)
+                pks = [pk for pk in pks if pk not in archived]
             views = tx.node_views(pks)
         # The store gives candidates; the node as every face shows it decides.
         found = [
@@ -316,8 +329,11 @@ class PropertyGraph:
         self._engine.record_access(n.pk for n in found)
         return found
 
-    def search_text(self, query: str, *, k: int = 10, scopes: Sequence[str] | None = None) -> list[tuple[Node, float]]:
-        """Nodes whose text-indexed properties match the query's words, best first (BM25)."""
+    def search_text(
+        self, query: str, *, k: int = 10, scopes: Sequence[str] | None = None, include_archived: bool = False
+    ) -> list[tuple[Node, float]]:
+        """Nodes whose text-indexed properties match the query's words, best first (BM25);
+        archived memories only with `include_archived`."""
         if k <= 0:
             raise InvalidArgument("text search requires k > 0")
         terms = list(dict.fromkeys(words(check_query(query))))
@@ -330,9 +346,11 @@ class PropertyGraph:
         ranked: list[tuple[float, str, int]] = []
         with self._engine.store.read() as tx:
             if (MEMORY, "content") in spec.text:
-                for hit in tx.search_text(terms, reads, k, content_only=True):
+                for hit in tx.search_text(terms, reads, k, content_only=True, include_archived=include_archived):
                     ranked.append((hit.score, "", hit.pk))
-            for pk, score in tx.node_text_search(terms, reads, k):
+            for pk, score in self._unarchived(
+                lambda n: tx.node_text_search(terms, reads, n), k, tx, reads, include_archived
+            ):
                 ranked.append((score, "", pk))
             views = tx.node_views([pk for _, _, pk in ranked])
         best: dict[int, float] = {}
@@ -415,15 +433,52 @@ class PropertyGraph:
         k: int = 10,
         candidates: Sequence[str] | None = None,
         scopes: Sequence[str] | None = None,
+        include_archived: bool = False,
     ) -> list[tuple[Node, float]]:
-        """Nodes whose `model` embedding is most similar (cosine) to `vector`."""
+        """Nodes whose `model` embedding is most similar (cosine) to `vector`; archived
+        memories only with `include_archived`."""
         reads = self._engine.scopes(scopes)
         with self._engine.store.read() as tx:
-            picked = self.nearest(tx, model, vector, k=k, candidates=candidates, scopes=reads)
+            picked = self._unarchived(
+                lambda n: self.nearest(tx, model, vector, k=n, candidates=candidates, scopes=reads),
+                k,
+                tx,
+                reads,
+                include_archived,
+            )
             views = tx.node_views([pk for pk, _ in picked])
         hits = [(views[pk], score) for pk, score in picked if pk in views]
         self._engine.record_access(node.pk for node, _ in hits)
         return hits
+
+    def _archived(self, tx: ReadTx, pks: Sequence[int], reads: Sequence[str]) -> set[int]:
+        """The archived memories among these nodes."""
+        memories = [pk for pk, (label, _) in tx.labels_of(list(pks)).items() if label == MEMORY]
+        if not memories:
+            return set()
+        return set(memories) - tx.admitted(memories, "memory", ItemFilter(), self._engine.clock(), reads)
+
+    def _unarchived(
+        self,
+        best: Callable[[int], Sequence[_Hit]],
+        k: int,
+        tx: ReadTx,
+        reads: Sequence[str],
+        include_archived: bool,
+    ) -> list[_Hit]:
+        """The `k` best of `best(n)` (a ranking's first n hits) once archived memories are
+        left out (unless `include_archived`): a wider ranking is asked for while they took
+        places and it had more to give."""
+        want = k
+        while True:
+            hits = best(want)
+            if include_archived:
+                return list(hits)
+            archived = self._archived(tx, [hit[0] for hit in hits], reads)
+            kept = [hit for hit in hits if hit[0] not in archived]
+            if len(kept) >= k or len(hits) < want:
+                return kept[:k]
+            want *= 4
 
     def nearest(
         self,

@@ -214,6 +214,10 @@ class Transfer:
         if turn_before is not None:
             # The turn of a conversation this memory followed: its context comes from it again.
             checked["context_from"] = _ulid(turn_before, "context_from")
+        archived_at = fields.get("archived_at")
+        if archived_at is not None:
+            # Archived: kept, out of searches and listings, as it was where it was exported.
+            checked["archived_at"] = _instant(archived_at, "archived_at")
         return checked, dict(item.props)
 
     def _checked_edge(self, record: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""One write path per primitive: every face that stores a memory, changes one, creates an
-entity, adds or removes observations, opens, closes or removes an edge, or removes a node
-does it here, inside its own transaction (`Engine.change()`), so each primitive is
-checked, written and logged (`Engine.log`) one way whichever face asked for it.
+"""One write path per primitive: every face that stores a memory, changes or archives
+one, creates an entity, adds or removes observations, opens, closes or removes an edge,
+or removes a node does it here, inside its own transaction (`Engine.change()`), so each
+primitive is checked, written and logged (`Engine.log`) one way whichever face asked for
+it.
 """
 
 from __future__ import annotations
@@ -108,6 +109,23 @@ class Writes:
         if changes:
             tx.touch_node(memory.pk, at)
             self._engine.log(tx, ops.node_updated(memory.scope, memory.id, changes), at)
+
+    def set_archived(self, tx: WriteTx, memory: Memory, archived: bool, at: int) -> Memory:
+        """The one way a memory is archived (kept, but left out of searches and listings) or
+        brought back, inside the caller's transaction; the memory as it is after. A memory
+        already in that state is left as it is, unlogged (an archived one keeps its time),
+        once the grant in force may change it: a scope it only reads says no either way."""
+        self._engine.check_writable(memory.scope)
+        if (memory.archived_at is not None) == archived:
+            return memory
+        tx.set_archived(memory.pk, at if archived else None)
+        # Touched like any change, so its time of last change and a read of its past
+        # (`model.history`) see it.
+        tx.touch_node(memory.pk, at)
+        self._engine.log(tx, ops.memory_archived(memory) if archived else ops.memory_unarchived(memory), at)
+        after = tx.memory_by_pk(memory.pk)
+        assert after is not None
+        return after
 
     # -- edges between any nodes ---------------------------------------------------------------
 

@@ -51,6 +51,9 @@ def replay(
         if change.at > at and not (imported_earlier or (first and as_created)):
             break
         past = _applied(past, change, created_at)
+    if past is not None and past.memory is not None and (past.memory["archived_at"] or 0) > at:
+        # Archived later than `at` (an imported memory carries the time it was archived).
+        past = replace(past, memory={**past.memory, "archived_at": None})
     return past
 
 
@@ -83,6 +86,9 @@ def _applied(past: PastItem | None, change: Change, created_at: int | None) -> P
             entity = {**past.entity, **{k: v for k, v in changed.items() if k in ("name", "entity_type")}}
             return replace(past, entity=entity, updated_at=change.at)
         return replace(past, updated_at=change.at)
+    if change.op in (ops.ARCHIVE_NODE, ops.UNARCHIVE_NODE) and past.memory is not None:
+        archived_at = change.at if change.op == ops.ARCHIVE_NODE else None
+        return replace(past, memory={**past.memory, "archived_at": archived_at}, updated_at=change.at)
     if change.op == ops.ADD_TAGS and past.memory is not None:
         tags = tuple(dict.fromkeys((*past.memory["tags"], *data.get("tags", ()))))
         return replace(past, memory={**past.memory, "tags": tags}, updated_at=change.at)
@@ -107,6 +113,7 @@ def _memory_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
         "importance": fields.get("importance", 0),
         "memory_type": fields.get("memory_type", "general"),
         "tags": tuple(fields.get("tags", ())),
+        "archived_at": fields.get("archived_at"),
     }
 
 
@@ -161,6 +168,7 @@ def as_item(past: PastItem, now: Memory | Entity) -> Memory | Entity:
             tags=tuple(past.memory["tags"]),
             props=dict(past.props),
             updated_at=past.updated_at,
+            archived_at=past.memory["archived_at"],
         )
     if isinstance(now, Entity) and past.entity is not None:
         return replace(

@@ -28,6 +28,8 @@ ADD_OBSERVATIONS = "add_observations"
 REMOVE_OBSERVATIONS = "remove_observations"
 SET_EMBEDDING = "set_embedding"
 SET_PROPS = "set_props"
+ARCHIVE_NODE = "archive_node"
+UNARCHIVE_NODE = "unarchive_node"
 
 
 def node_record(
@@ -124,6 +126,15 @@ def node_removed(scope: str, node_id: str) -> Op:
 
 def tags_added(scope: str, node_id: str, tags: Sequence[str]) -> Op:
     return scope, ADD_TAGS, node_id, {"id": node_id, "tags": list(tags)}
+
+
+def memory_archived(memory: Memory) -> Op:
+    """A memory archived: kept, but left out of searches and listings from the entry's time."""
+    return memory.scope, ARCHIVE_NODE, memory.id, {"id": memory.id}
+
+
+def memory_unarchived(memory: Memory) -> Op:
+    return memory.scope, UNARCHIVE_NODE, memory.id, {"id": memory.id}
 
 
 def edge_created(edge: Edge) -> Op:

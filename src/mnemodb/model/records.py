@@ -51,6 +51,10 @@ class Memory:
     updated_at: int
     access_count: int = 0
     last_accessed_at: int | None = None
+    archived_at: int | None = None
+    """When the memory was archived; None while it is not. An archived memory is kept and
+    read by reference, but searches and listings leave it out unless asked
+    (`ItemFilter.include_archived`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +135,27 @@ class Change:
     op: str
     target: str | None
     data: Mapping[str, Any]
+    actor: str | None = None
+    """The name of the grant the change was made under (an access token's name, or
+    `jwt:SUBJECT`); None for a change made without one (stdio, the command line, an
+    HTTP server without tokens)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeFilter:
+    """Conditions a change-log entry must meet, every one of them; the empty filter admits all."""
+
+    ops: tuple[str, ...] = ()
+    """The entry's op is one of these (none: any op)."""
+    target: str | None = None
+    """The entry is about this node or edge id."""
+    actors: tuple[str | None, ...] = ()
+    """The entry was made by one of these grants (None: by a change made without one);
+    none: by anyone."""
+    at_from: int | None = None
+    """Made at or after this time (ms)."""
+    at_to: int | None = None
+    """Made before this time (ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +172,8 @@ class NewMemory:
 
 @dataclass(frozen=True, slots=True)
 class ItemFilter:
-    """Conditions an item must meet, every one of them; the empty filter admits all.
+    """Conditions an item must meet, every one of them; the empty filter admits every
+    item but archived memories.
 
     Memories and entities share the time range, the type and the property conditions;
     the others are about memories only (an entity never meets them).
@@ -170,6 +196,8 @@ class ItemFilter:
     """Leave out memories that an open `supersedes` edge points at."""
     pks: tuple[int, ...] | None = None
     """Only these items (None: no such restriction)."""
+    include_archived: bool = False
+    """Admit archived memories too (by default they are left out)."""
 
     @property
     def memories_only(self) -> bool:

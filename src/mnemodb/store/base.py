@@ -61,6 +61,7 @@ from typing import Any, NamedTuple, Protocol
 
 from mnemodb.model.records import (
     Change,
+    ChangeFilter,
     Direction,
     Edge,
     Entity,
@@ -265,7 +266,7 @@ class MemoryReads(Protocol):
         ...
 
     def memory_by_pk(self, pk: int) -> Memory | None:
-        """One memory with its tags (sorted) and read counts."""
+        """One memory with its tags (sorted), read counts and when it was archived."""
         ...
 
     def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
@@ -455,14 +456,24 @@ class TextSearch(Protocol):
     index stems (Porter, for English). Hits are best first (see `TextHit.score`)."""
 
     def search_text(
-        self, terms: Sequence[str], scopes: ScopeSet, limit: int, *, content_only: bool = False
+        self,
+        terms: Sequence[str],
+        scopes: ScopeSet,
+        limit: int,
+        *,
+        content_only: bool = False,
+        include_archived: bool = False,
     ) -> list[TextHit]:
-        """Memories whose content or summary (with `content_only`: content) holds a term.
-        The turn context is not searched here (see `filtered_text_search`)."""
+        """Memories whose content or summary (with `content_only`: content) holds a term,
+        archived ones left out unless `include_archived`. The turn context is not searched
+        here (see `filtered_text_search`)."""
         ...
 
-    def memories_with_tags(self, tags: Sequence[str], scopes: ScopeSet, limit: int) -> list[TextHit]:
-        """The newest memories carrying any of `tags`, newest first, score 0.0."""
+    def memories_with_tags(
+        self, tags: Sequence[str], scopes: ScopeSet, limit: int, *, include_archived: bool = False
+    ) -> list[TextHit]:
+        """The newest memories carrying any of `tags`, newest first, score 0.0; archived ones
+        left out unless `include_archived`."""
         ...
 
     def filtered_text_search(
@@ -509,7 +520,8 @@ class EntityTextSearch(Protocol):
 
 class ItemReads(Protocol):
     """Memories and entities under an `ItemFilter` (the native face's listing and recall).
-    A filter's edge conditions count only edges visible to `scopes` and valid at `at`."""
+    A filter's edge conditions count only edges visible to `scopes` and valid at `at`; an
+    archived memory meets a filter only with `include_archived`."""
 
     def list_memories(self, scopes: ScopeSet, where: ItemFilter, at: int, offset: int, limit: int) -> list[int]:
         """Memories meeting `where`, newest by creation time first (ties: higher pk first),
@@ -582,6 +594,16 @@ class ChangeLogReads(Protocol):
 
     def changes_of(self, target: str) -> list[Change]:
         """Every entry about one node or edge id, in seq order."""
+        ...
+
+    def change_page(
+        self, scopes: ScopeSet | None, where: ChangeFilter, before_seq: int | None, limit: int
+    ) -> list[Change]:
+        """Entries meeting `where`, newest first (by time, then seq), at most `limit`: those
+        of `scopes` and those without a scope (`scopes` None: every entry). With
+        `before_seq`, only entries that come after entry `before_seq` in that order (the
+        next page after one that ended there; a seq past the last entry bounds nothing).
+        Indexed: a page costs about the same however long the log is."""
         ...
 
 
@@ -705,6 +727,11 @@ class MemoryWrites(Protocol):
         "memory_type"); ValueError for any other name."""
         ...
 
+    def set_archived(self, pk: int, at: int | None) -> None:
+        """Mark the memory archived at `at` (None: not archived). The node itself is not
+        touched: the engine touches it."""
+        ...
+
     def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
         """Add tags the memory does not carry yet; those added, in the order given."""
         ...
@@ -786,8 +813,18 @@ class EmbeddingWrites(Protocol):
 
 
 class ChangeLogWrites(Protocol):
-    def append_change(self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]) -> int:
-        """Append an entry; its seq, the last one plus one (see `ChangeLogReads`)."""
+    def append_change(
+        self,
+        at: int,
+        scope: str | None,
+        op: str,
+        target: str | None,
+        data: Mapping[str, Any],
+        *,
+        actor: str | None = None,
+    ) -> int:
+        """Append an entry, made by `actor` (the grant's name; None: made without one); its
+        seq, the last one plus one (see `ChangeLogReads`)."""
         ...
 
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:

@@ -4,12 +4,13 @@ is backed up (into an SQLite file).
 
 Everything a database holds goes across, read from one snapshot of the source: every
 node, edge and embedding as the export's records (`TransferReads.dump`, loaded with
-`TransferWrites.load`, which keeps ids, keys, hashes and times), the change log entry by
-entry (so its `seq` numbers stay those of the source: the target's log starts empty and
-takes the next number each time), the access tokens with their hashes, the scope names
-and the settings. Derived data (word indexes, counters, node versions) is rebuilt by the
-target as it takes the rows, except the declared-text index of nodes: its bookkeeping
-setting is not copied, so the engine indexes that text again from the change log.
+`TransferWrites.load`, which keeps ids, keys, hashes, times and archived states), the
+change log entry by entry with who made each (so its `seq` numbers stay those of the
+source: the target's log starts empty and takes the next number each time), the access
+tokens with their hashes, the scope names and the settings. Derived data (word indexes,
+counters, node versions) is rebuilt by the target as it takes the rows, except the
+declared-text index of nodes: its bookkeeping setting is not copied, so the engine
+indexes that text again from the change log.
 
 The same walk over a store gives its fingerprint: counts per kind and a SHA-256 over a
 canonical form of every entry, equal for two stores that hold the same data whatever
@@ -117,7 +118,7 @@ def _entries(tx: ReadTx) -> Iterator[tuple[str, Any]]:
 def _canonical(kind: str, value: Any) -> bytes:
     """One entry as bytes that two backends holding the same data give alike."""
     if kind == "changes":
-        value = [value.seq, value.at, value.scope, value.op, value.target, dict(value.data)]
+        value = [value.seq, value.at, value.scope, value.op, value.target, dict(value.data), value.actor]
     elif kind == "tokens":
         token, digest = value
         value = [*_token_fields(token), digest]
@@ -221,7 +222,7 @@ def _write(tx: WriteTx, kind: str, value: Any) -> None:
         if not written:
             raise StoreFailed(f"the target already holds {value['type']} {value.get('id', value.get('node'))}")
     elif kind == "changes":
-        seq = tx.append_change(value.at, value.scope, value.op, value.target, value.data)
+        seq = tx.append_change(value.at, value.scope, value.op, value.target, value.data, actor=value.actor)
         if seq != value.seq:
             raise StoreFailed(
                 f"change-log entry {value.seq} would become {seq} in the copy (the source's log has a gap)"

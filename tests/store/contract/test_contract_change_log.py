@@ -1,4 +1,5 @@
-"""ChangeLogReads and ChangeLogWrites: a gapless, commit-ordered log."""
+"""ChangeLogReads and ChangeLogWrites: a gapless, commit-ordered log, who made each entry,
+and pages of it, newest first, filtered."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import contextlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemodb.model.records import Change
+from mnemodb.model.ids import new_ulid
+from mnemodb.model.records import Change, ChangeFilter
 from mnemodb.store.base import Store
-from store.contract.rows import T0, A, B
+from store.contract.rows import T0, A, B, C
 
 
 class _Abort(Exception):
@@ -121,3 +123,142 @@ def test_the_log_stays_gapless_over_any_commits_and_rollbacks(
     with store.read() as tx:
         seqs = [c.seq for c in tx.changes(start + 1, None)]
     assert seqs == list(range(start + 1, expected + 1))
+
+
+# -- who made each change, and pages of the log --------------------------------------------------------------
+
+
+def test_an_entry_keeps_who_made_it(store: Store) -> None:
+    with store.write() as tx:
+        tx.append_change(T0, A, "create_node", "n1", {}, actor="ann")
+        tx.append_change(T0, A, "update_node", "n1", {})
+        tx.append_change(T0, B, "update_node", "n1", {}, actor="jwt:someone@example.com")
+    with store.read() as tx:
+        every = tx.changes(0, None)
+        assert [c.actor for c in every] == ["ann", None, "jwt:someone@example.com"]
+        assert tx.changes_of("n1") == every
+        assert tx.change_page(None, ChangeFilter(), None, 10) == every[::-1]
+    assert every[0] == Change(1, T0, A, "create_node", "n1", {}, "ann")
+
+
+def _expected(log: list[Change], scopes: list[str] | None, where: ChangeFilter, before: int | None) -> list[Change]:
+    """What `change_page` must give, from the whole log: filtered, newest first by time then seq."""
+    order = sorted(log, key=lambda c: (c.at, c.seq), reverse=True)
+    if before is not None:
+        cut = next((c for c in log if c.seq == before), None)
+        if cut is not None:
+            order = [c for c in order if (c.at, c.seq) < (cut.at, cut.seq)]
+    return [
+        c
+        for c in order
+        if (scopes is None or c.scope is None or c.scope in scopes)
+        and (not where.ops or c.op in where.ops)
+        and (where.target is None or c.target == where.target)
+        and (not where.actors or c.actor in where.actors)
+        and (where.at_from is None or c.at >= where.at_from)
+        and (where.at_to is None or c.at < where.at_to)
+    ]
+
+
+def _pages(store: Store, scopes: list[str] | None, where: ChangeFilter, limit: int) -> list[list[Change]]:
+    """Every page of a walk through the log, each continuing after the last entry of the one before."""
+    pages: list[list[Change]] = []
+    before: int | None = None
+    with store.read() as tx:
+        while True:
+            page = tx.change_page(scopes, where, before, limit)
+            assert len(page) <= limit
+            if not page:
+                return pages
+            pages.append(page)
+            before = page[-1].seq
+
+
+PAGE_SCOPES = (A, B, C)
+ENTRY = st.tuples(
+    st.integers(min_value=0, max_value=4),  # time: repeats and goes back, so time and seq disagree
+    st.sampled_from([*PAGE_SCOPES, None]),
+    st.sampled_from(["create_node", "update_node", "archive_node"]),
+    st.sampled_from(["t1", "t2", None]),
+    st.sampled_from([None, "ann", "bob"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    entries=st.lists(ENTRY, max_size=12),
+    scopes=st.none() | st.lists(st.sampled_from(PAGE_SCOPES), min_size=1, max_size=3, unique=True),
+    ops=st.lists(st.sampled_from(["create_node", "update_node", "archive_node", "other"]), max_size=2, unique=True),
+    target=st.sampled_from([None, "t1", "t2", "t3"]),
+    actors=st.lists(st.sampled_from([None, "ann", "bob", "eve"]), max_size=2, unique=True),
+    at_from=st.none() | st.integers(min_value=0, max_value=4),
+    at_to=st.none() | st.integers(min_value=0, max_value=5),
+    limit=st.integers(min_value=1, max_value=4),
+)
+def test_a_page_is_the_filtered_log_newest_first_and_pages_follow_on(
+    store: Store,
+    entries: list[tuple[int, str | None, str, str | None, str | None]],
+    scopes: list[str] | None,
+    ops: list[str],
+    target: str | None,
+    actors: list[str | None],
+    at_from: int | None,
+    at_to: int | None,
+    limit: int,
+) -> None:
+    with store.write() as tx:
+        for offset, scope, op, about, actor in entries:
+            tx.append_change(T0 + offset, scope, op, about, {"i": offset}, actor=actor)
+    where = ChangeFilter(
+        ops=tuple(ops),
+        target=target,
+        actors=tuple(actors),
+        at_from=None if at_from is None else T0 + at_from,
+        at_to=None if at_to is None else T0 + at_to,
+    )
+    with store.read() as tx:
+        log = tx.changes(0, None)
+        first = tx.change_page(scopes, where, None, limit)
+    wanted = _expected(log, scopes, where, None)
+    assert first == wanted[:limit]
+    pages = _pages(store, scopes, where, limit)
+    assert [c for page in pages for c in page] == wanted
+    if len(log) > 1:
+        # A page may start after any entry, whether or not it meets the filter.
+        middle = log[len(log) // 2].seq
+        with store.read() as tx:
+            assert tx.change_page(scopes, where, middle, limit) == _expected(log, scopes, where, middle)[:limit]
+
+
+def test_a_page_after_a_seq_past_the_last_entry_is_the_first_page(store: Store) -> None:
+    with store.write() as tx:
+        for i in range(3):
+            tx.append_change(T0 + i, A, "op", None, {})
+    with store.read() as tx:
+        assert [c.seq for c in tx.change_page([A], ChangeFilter(), 99, 2)] == [3, 2]
+        assert tx.change_page([A], ChangeFilter(), 1, 2) == []
+        assert tx.change_page([A], ChangeFilter(), None, 0) == []
+
+
+def test_a_page_over_many_scopes_ops_and_actors_is_the_same_as_over_few(store: Store) -> None:
+    """Past a few dozen walks (scopes times ops or actors) a page is one query over them all:
+    the same entries."""
+    many = [new_ulid() for _ in range(80)]
+    with store.write() as tx:
+        for i, scope in enumerate(many):
+            tx.append_change(T0 + i % 7, scope, f"op{i % 3}", None, {}, actor=None if i % 4 else f"who{i % 5}")
+            tx.append_change(T0 + i % 5, None if i % 9 == 0 else A, f"op{i % 2}", None, {}, actor=f"who{i % 3}")
+    actors: tuple[str | None, ...] = (None, "who0", "who1", "who2")
+    with store.read() as tx:
+        log = tx.changes(0, None)
+        for where in (
+            ChangeFilter(),
+            ChangeFilter(ops=("op0", "op2")),
+            ChangeFilter(actors=actors),
+            ChangeFilter(ops=("op1",), actors=(None,), at_from=T0 + 2),
+        ):
+            for scopes in (many, many[:3], [*many, A]):
+                wanted = _expected(log, scopes, where, None)
+                assert tx.change_page(scopes, where, None, 500) == wanted
+                if len(wanted) > 4:
+                    assert tx.change_page(scopes, where, wanted[4].seq, 3) == wanted[5:8]

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemodb.model.ids import new_ulid
+from mnemodb.model.records import ChangeFilter
 from mnemodb.store.base import Store
 from store.contract.rows import T0, A, add_edge, add_entity, add_memory, add_node, digest
 
@@ -117,18 +118,19 @@ def test_any_text_round_trips_in_an_entity(store: Store, name: str, entity_type:
 
 
 @SETTINGS
-@given(op=TEXT, target=TEXT, key=TEXT, value=TEXT, meta=TEXT)
+@given(op=TEXT, target=TEXT, key=TEXT, value=TEXT, meta=TEXT, actor=TEXT)
 def test_any_text_round_trips_in_the_log_and_meta(
-    store: Store, op: str, target: str, key: str, value: str, meta: str
+    store: Store, op: str, target: str, key: str, value: str, meta: str, actor: str
 ) -> None:
     with store.write() as tx:
-        seq = tx.append_change(T0, A, op, target, {key: value})
+        seq = tx.append_change(T0, A, op, target, {key: value}, actor=actor)
         tx.set_meta(key, meta)
     with store.read() as tx:
         (change,) = tx.changes(seq, 1)
         assert tx.get_meta(key) == meta
         assert seq in [c.seq for c in tx.changes_of(target)]
-    assert (change.op, change.target, dict(change.data)) == (op, target, {key: value})
+        assert seq in [c.seq for c in tx.change_page([A], ChangeFilter(ops=(op,), actors=(actor,)), None, 100)]
+    assert (change.op, change.target, dict(change.data), change.actor) == (op, target, {key: value}, actor)
 
 
 # Past what one index entry of a server database holds (a B-tree entry takes at most about
@@ -161,3 +163,12 @@ def test_long_values_are_stored_found_and_read_back(store: Store) -> None:
         assert [e.pk for e in tx.find_edges(node, memory, kind)] == [edge]
         assert [c.seq for c in tx.changes_of(target)] == [seq]
         assert tx.get_meta("key") == word
+    # Two long actors alike in their first thousands of characters are told apart.
+    actor = _long("a")
+    with store.write() as tx:
+        by_actor = tx.append_change(T0, A, "op", None, {}, actor=actor)
+        tx.append_change(T0, A, "op", None, {}, actor=actor[:-1] + "!")
+    with store.read() as tx:
+        assert tx.changes(by_actor, 1)[0].actor == actor
+        for scopes in (None, [A]):
+            assert [c.seq for c in tx.change_page(scopes, ChangeFilter(actors=(actor,)), None, 5)] == [by_actor]

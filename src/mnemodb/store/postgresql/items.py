@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -14,7 +15,7 @@ from mnemodb.store.base import MemoryFieldWeights, TextHit
 from mnemodb.store.postgresql import words
 from mnemodb.store.postgresql.edges import edge_visible, edge_visible_params
 from mnemodb.store.postgresql.entities import oldest_of_each_name
-from mnemodb.store.postgresql.memories import MEMORY_TEXT
+from mnemodb.store.postgresql.memories import MEMORY_TEXT, archived_in
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.rows import dumps, rows_as
@@ -76,6 +77,8 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
         if where.memories_only:
             clauses.append("FALSE")
         return " AND ".join(clauses) or "TRUE", params
+    if not where.include_archived:
+        clauses.append("m.archived_at IS NULL")
     for tag in where.tags:
         clauses.append(f"EXISTS (SELECT 1 FROM memory_tag t WHERE t.node = {own}.node AND t.tag = %s)")
         params.append(put(tag))
@@ -120,6 +123,8 @@ class ItemReads:
         negated, as on SQLite)."""
         if not terms or limit <= 0:
             return []
+        if not where.include_archived and not archived_in(self.conn, scopes):
+            where = replace(where, include_archived=True)  # none to leave out: no condition for it
         condition, params = filter_sql(where, "memory", at, scopes)
         # Without conditions the candidates are judged on the index row alone.
         join = "" if condition == "TRUE" else "JOIN memory m ON m.node = w.node JOIN node n ON n.pk = w.node"

@@ -23,7 +23,7 @@ from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.rows import props_of, rows_as
 
-__all__ = ["DDL", "MEMORY_TEXT", "MemoryReads", "MemoryWrites"]
+__all__ = ["ARCHIVE_DDL", "DDL", "MEMORY_TEXT", "MemoryReads", "MemoryWrites", "archived_in"]
 
 # The native search reads all three columns; the other faces content and summary, or
 # content alone: each of those column sets keeps its own document frequencies.
@@ -98,15 +98,45 @@ END $$;
 CREATE TRIGGER memory_count AFTER INSERT OR DELETE ON memory FOR EACH ROW EXECUTE FUNCTION memory_count();
 """ + words.word_index_ddl(MEMORY_TEXT)
 
+# Schema 3: a memory may be archived (`archived_at`): kept, but left out of searches and
+# listings unless asked. The archived memories per scope are counted (kind 'archived'), so
+# a search knows without a scan when none is there to leave out.
+ARCHIVE_DDL = """
+ALTER TABLE memory ADD COLUMN archived_at bigint;
+CREATE FUNCTION memory_archived_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    delta bigint := (CASE WHEN TG_OP <> 'DELETE' AND NEW.archived_at IS NOT NULL THEN 1 ELSE 0 END)
+                  - (CASE WHEN TG_OP <> 'INSERT' AND OLD.archived_at IS NOT NULL THEN 1 ELSE 0 END);
+BEGIN
+    IF delta <> 0 THEN
+        INSERT INTO scope_count AS c (scope, kind, n) VALUES (COALESCE(NEW.scope, OLD.scope), 'archived', delta)
+            ON CONFLICT (scope, kind) DO UPDATE SET n = c.n + excluded.n;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memory_archived_count AFTER INSERT OR DELETE OR UPDATE OF archived_at ON memory
+    FOR EACH ROW EXECUTE FUNCTION memory_archived_count();
+"""
+
 _MEMORY_COLUMNS = (
     "n.pk, n.id, n.scope, m.content, m.hash, m.importance, m.memory_type, m.summary, n.props, "
-    "n.created_at, n.updated_at, a.count, a.last_at"
+    "n.created_at, n.updated_at, a.count, a.last_at, m.archived_at"
 )
 _MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
 
 # The context a memory takes from the turn `p` it follows: that turn's content, after the
 # content of the turn `pp` that one follows (SQLite's trim, which takes off spaces only).
 _CONTEXT_OF_P = "btrim(coalesce(pp.content, '') || ' ' || p.content, ' ')"
+
+
+def archived_in(conn: psycopg.Connection[Any], scopes: Sequence[str]) -> bool:
+    """True when `scopes` hold an archived memory (read from the per-scope counters): a
+    search of them without one has nothing to leave out."""
+    row = conn.execute(
+        "SELECT 1 FROM scope_count WHERE kind = 'archived' AND n > 0 AND scope = ANY(%s) LIMIT 1",
+        [put_scopes(scopes)],
+    ).fetchone()
+    return row is not None
 
 
 class MemoryReads:
@@ -133,6 +163,7 @@ class MemoryReads:
                 tags=tags.get(r[0], ()),
                 access_count=r[11] or 0,
                 last_accessed_at=r[12],
+                archived_at=r[13],
             )
             for r in rows
         ]
@@ -174,13 +205,22 @@ class MemoryReads:
         return {memory.pk: memory for memory in self._memories("m.node = ANY(%s)", [list(pks)])}
 
     def search_text(
-        self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
+        self,
+        terms: Sequence[str],
+        scopes: Sequence[str],
+        limit: int,
+        *,
+        content_only: bool = False,
+        include_archived: bool = False,
     ) -> list[TextHit]:
-        """Memories matching any of `terms`, best first. With `content_only`, a match in the
-        summary does not count. A memory's context is not searched here (see
-        `filtered_text_search`). The score is FTS5's bm25 negated, as on SQLite."""
+        """Memories matching any of `terms`, best first, archived ones left out unless
+        `include_archived`. With `content_only`, a match in the summary does not count. A
+        memory's context is not searched here (see `filtered_text_search`). The score is
+        FTS5's bm25 negated, as on SQLite."""
         if not terms or limit <= 0:
             return []
+        # Candidates are judged on the index row alone unless archived ones are to be left out.
+        live = include_archived or not archived_in(self.conn, scopes)
         # A memory's context is the native search's alone: a column filter, as on SQLite.
         rows = words.ranked(
             self.conn,
@@ -188,17 +228,30 @@ class MemoryReads:
             terms,
             limit=limit,
             columns=("content",) if content_only else ("content", "summary"),
-            condition="w.scope = ANY(%s)",
+            join="" if live else "JOIN memory m ON m.node = w.node",
+            condition="w.scope = ANY(%s)" if live else "w.scope = ANY(%s) AND m.archived_at IS NULL",
             params=[put_scopes(scopes)],
             extra="m.importance, n.created_at",
             extra_join="JOIN memory m ON m.node = r.node JOIN node n ON n.pk = r.node",
         )
         return rows_as(TextHit, rows)
 
-    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[TextHit]:
-        """The newest memories with any of `tags`, score 0."""
+    def memories_with_tags(
+        self, tags: Sequence[str], scopes: Sequence[str], limit: int, *, include_archived: bool = False
+    ) -> list[TextHit]:
+        """The newest memories with any of `tags`, score 0 (archived ones left out unless
+        `include_archived`)."""
         if not tags or limit <= 0:
             return []
+        if not include_archived and archived_in(self.conn, scopes):
+            # The walk goes on past archived memories: their rows are read to know.
+            rows = self.conn.execute(
+                "SELECT m.node, 0.0::float8, m.importance, n.created_at FROM memory m JOIN node n ON n.pk = m.node "
+                "WHERE m.node IN (SELECT node FROM memory_tag WHERE tag = ANY(%s) AND scope = ANY(%s)) "
+                "AND m.archived_at IS NULL ORDER BY m.node DESC LIMIT %s",
+                [put_scopes(tags), put_scopes(scopes), limit],
+            ).fetchall()
+            return rows_as(TextHit, rows)
         # The newest `limit` tagged memories from the (tag, scope, node) index alone, then
         # their details: a common tag costs an index scan, not a join and sort of every row.
         rows = self.conn.execute(
@@ -331,6 +384,9 @@ class MemoryWrites(MemoryReads):
         if stale:
             self._index_memories(stale)
         super()._node_deleting(pk)  # type: ignore[misc]
+
+    def set_archived(self, pk: int, at: int | None) -> None:
+        self.conn.execute("UPDATE memory SET archived_at = %s WHERE node = %s", [at, pk])
 
     def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
         added = []

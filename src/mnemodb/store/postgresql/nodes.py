@@ -114,9 +114,13 @@ def _same_scalar(shown: Any, value: str | int | bool) -> bool:
     return type(shown) is type(value) and shown == value
 
 
+CHANGE_COLUMNS = "seq, at, scope, op, target, data, actor"
+"""The columns `change_of` reads, in its order."""
+
+
 def change_of(row: Sequence[Any]) -> Change:
-    """A change-log row (seq, at, scope, op, target, data) as a record."""
-    return Change(row[0], row[1], got(row[2]), got(row[3]), got(row[4]), json.loads(row[5]))
+    """A change-log row (`CHANGE_COLUMNS`) as a record."""
+    return Change(row[0], row[1], got(row[2]), got(row[3]), got(row[4]), json.loads(row[5]), got(row[6]))
 
 
 class NodeReads:
@@ -232,7 +236,7 @@ class NodeReads:
         return [
             change_of(r)
             for r in self.conn.execute(
-                "SELECT seq, at, scope, op, target, data FROM change_log WHERE target = %s ORDER BY seq", [put(target)]
+                f"SELECT {CHANGE_COLUMNS} FROM change_log WHERE target = %s ORDER BY seq", [put(target)]
             )
         ]
 

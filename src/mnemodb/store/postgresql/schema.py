@@ -1,10 +1,9 @@
 """The PostgreSQL schema, as an ordered list of migrations (the first creates it).
 
 Each role's module declares the tables, indexes and functions it needs (`DDL`); the
-second migration is them all, in an order where every reference points backwards. Until
-the PostgreSQL store is released, no database outside the tests holds this schema and a
-migration may still be rewritten; after that, a migration is never edited: a change is a
-new one.
+second migration is them all, in an order where every reference points backwards. A
+migration is never edited once databases hold it: a change is a new one, declared by the
+module of its role beside its `DDL` (`changes.ACTOR_DDL`, `memories.ARCHIVE_DDL`).
 """
 
 from __future__ import annotations
@@ -54,6 +53,8 @@ MIGRATIONS: tuple[str, ...] = (
         )
         if module.strip()
     ),
+    # 3: who made each change, and archived memories.
+    changes.ACTOR_DDL + memories.ARCHIVE_DDL,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

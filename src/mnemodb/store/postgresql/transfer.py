@@ -46,7 +46,7 @@ _cursor_names = itertools.count(1)
 _NODES = (
     "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
     "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
-    "a.count, a.last_at, e.extra, t.id "
+    "a.count, a.last_at, e.extra, t.id, m.archived_at "
     "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
     "LEFT JOIN node_access a ON a.node = n.pk LEFT JOIN node t ON t.pk = m.context_from ORDER BY n.pk"
 )
@@ -105,6 +105,8 @@ class TransferReads:
                 }
                 if r[17] is not None:  # a turn: the one it follows, by id
                     record["memory"]["context_from"] = got(r[17])
+                if r[18] is not None:
+                    record["memory"]["archived_at"] = r[18]
             if r[12] is not None:
                 record["entity"] = {
                     "name": got(r[12]),
@@ -226,6 +228,8 @@ class TransferWrites(TransferReads, MemoryWrites, NodeWrites, EdgeWrites, Entity
                 context_from=self._turn_before(memory.get("context_from"), record["scope"]),
             )
             self.add_tags(pk, memory.get("tags", []))
+            if memory.get("archived_at") is not None:
+                self.set_archived(pk, memory["archived_at"])
         if entity is not None:
             self.insert_entity(
                 pk, record["scope"], entity["name"], entity.get("entity_type", ""), entity.get("extra") or None

@@ -8,10 +8,36 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Change
+from mnemodb.model.records import Change, ChangeFilter
 from mnemodb.store.sqlite.sql import dumps, marks
 
-__all__ = ["LogReads", "LogWrites"]
+__all__ = ["CHANGE_COLUMNS", "LogReads", "LogWrites", "change_of"]
+
+CHANGE_COLUMNS = "seq, at, scope, op, target, data, actor"
+"""The columns `change_of` reads, in its order."""
+
+# A page of the log is one walk of an index per (scope, op or actor) it asks for, merged;
+# past this many walks, one query over them all.
+_WALKS = 64
+
+
+def change_of(row: Sequence[Any]) -> Change:
+    """A change-log row (`CHANGE_COLUMNS`) as a record."""
+    return Change(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6])
+
+
+def _equal(column: str, value: str | None) -> tuple[str, list[Any]]:
+    """`column` equals `value` (None: is NULL), in a form an index walk can use."""
+    return (f"{column} IS NULL", []) if value is None else (f"{column} = ?", [value])
+
+
+def _one_of(column: str, values: Sequence[str | None]) -> tuple[str, list[Any]]:
+    """`column` is one of `values` (None among them: or NULL)."""
+    named = [v for v in values if v is not None]
+    parts = [f"{column} IN ({marks(len(named))})"] if named else []
+    if len(named) < len(values):
+        parts.append(f"{column} IS NULL")
+    return "(" + " OR ".join(parts) + ")", named
 
 
 class LogReads:
@@ -49,12 +75,78 @@ class LogReads:
         return None if row is None else int(row[0])
 
     def changes(self, since_seq: int, limit: int | None) -> list[Change]:
-        sql = "SELECT seq, at, scope, op, target, data FROM change_log WHERE seq >= ? ORDER BY seq"
+        sql = f"SELECT {CHANGE_COLUMNS} FROM change_log WHERE seq >= ? ORDER BY seq"
         params: list[Any] = [since_seq]
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [Change(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self.conn.execute(sql, params)]
+        return [change_of(r) for r in self.conn.execute(sql, params)]
+
+    def change_page(
+        self, scopes: Sequence[str] | None, where: ChangeFilter, before_seq: int | None, limit: int
+    ) -> list[Change]:
+        """Entries meeting `where` in `scopes` (and those without a scope), newest first.
+
+        Each walk reads one index in time order, stopping after `limit` rows: per scope (an
+        `IS NULL` walk for entries without one), and per op, or else per actor, when the
+        filter names some; the walks are merged. An index ends with the rowid (`seq`), so
+        "by time, then seq" is the index's own order."""
+        if limit <= 0:
+            return []
+        filters: list[str] = []
+        params: list[Any] = []
+        if where.at_from is not None:
+            filters.append("at >= ?")
+            params.append(where.at_from)
+        if where.at_to is not None:
+            filters.append("at < ?")
+            params.append(where.at_to)
+        if before_seq is not None:
+            row = self.conn.execute("SELECT at FROM change_log WHERE seq = ?", [before_seq]).fetchone()
+            if row is not None:
+                filters.append("at <= ? AND (at < ? OR seq < ?)")
+                params += [row[0], row[0], before_seq]
+        scoped: list[str | None] | None = None if scopes is None else [*dict.fromkeys(scopes), None]
+        leads: list[tuple[str, list[Any]]]
+        if where.target is not None:
+            # One item's entries are few: its index finds them, and they are sorted.
+            filters.append("target = ?")
+            params.append(where.target)
+            leads = [("1", [])]
+            for column, values in (("scope", scoped), ("op", list(where.ops)), ("actor", list(where.actors))):
+                if values:
+                    clause, values_params = _one_of(column, values)
+                    filters.append(clause)
+                    params += values_params
+        else:
+            lead_column, lead_values = ("op", list(where.ops)) if where.ops else ("actor", list(where.actors))
+            if where.ops and where.actors:
+                clause, values_params = _one_of("actor", where.actors)
+                filters.append(clause)
+                params += values_params
+            walks = (len(scoped) if scoped is not None else 1) * max(1, len(lead_values))
+            if walks > _WALKS:
+                for column, values in (("scope", scoped), (lead_column, lead_values)):
+                    if values:
+                        clause, values_params = _one_of(column, values)
+                        filters.append(clause)
+                        params += values_params
+                leads = [("1", [])]
+            else:
+                by_scope = [("1", [])] if scoped is None else [_equal("scope", scope) for scope in scoped]
+                by_lead = [_equal(lead_column, value) for value in lead_values] or [("1", [])]
+                leads = [(f"{a} AND {b}", [*pa, *pb]) for a, pa in by_scope for b, pb in by_lead]
+        condition = " AND ".join(filters) or "1"
+        order = "ORDER BY at DESC, seq DESC LIMIT ?"
+        walks_sql = [
+            f"SELECT * FROM (SELECT {CHANGE_COLUMNS} FROM change_log WHERE {lead} AND {condition} {order})"
+            for lead, _ in leads
+        ]
+        args = [value for _, lead_params in leads for value in (*lead_params, *params, limit)]
+        sql = walks_sql[0] if len(walks_sql) == 1 else " UNION ALL ".join(walks_sql) + f" {order}"
+        if len(walks_sql) > 1:
+            args.append(limit)
+        return [change_of(r) for r in self.conn.execute(sql, args)]
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
@@ -62,12 +154,21 @@ class LogReads:
 
 
 class LogWrites(LogReads):
-    def append_change(self, at: int, scope: str | None, op: str, target: str | None, data: Mapping[str, Any]) -> int:
+    def append_change(
+        self,
+        at: int,
+        scope: str | None,
+        op: str,
+        target: str | None,
+        data: Mapping[str, Any],
+        *,
+        actor: str | None = None,
+    ) -> int:
         # INTEGER PRIMARY KEY without AUTOINCREMENT takes MAX(seq)+1. Writers are serialised
         # by BEGIN IMMEDIATE and a rolled-back insert leaves no row, so the log has no gaps.
         cur = self.conn.execute(
-            "INSERT INTO change_log (at, scope, op, target, data) VALUES (?, ?, ?, ?, ?)",
-            [at, scope, op, target, dumps(dict(data))],
+            "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)",
+            [at, scope, op, target, dumps(dict(data)), actor],
         )
         return int(cur.lastrowid or 0)
 

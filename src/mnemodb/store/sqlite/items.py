@@ -62,6 +62,8 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
         if where.memories_only:
             clauses.append("0")
         return " AND ".join(clauses) or "1", params
+    if not where.include_archived:
+        clauses.append("m.archived_at IS NULL")
     for tag in where.tags:
         clauses.append(f"EXISTS (SELECT 1 FROM memory_tag t WHERE t.node = {own}.node AND t.tag = ?)")
         params.append(tag)

@@ -11,13 +11,23 @@ from mnemodb.model.records import Memory
 from mnemodb.store.base import TextHit, TimeRange
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
-__all__ = ["MemoryReads", "MemoryWrites"]
+__all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
 
 _MEMORY_COLUMNS = (
     "n.pk, n.id, n.scope, m.content, m.hash, m.importance, m.memory_type, m.summary, n.props, "
-    "n.created_at, n.updated_at, a.count, a.last_at"
+    "n.created_at, n.updated_at, a.count, a.last_at, m.archived_at"
 )
 _MEMORY_FROM = "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access a ON a.node = m.node"
+
+
+def archived_in(conn: sqlite3.Connection, scopes: Sequence[str]) -> bool:
+    """True when `scopes` hold an archived memory (read from the per-scope counters): a
+    search of them without one has nothing to leave out."""
+    row = conn.execute(
+        f"SELECT 1 FROM scope_count WHERE kind = 'archived' AND n > 0 AND scope IN ({marks(len(scopes))}) LIMIT 1",
+        list(scopes),
+    ).fetchone()
+    return row is not None
 
 
 class MemoryReads:
@@ -44,6 +54,7 @@ class MemoryReads:
                 tags=tags.get(r[0], ()),
                 access_count=r[11] or 0,
                 last_accessed_at=r[12],
+                archived_at=r[13],
             )
             for r in rows
         ]
@@ -88,18 +99,25 @@ class MemoryReads:
         return out
 
     def search_text(
-        self, terms: Sequence[str], scopes: Sequence[str], limit: int, *, content_only: bool = False
+        self,
+        terms: Sequence[str],
+        scopes: Sequence[str],
+        limit: int,
+        *,
+        content_only: bool = False,
+        include_archived: bool = False,
     ) -> list[TextHit]:
-        """Memories matching any of `terms`, best first. With `content_only`, a match in the
-        summary does not count. A memory's context is not searched here (see
-        `filtered_text_search`). FTS5's bm25 is more negative for a better match: the score
-        is its negation."""
+        """Memories matching any of `terms`, best first, archived ones left out unless
+        `include_archived`. With `content_only`, a match in the summary does not count. A
+        memory's context is not searched here (see `filtered_text_search`). FTS5's bm25 is
+        more negative for a better match: the score is its negation."""
         if not terms or limit <= 0:
             return []
         match = fts_any(terms)
         # A memory's context (see schema migration 7) is the native search's alone.
         match = f"{{content}} : ({match})" if content_only else f"{{content summary}} : ({match})"
-        if self._holds_only(scopes):
+        live = include_archived or not archived_in(self.conn, scopes)
+        if live and self._holds_only(scopes):
             # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
             # instead of scoring and joining every match before sorting.
             ranked = self.conn.execute(
@@ -119,7 +137,8 @@ class MemoryReads:
         rows = self.conn.execute(
             "SELECT f.rowid, -bm25(memory_fts) AS score, m.importance, n.created_at FROM memory_fts f "
             "JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
-            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) ORDER BY score DESC, f.rowid LIMIT ?",
+            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) "
+            f"{'' if live else 'AND m.archived_at IS NULL '}ORDER BY score DESC, f.rowid LIMIT ?",
             [match, *scopes, limit],
         ).fetchall()
         return rows_as(TextHit, rows)
@@ -130,10 +149,22 @@ class MemoryReads:
         wanted = set(scopes)
         return all(scope in wanted for (scope,) in held)
 
-    def memories_with_tags(self, tags: Sequence[str], scopes: Sequence[str], limit: int) -> list[TextHit]:
-        """The newest memories with any of `tags`, score 0."""
+    def memories_with_tags(
+        self, tags: Sequence[str], scopes: Sequence[str], limit: int, *, include_archived: bool = False
+    ) -> list[TextHit]:
+        """The newest memories with any of `tags`, score 0 (archived ones left out unless
+        `include_archived`)."""
         if not tags or limit <= 0:
             return []
+        if not include_archived and archived_in(self.conn, scopes):
+            # The walk goes on past archived memories: their rows are read to know.
+            rows = self.conn.execute(
+                "SELECT m.node, 0.0, m.importance, n.created_at FROM memory m CROSS JOIN node n ON n.pk = m.node "
+                f"WHERE m.node IN (SELECT node FROM memory_tag WHERE tag IN ({marks(len(tags))}) "
+                f"AND scope IN ({marks(len(scopes))})) AND m.archived_at IS NULL ORDER BY m.node DESC LIMIT ?",
+                [*tags, *scopes, limit],
+            ).fetchall()
+            return rows_as(TextHit, rows)
         # The newest `limit` tagged memories, read from the (tag, scope) index alone, then
         # their details: a common tag costs an index scan, not a join and sort of every row.
         rows = self.conn.execute(
@@ -224,6 +255,9 @@ class MemoryWrites(MemoryReads):
             f"UPDATE memory SET {', '.join(f'{n} = ?' for n in names)} WHERE node = ?",
             [*(fields[n] for n in names), pk],
         )
+
+    def set_archived(self, pk: int, at: int | None) -> None:
+        self.conn.execute("UPDATE memory SET archived_at = ? WHERE node = ?", [at, pk])
 
     def add_tags(self, pk: int, tags: Iterable[str]) -> list[str]:
         added = []

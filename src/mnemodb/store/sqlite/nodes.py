@@ -16,6 +16,7 @@ from typing import Any
 
 from mnemodb.model.records import Change, Node, Props, Scalar
 from mnemodb.store.base import AccessStats, Coverage, EmbeddingChanges, NodeLabel, ScoredPk, StoredVector
+from mnemodb.store.sqlite.changes import CHANGE_COLUMNS, change_of
 from mnemodb.store.sqlite.sql import chunks, dumps, fts_any, marks
 
 __all__ = ["NodeReads", "NodeWrites"]
@@ -263,9 +264,9 @@ class NodeReads:
     def changes_of(self, target: str) -> list[Change]:
         """Every change-log entry about one node or edge, oldest first."""
         return [
-            Change(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]))
+            change_of(r)
             for r in self.conn.execute(
-                "SELECT seq, at, scope, op, target, data FROM change_log WHERE target = ? ORDER BY seq", [target]
+                f"SELECT {CHANGE_COLUMNS} FROM change_log WHERE target = ? ORDER BY seq", [target]
             )
         ]
 

@@ -385,6 +385,38 @@ MIGRATIONS: tuple[str, ...] = (
         created_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 14: who made each change, and archived memories.
+    # Every entry records the name of the grant it was made under (`actor`; NULL without
+    # one). The log is read a page at a time, newest first, filtered by scope, op, actor
+    # and time: each index leads one kind of filter in time order (the rowid, seq, breaks
+    # ties), so a page reads about as many rows as it returns, however long the log.
+    # A memory may be archived (`archived_at`): kept, but left out of searches and
+    # listings unless asked. The archived memories per scope are counted (kind
+    # 'archived'), so a search knows without a scan when none is there to leave out.
+    """
+    ALTER TABLE change_log ADD COLUMN actor TEXT;
+    CREATE INDEX change_log_at ON change_log (at);
+    CREATE INDEX change_log_scope_at ON change_log (scope, at);
+    CREATE INDEX change_log_scope_op_at ON change_log (scope, op, at);
+    CREATE INDEX change_log_scope_actor_at ON change_log (scope, actor, at);
+    CREATE INDEX change_log_op_at ON change_log (op, at);
+    CREATE INDEX change_log_actor_at ON change_log (actor, at);
+
+    ALTER TABLE memory ADD COLUMN archived_at INTEGER;
+    CREATE TRIGGER memory_archived_insert AFTER INSERT ON memory WHEN new.archived_at IS NOT NULL BEGIN
+        INSERT INTO scope_count (scope, kind, n) VALUES (new.scope, 'archived', 1)
+        ON CONFLICT (scope, kind) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER memory_archived_update AFTER UPDATE OF archived_at ON memory
+    WHEN (old.archived_at IS NULL) != (new.archived_at IS NULL) BEGIN
+        INSERT INTO scope_count (scope, kind, n)
+        VALUES (new.scope, 'archived', CASE WHEN new.archived_at IS NULL THEN -1 ELSE 1 END)
+        ON CONFLICT (scope, kind) DO UPDATE SET n = n + excluded.n;
+    END;
+    CREATE TRIGGER memory_archived_delete AFTER DELETE ON memory WHEN old.archived_at IS NOT NULL BEGIN
+        UPDATE scope_count SET n = n - 1 WHERE scope = old.scope AND kind = 'archived';
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -36,7 +36,7 @@ class TransferReads(EdgeReads):
         rows = conn.execute(
             "SELECT n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
             "m.hash, m.content, m.summary, m.importance, m.memory_type, e.name, e.entity_type, "
-            "a.count, a.last_at, e.extra, t.id "
+            "a.count, a.last_at, e.extra, t.id, m.archived_at "
             "FROM node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk "
             "LEFT JOIN node_access a ON a.node = n.pk LEFT JOIN node t ON t.pk = m.context_from ORDER BY n.pk"
         )
@@ -62,6 +62,8 @@ class TransferReads(EdgeReads):
                 }
                 if r[17] is not None:  # a turn: the one it follows, by id
                     record["memory"]["context_from"] = r[17]
+                if r[18] is not None:
+                    record["memory"]["archived_at"] = r[18]
             if r[12] is not None:
                 record["entity"] = {
                     "name": r[12],
@@ -216,6 +218,8 @@ class TransferWrites(MemoryWrites, NodeWrites, EdgeWrites, EntityWrites):
                 context_from=self._turn_before(memory.get("context_from"), record["scope"]),
             )
             self.add_tags(pk, memory.get("tags", []))
+            if memory.get("archived_at") is not None:
+                self.set_archived(pk, memory["archived_at"])
         if entity is not None:
             self.insert_entity(
                 pk, record["scope"], entity["name"], entity.get("entity_type", ""), entity.get("extra") or None

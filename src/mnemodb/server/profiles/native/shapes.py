@@ -44,6 +44,9 @@ def item_shape(item: Item, *, full: bool = False) -> dict[str, Any]:
             out["hash"] = item.hash
             if item.summary:
                 out["summary"] = item.summary
+        if item.archived_at is not None:
+            # Only an archived memory says so: searches leave it out, a look-up still finds it.
+            out["archived"] = iso(item.archived_at)
     else:
         out = {"kind": "entity", "id": item.id, "name": item.name}
         if item.entity_type:

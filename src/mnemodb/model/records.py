@@ -190,6 +190,7 @@ class ItemFilter:
     tags: tuple[str, ...] = ()
     """A memory with every one of these tags."""
     min_importance: int | None = None
+    max_importance: int | None = None
     linked_to: tuple[int, ...] = ()
     """A memory with an open edge, either way, to one of these nodes (pks)."""
     current_only: bool = False
@@ -201,7 +202,7 @@ class ItemFilter:
 
     @property
     def memories_only(self) -> bool:
-        return bool(self.tags or self.min_importance is not None or self.linked_to)
+        return bool(self.tags or self.min_importance is not None or self.max_importance is not None or self.linked_to)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,9 @@ def test_list_memories_filters(store: Store) -> None:
         assert listed(ItemFilter(tags=("x", "y"))) == [fact]
         assert listed(ItemFilter(tags=("x",))) == [plan, fact]
         assert listed(ItemFilter(min_importance=5)) == [fact]
+        assert listed(ItemFilter(max_importance=2)) == [flag, plan]
+        assert listed(ItemFilter(min_importance=1, max_importance=2)) == [plan]
+        assert listed(ItemFilter(min_importance=3, max_importance=7)) == []
         assert listed(ItemFilter(props=(("k", 1),))) == [fact]
         assert listed(ItemFilter(props=(("k", "1"),))) == [plan]
         assert listed(ItemFilter(props=(("k", True),))) == [flag]
@@ -101,6 +104,7 @@ def test_list_entities_newest_first_names_mean(store: Store) -> None:
         assert tx.list_entities([A], ItemFilter(created_from=T0 + 1), T0, 0, 10) == [place, bob]
         # Conditions about memories only: an entity never meets them.
         assert tx.list_entities([A], ItemFilter(min_importance=0), T0, 0, 10) == []
+        assert tx.list_entities([A], ItemFilter(max_importance=10), T0, 0, 10) == []
         assert tx.list_entities([A], ItemFilter(tags=("x",)), T0, 0, 10) == []
 
 

@@ -189,6 +189,8 @@ def test_filtered_search_applies_the_filter(store: Store) -> None:
         important = tx.filtered_text_search(["tide"], [A], 10, ItemFilter(min_importance=3), T0, MemoryFieldWeights())
         tagged = tx.filtered_text_search(["tide"], [A], 10, ItemFilter(tags=("sea",)), T0, MemoryFieldWeights())
         every = tx.filtered_text_search(["tide"], [A], 10, EVERY, T0, MemoryFieldWeights())
+        modest = tx.filtered_text_search(["tide"], [A], 10, ItemFilter(max_importance=4), T0, MemoryFieldWeights())
+    assert pks_of(modest) == [plan]
     assert pks_of(facts) == pks_of(important) == pks_of(tagged) == [fact]
     assert set(pks_of(every)) == {fact, plan}
 

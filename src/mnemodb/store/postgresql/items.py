@@ -85,6 +85,9 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
     if where.min_importance is not None:
         clauses.append("m.importance >= %s")
         params.append(where.min_importance)
+    if where.max_importance is not None:
+        clauses.append("m.importance <= %s")
+        params.append(where.max_importance)
     # An edge counts when the reader sees it: its scope and both its ends' (the contract's rule).
     valid = f"x.valid_from <= %s AND (x.valid_to IS NULL OR x.valid_to > %s) AND {edge_visible('x')}"
     seen = edge_visible_params(scopes)

@@ -70,6 +70,9 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
     if where.min_importance is not None:
         clauses.append("m.importance >= ?")
         params.append(where.min_importance)
+    if where.max_importance is not None:
+        clauses.append("m.importance <= ?")
+        params.append(where.max_importance)
     # An edge counts when the reader sees it: its scope and both its ends' (the contract's rule).
     valid = f"x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) AND {edge_visible('x', len(scopes))}"
     seen = edge_visible_params(scopes)

@@ -370,13 +370,10 @@ def test_a_tenant_sees_and_changes_nothing_of_another(site: Site) -> None:
         page = site.client.get(path).text
         assert "Alice" not in page and "Hidden" not in page and TEAM_A not in page, path
     assert "Bob&#39;s note" in site.client.get("/ui/memories").text
-    for path in (
-        f"/ui/item/{secret.id}",
-        f"/ui/item/{secret.hash}",
-        "/ui/item/Hidden",
-        f"/ui/changes?item={secret.id}",
-    ):
+    for path in (f"/ui/item/{secret.id}", f"/ui/item/{secret.hash}", "/ui/item/Hidden"):
         assert site.client.get(path).status_code == 404, path
+    # The log about it reads as the log about nothing: no entry, and no word that it exists.
+    assert re.findall(r'data-seq="(\d+)"', site.client.get(f"/ui/changes?item={secret.id}").text) == []
     assert site.client.get(f"/ui/memories?scope={TEAM_A}").status_code == 403
     for path, data in (
         (f"/ui/item/{secret.id}/edit", {"content": "stolen"}),
@@ -423,3 +420,37 @@ def test_vendored_scripts_are_the_pinned_releases_with_their_licences() -> None:
         licence = vendor / name.replace(".min.js", ".LICENSE")
         assert licence.read_text(encoding="utf-8").strip(), licence
     assert sorted(p.name for p in vendor.glob("*.js")) == sorted(VENDORED)
+
+
+def test_archive_hides_a_memory_from_recall_and_the_list_and_restore_brings_it_back(site: Site) -> None:
+    kept = remember(site.engine, "The office wifi password is hunter2")
+    other = remember(site.engine, "The office coffee machine is on floor 2")
+    assert site.post(f"/ui/item/{kept.id}/archive", {}).status_code == 303
+    assert "hunter2" not in site.client.get("/ui/memories?q=office").text
+    assert [m.memory.id for m in site.engine.memories.recall("office wifi password").memories] == [other.id]
+    shown = site.client.get("/ui/memories?q=office&archived=show").text
+    assert "hunter2" in shown and '<span class="badge">archived</span>' in shown
+    page = site.client.get(f"/ui/item/{kept.id}").text
+    assert 'id="archived-badge"' in page and "archive node" in page
+    assert site.post(f"/ui/item/{kept.id}/unarchive", {}).status_code == 303
+    assert "hunter2" in site.client.get("/ui/memories?q=office").text
+    response = site.post("/ui/memories/bulk", {"action": "archive", "ref": [kept.id, other.id]})
+    assert response.status_code == 303 and "Archived+2" in response.headers["location"]
+    assert "office" not in site.client.get("/ui/memories").text.split("<tbody>")[-1]
+    assert site.client.get("/ui/memories?archived=maybe").status_code == 400
+
+
+def test_importance_range_and_the_history_s_author(site: Site) -> None:
+    for n in range(6):
+        remember(site.engine, f"rated memory {n}", importance=n)
+    page = site.client.get("/ui/memories?min=2&max=3").text
+    assert re.findall(r"rated memory (\d)", page) == ["3", "2"]
+    token, secret = site.engine.tokens.create("carol")
+    site.sign_in(secret)
+    memory = remember(site.engine, "written without a token")
+    assert site.post(f"/ui/item/{memory.id}/edit", {"content": "edited by carol"}).status_code == 303
+    history = site.client.get(f"/ui/item/{memory.id}").text
+    assert "by carol" in history and "by no token (local)" in history
+    only_carol = site.client.get("/ui/changes?token=carol").text
+    assert len(re.findall(r'data-seq="(\d+)"', only_carol)) == 1 and token.name == "carol"
+    assert re.findall(r'data-seq="(\d+)"', site.client.get("/ui/changes?token=nobody").text) == []

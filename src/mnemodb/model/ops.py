@@ -30,6 +30,21 @@ SET_EMBEDDING = "set_embedding"
 SET_PROPS = "set_props"
 ARCHIVE_NODE = "archive_node"
 UNARCHIVE_NODE = "unarchive_node"
+ALL_OPS = (
+    CREATE_NODE,
+    UPDATE_NODE,
+    REMOVE_NODE,
+    CREATE_EDGE,
+    CLOSE_EDGE,
+    REMOVE_EDGE,
+    ADD_TAGS,
+    ADD_OBSERVATIONS,
+    REMOVE_OBSERVATIONS,
+    SET_EMBEDDING,
+    SET_PROPS,
+    ARCHIVE_NODE,
+    UNARCHIVE_NODE,
+)
 
 
 def node_record(

@@ -30,6 +30,7 @@ from mnemodb.model.errors import (
     StoreUnavailable,
 )
 from mnemodb.model.history import replay
+from mnemodb.model.ops import ALL_OPS
 from mnemodb.model.records import SUPERSEDES, Change, Edge, ItemFilter, Memory, NewMemory
 from mnemodb.server.inspector.web import (
     BASE,
@@ -49,6 +50,8 @@ __all__ = ["routes"]
 log = logging.getLogger("mnemodb.inspector")
 
 PAGE_SIZE = 25
+# The change log's live rows add at most this many entries at a time.
+MAX_LIVE = 200
 # A bulk action names at most this many items: one transaction, one confirmation.
 MAX_BULK = 500
 
@@ -130,7 +133,6 @@ class MemoryQuery:
     scope: str | None
     scopes: list[str]
     where: ItemFilter
-    max_importance: int | None
     offset: int
 
     def page_url(self, request: Request, offset: int) -> str:
@@ -151,44 +153,29 @@ def _memory_query(request: Request, engine: Engine) -> MemoryQuery:
         raise InvalidArgument(f"the importance range is empty: min {low} is above max {high}")
     start = query_time(request, "from")
     end = query_time(request, "to", end_of_day=True)
+    archived = request.query_params.get("archived", "").strip()
+    if archived not in ("", "show"):
+        raise InvalidArgument(f"archived must be empty (leave them out) or show, not {archived!r}")
     where = ItemFilter(
         types=(kind,) if kind else (),
         created_from=start,
         created_to=None if end is None else end + 1,
         tags=(tag,) if tag else (),
         min_importance=low,
+        max_importance=high,
+        include_archived=archived == "show",
     )
     offset = query_int(request, "offset", 0, low=0, high=100_000) or 0
-    return MemoryQuery(text, scope, scopes, where, high, offset)
+    return MemoryQuery(text, scope, scopes, where, offset)
 
 
 def _search_memories(engine: Engine, query: MemoryQuery) -> tuple[list[Found], bool]:
     """One page of memories: ranked as `recall` ranks them when there is text, else newest
-    first. The importance ceiling is applied to what the engine returns."""
-    found: list[Found] = []
-    offset = query.offset
-    more = False
-    # Pages of the engine's own, until a page of ours is full (only the ceiling drops any).
-    while len(found) < PAGE_SIZE + 1:
-        page = engine.items.search(
-            query.text,
-            where=query.where,
-            kinds=("memory",),
-            offset=offset,
-            limit=PAGE_SIZE + 1,
-            scopes=query.scopes,
-        )
-        offset += len(page.found)
-        found += [
-            f
-            for f in page.found
-            if query.max_importance is None
-            or (isinstance(f.item, Memory) and f.item.importance <= query.max_importance)
-        ]
-        if not page.more or not page.found:
-            break
-    more = len(found) > PAGE_SIZE
-    return found[:PAGE_SIZE], more
+    first."""
+    page = engine.items.search(
+        query.text, where=query.where, kinds=("memory",), offset=query.offset, limit=PAGE_SIZE, scopes=query.scopes
+    )
+    return list(page.found), page.more
 
 
 async def memories(request: Request) -> Response:
@@ -210,7 +197,7 @@ async def memories(request: Request) -> Response:
 
 
 async def bulk(request: Request) -> Response:
-    """Forget (or, later, archive) the memories ticked on the list, in one transaction."""
+    """Forget, archive or restore the memories ticked on the list, in one transaction."""
     engine = _engine(request)
     form = await request.form()
     action = form_text(form, "action", required=True)
@@ -223,6 +210,11 @@ async def bulk(request: Request) -> Response:
         done = await call(engine.items.forget, refs, scopes=_readable_scopes(engine))
         count = sum(1 for d in done if d is not None)
         message = f"Forgot {count} memor{'y' if count == 1 else 'ies'}."
+    elif action in ("archive", "unarchive"):
+        change = engine.items.archive_many if action == "archive" else engine.items.unarchive_many
+        changed = await call(change, refs, scopes=_readable_scopes(engine))
+        verb = "Archived" if action == "archive" else "Restored"
+        message = f"{verb} {len(changed)} memor{'y' if len(changed) == 1 else 'ies'}."
     else:
         raise InvalidArgument(f"unknown action {action!r}")
     back = form_text(form, "back") or f"{BASE}/memories"
@@ -415,6 +407,16 @@ async def supersede(request: Request) -> Response:
     return _back(request, f"{BASE}/item/{new.id}", "Superseded: this memory replaces the old one.")
 
 
+async def archive(request: Request) -> Response:
+    """Archive a memory (recall leaves it out; it stays, and can be restored), or restore it."""
+    engine = _engine(request)
+    ref = request.path_params["ref"]
+    restore = request.url.path.endswith("/unarchive")
+    change = engine.items.unarchive if restore else engine.items.archive
+    memory = await call(change, ref, scopes=_readable_scopes(engine))
+    return _back(request, f"{BASE}/item/{memory.id}", "Restored from the archive." if restore else "Archived.")
+
+
 async def forget(request: Request) -> Response:
     engine = _engine(request)
     ref = request.path_params["ref"]
@@ -503,91 +505,49 @@ async def entities(request: Request) -> Response:
 
 
 async def changes(request: Request) -> Response:
-    """The change log, newest first, filtered; `after` asks only for what came since."""
+    """The change log, newest first, filtered; `after` asks only for what came since (the
+    page's live rows), `before` for the next page down."""
     engine = _engine(request)
     scope, scopes = _chosen_scopes(request, engine)
     op = request.query_params.get("op", "").strip() or None
     target = request.query_params.get("item", "").strip() or None
+    token = request.query_params.get("token", "").strip() or None
     start = query_time(request, "from")
     end = query_time(request, "to", end_of_day=True)
     after = query_int(request, "after", None, low=0, high=2**62)
     before = query_int(request, "before", None, low=1, high=2**62)
-    entries, last = await call(_changes_page, engine, scopes, op, target, start, end, after, before)
-    values = {
+    filters = {
+        "ops": (op,) if op else (),
+        "target": target,
+        "actors": (token,) if token else (),
+        "at_from": start,
+        "at_to": None if end is None else end + 1,
+        "scopes": scopes,
+    }
+    page = await call(engine.change_log.page, before_seq=before, limit=PAGE_SIZE, **filters)
+    entries = list(page.changes)
+    if after is not None:
+        # The live rows: every entry since `after`, however many came (up to a few pages).
+        while page.next_before is not None and entries and entries[-1].seq > after and len(entries) < MAX_LIVE:
+            page = await call(engine.change_log.page, before_seq=page.next_before, limit=PAGE_SIZE, **filters)
+            entries += page.changes
+        entries = [c for c in entries if c.seq > after]
+    values: dict[str, Any] = {
         "entries": entries,
-        "last_seq": last,
+        "last_seq": max((c.seq for c in entries), default=after or 0),
         "scope": scope,
         "older_url": None,
     }
-    if entries and after is None and len(entries) >= PAGE_SIZE:
+    if page.next_before is not None and after is None:
         params = {k: v for k, v in request.query_params.items() if k not in ("before", "after") and v}
-        values["older_url"] = f"{BASE}/changes?{urlencode({**params, 'before': entries[-1].seq})}"
+        values["older_url"] = f"{BASE}/changes?{urlencode({**params, 'before': page.next_before})}"
     if is_htmx(request):
         return Page(request, "_change_rows.html").render(**values)
-    ops_known = sorted(
-        {
-            "create_node",
-            "update_node",
-            "remove_node",
-            "create_edge",
-            "close_edge",
-            "remove_edge",
-            "add_tags",
-            "add_observations",
-            "remove_observations",
-            "set_props",
-            "set_embedding",
-        }
-    )
+    if after is None and not entries:
+        values["last_seq"] = await call(engine.current_seq)
     return Page(request, "changes.html").render(
-        scopes=await call(_readable_scopes, engine),
-        ops=ops_known,
-        from_text=request.query_params.get("from", ""),
-        **values,
+        scopes=await call(_readable_scopes, engine), ops=sorted(ALL_OPS), **values
     )
-
-
-def _changes_page(
-    engine: Engine,
-    scopes: list[str],
-    op: str | None,
-    target: str | None,
-    start: int | None,
-    end: int | None,
-    after: int | None,
-    before: int | None,
-) -> tuple[list[Change], int]:
-    """Up to a page of entries, newest first, that meet the filters: read backwards from the
-    newest (or from `before`), down to `after`."""
-    target_id: str | None = None
-    if target is not None:
-        found = engine.items.get([target], scopes=scopes, record_access=False)[0]
-        if found is None:
-            raise NotFound(f"nothing readable is named {target!r}")
-        target_id = found.id
-    last = engine.current_seq()
-    top = min(last, before - 1) if before is not None else last
-    floor = after if after is not None else 0
-    out: list[Change] = []
-    position = top
-    while position > floor and len(out) < PAGE_SIZE:
-        start_seq = max(floor + 1, position - 499)
-        chunk, _ = engine.items.changes(start_seq, position - start_seq + 1, scopes=scopes)
-        chunk = [c for c in chunk if c.seq <= position]
-        for change in reversed(chunk):
-            if op is not None and change.op != op:
-                continue
-            if target_id is not None and change.target != target_id:
-                continue
-            if start is not None and change.at < start:
-                continue
-            if end is not None and change.at > end:
-                continue
-            out.append(change)
-            if len(out) == PAGE_SIZE:
-                break
-        position = start_seq - 1
-    return out, last
 
 
 # -- overview -----------------------------------------------------------------------------------------------
@@ -624,6 +584,8 @@ def routes() -> list[BaseRoute]:
         Route("/item/{ref}/edit", edit, methods=["POST"]),
         Route("/item/{ref}/supersede", supersede, methods=["POST"]),
         Route("/item/{ref}/forget", forget, methods=["POST"]),
+        Route("/item/{ref}/archive", archive, methods=["POST"]),
+        Route("/item/{ref}/unarchive", archive, methods=["POST"]),
         Route("/item/{ref}/observation", observation, methods=["POST"]),
         Route("/item/{ref}/relation", open_relation, methods=["POST"]),
         Route("/item/{ref}/relation/close", close_relation, methods=["POST"]),

@@ -454,3 +454,14 @@ def test_importance_range_and_the_history_s_author(site: Site) -> None:
     only_carol = site.client.get("/ui/changes?token=carol").text
     assert len(re.findall(r'data-seq="(\d+)"', only_carol)) == 1 and token.name == "carol"
     assert re.findall(r'data-seq="(\d+)"', site.client.get("/ui/changes?token=nobody").text) == []
+
+
+def test_the_overview_shows_growth_and_the_largest_entities(site: Site) -> None:
+    for n in range(3):
+        remember(site.engine, f"memory {n}")
+    site.engine.graph.create_entities([NewEntity("Ada", "person", ("a", "b")), NewEntity("Bob", "person", ("a",))])
+    page = site.client.get("/ui/").text
+    bars = re.findall(r"<title>(\d{4}-\d\d-\d\d): (\d+) memor", page)
+    assert bars and sum(int(n) for _, n in bars) == 3
+    largest = page.split('id="largest"')[1]
+    assert largest.index("Ada") < largest.index("Bob") and "2 obs." in largest

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mnemodb.model.records import MemoryStats, Stats
+from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.records import Entity, MemoryStats, Stats
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
 
 __all__ = ["Statistics"]
+
+DAY_MS = 86_400_000
 
 
 class Statistics:
@@ -47,6 +50,33 @@ class Statistics:
         with self._engine.store.read() as tx:
             oldest, newest = tx.memory_time_range(read)
             return MemoryStats(tx.count_memories(read), tx.count_tags(read), oldest, newest)
+
+    def growth(self, *, spans: int = 24, scopes: Sequence[str] | None = None) -> list[tuple[int, int]]:
+        """Memories created over time: (the span's start in ms, memories created in it) for
+        `spans` equal spans of whole days from the oldest memory's day to the newest's; empty
+        when there is none."""
+        if not 1 <= spans <= 1000:
+            raise InvalidArgument("spans must be from 1 to 1,000")
+        read = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            oldest, newest = tx.memory_time_range(read)
+            if oldest is None or newest is None:
+                return []
+            start = oldest - oldest % DAY_MS
+            days = (newest - start) // DAY_MS + 1
+            step = -(-days // spans) * DAY_MS
+            count = -(-(newest - start + 1) // step)
+            return [(start + i * step, n) for i, n in enumerate(tx.memory_growth(read, start, step, count))]
+
+    def largest_entities(self, *, limit: int = 10, scopes: Sequence[str] | None = None) -> list[tuple[Entity, int]]:
+        """The entities with the most observations, with how many, most first."""
+        if not 1 <= limit <= 100:
+            raise InvalidArgument("limit must be from 1 to 100")
+        read = self._engine.scopes(scopes)
+        with self._engine.store.read() as tx:
+            largest = tx.largest_entities(read, limit)
+            entities = tx.entities_by_pk([pk for pk, _ in largest])
+        return [(entities[pk], n) for pk, n in largest if pk in entities]
 
     def memories_per_scope(self) -> dict[str, int]:
         """Every scope's number of memories, whatever the read scopes (for an operator's

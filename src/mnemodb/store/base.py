@@ -543,6 +543,16 @@ class ItemReads(Protocol):
         counts, most common first, ties by value."""
         ...
 
+    def memory_growth(self, scopes: ScopeSet, start: int, step: int, buckets: int) -> list[int]:
+        """How many memories (archived ones too) were created in each of `buckets`
+        consecutive spans of `step` ms from `start`: the first span is [start, start+step)."""
+        ...
+
+    def largest_entities(self, scopes: ScopeSet, limit: int) -> list[tuple[int, int]]:
+        """(pk, observations) of the `limit` entities with the most observations, most first,
+        ties by pk."""
+        ...
+
 
 class EmbeddingReads(Protocol):
     """Vectors, one per (node, model), with the node version they were made from."""

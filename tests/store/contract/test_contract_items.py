@@ -153,3 +153,30 @@ def test_facets_count_only_visible_relations(store: Store) -> None:
         add_edge(tx, here, here, "self")
     with store.read() as tx:
         assert tx.facets([A], 10)["relation_types"] == [("self", 1)]
+
+
+def test_memory_growth_counts_memories_per_span_of_time(store: Store) -> None:
+    with store.write() as tx:
+        for offset in (0, 5, 9, 10, 35, 40):
+            add_memory(tx, f"at {offset}", at=T0 + offset)
+        add_memory(tx, "elsewhere", scope=C, at=T0 + 1)
+        add_entity(tx, "Not a memory", at=T0 + 2)
+    with store.read() as tx:
+        assert tx.memory_growth([A], T0, 10, 4) == [3, 1, 0, 1]
+        assert tx.memory_growth([A, C], T0, 10, 5) == [4, 1, 0, 1, 1]
+        assert tx.memory_growth([A], T0 + 5, 5, 2) == [2, 1]
+        assert tx.memory_growth([B], T0, 10, 3) == [0, 0, 0]
+
+
+def test_largest_entities_have_the_most_observations(store: Store) -> None:
+    with store.write() as tx:
+        small = add_entity(tx, "small", observations=["one"])
+        big = add_entity(tx, "big", observations=["one", "two", "three"])
+        middle = add_entity(tx, "middle", observations=["one", "two"])
+        tie = add_entity(tx, "tie", observations=["one", "two"])
+        add_entity(tx, "empty")
+        add_entity(tx, "hidden", observations=["a", "b", "c", "d"], scope=C)
+    with store.read() as tx:
+        assert tx.largest_entities([A], 10) == [(big, 3), (middle, 2), (tie, 2), (small, 1)]
+        assert tx.largest_entities([A], 2) == [(big, 3), (middle, 2)]
+        assert tx.largest_entities([B], 5) == []

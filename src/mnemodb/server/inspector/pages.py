@@ -559,8 +559,14 @@ def _overview(engine: Engine) -> dict[str, Any]:
     per_scope = engine.memories_per_scope()
     embeddings = engine.embeddings
     coverage = embeddings.coverage() if embeddings.model is not None else None
+    growth = engine.statistics.growth(spans=30, scopes=scopes)
+    tallest = max((n for _, n in growth), default=0)
     return {
         "stats": stats,
+        "growth": growth,
+        "growth_step": growth[1][0] - growth[0][0] if len(growth) > 1 else 86_400_000,
+        "tallest": tallest,
+        "largest": engine.statistics.largest_entities(limit=10, scopes=scopes),
         "per_scope": [(s, per_scope.get(s, 0)) for s in scopes],
         "facets": engine.items.facets(top=15, scopes=scopes),
         "embedder": embeddings.model,

@@ -238,6 +238,25 @@ class ItemReads:
         )
         return {r[0] for r in rows}
 
+    def memory_growth(self, scopes: Sequence[str], start: int, step: int, buckets: int) -> list[int]:
+        counts = [0] * buckets
+        rows = self.conn.execute(
+            "SELECT (created_at - %s) / %s AS b, COUNT(*) FROM node WHERE label = 'Memory' "
+            "AND scope = ANY(%s) AND created_at >= %s AND created_at < %s GROUP BY b",
+            [start, step, put_scopes(scopes), start, start + step * buckets],
+        )
+        for bucket, count in rows:
+            counts[int(bucket)] = int(count)
+        return counts
+
+    def largest_entities(self, scopes: Sequence[str], limit: int) -> list[tuple[int, int]]:
+        rows = self.conn.execute(
+            "SELECT e.node, COUNT(*) AS c FROM entity e JOIN observation o ON o.entity = e.node "
+            "WHERE e.scope = ANY(%s) GROUP BY e.node ORDER BY c DESC, e.node LIMIT %s",
+            [put_scopes(scopes), limit],
+        )
+        return [(int(pk), int(count)) for pk, count in rows]
+
     def facets(self, scopes: Sequence[str], top: int) -> dict[str, list[tuple[str, int]]]:
         """The most common tags, memory types, entity types and relation types in `scopes`,
         with their counts, most common first (one statement)."""

@@ -223,6 +223,25 @@ class ItemReads:
         )
         return {r[0] for r in rows}
 
+    def memory_growth(self, scopes: Sequence[str], start: int, step: int, buckets: int) -> list[int]:
+        counts = [0] * buckets
+        rows = self.conn.execute(
+            f"SELECT (created_at - ?) / ? AS b, COUNT(*) FROM node WHERE label = 'Memory' "
+            f"AND scope IN ({marks(len(scopes))}) AND created_at >= ? AND created_at < ? GROUP BY b",
+            [start, step, *scopes, start, start + step * buckets],
+        )
+        for bucket, count in rows:
+            counts[int(bucket)] = int(count)
+        return counts
+
+    def largest_entities(self, scopes: Sequence[str], limit: int) -> list[tuple[int, int]]:
+        rows = self.conn.execute(
+            f"SELECT e.node, COUNT(*) AS c FROM entity e JOIN observation o ON o.entity = e.node "
+            f"WHERE e.scope IN ({marks(len(scopes))}) GROUP BY e.node ORDER BY c DESC, e.node LIMIT ?",
+            [*scopes, limit],
+        )
+        return [(int(pk), int(count)) for pk, count in rows]
+
     def facets(self, scopes: Sequence[str], top: int) -> dict[str, list[tuple[str, int]]]:
         """The most common tags, memory types, entity types and relation types in `scopes`,
         with their counts, most common first."""

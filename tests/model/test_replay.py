@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from mnemodb.model import ops
-from mnemodb.model.history import as_item, as_node, replay
+from mnemodb.model.history import as_item, as_node, replay, steps
 from mnemodb.model.ids import content_hash
 from mnemodb.model.records import Change, Entity, Memory
 
@@ -105,3 +105,12 @@ def test_redacted_entries_still_replay() -> None:
     past = replay(redacted, 450)
     assert past is not None and past.memory is not None
     assert (past.memory["content"], past.memory["tags"], past.props) == ("", (), {})
+
+
+def test_steps_give_the_item_after_each_entry_as_replay_does() -> None:
+    changes = memory_log()
+    told = list(steps(changes))
+    assert [change for change, _ in told] == changes
+    for i, (change, past) in enumerate(told):
+        assert past == replay(changes[: i + 1], change.at), change.op
+    assert told[-1][1] is None  # removed

@@ -8,7 +8,7 @@ from the item's entries in log order: a rule about what an entry changed is writ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,7 +17,7 @@ from mnemodb.model.ids import content_hash
 from mnemodb.model.records import Change, Entity, Memory, Node
 from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
 
-__all__ = ["PastItem", "as_item", "as_node", "replay"]
+__all__ = ["PastItem", "as_item", "as_node", "replay", "steps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,15 @@ def replay(
         # Archived later than `at` (an imported memory carries the time it was archived).
         past = replace(past, memory={**past.memory, "archived_at": None})
     return past
+
+
+def steps(changes: Iterable[Change]) -> Iterator[tuple[Change, PastItem | None]]:
+    """Each entry (oldest first) with the item as it was right after it: an item's history
+    told change by change, in one pass."""
+    past: PastItem | None = None
+    for change in changes:
+        past = _applied(past, change, None)
+        yield change, past
 
 
 def _applied(past: PastItem | None, change: Change, created_at: int | None) -> PastItem | None:

@@ -29,7 +29,7 @@ from mnemodb.model.errors import (
     OperationTimeout,
     StoreUnavailable,
 )
-from mnemodb.model.history import replay
+from mnemodb.model.history import steps
 from mnemodb.model.ops import ALL_OPS
 from mnemodb.model.records import SUPERSEDES, Change, Edge, ItemFilter, Memory, NewMemory
 from mnemodb.server.inspector.web import (
@@ -281,8 +281,8 @@ def history_entries(changes: Sequence[Change]) -> list[HistoryEntry]:
     the item replayed up to each entry, compared with the one before."""
     out: list[HistoryEntry] = []
     previous: dict[str, Any] = {}
-    for i, change in enumerate(changes):
-        state = _flat(replay(changes[: i + 1], change.at, as_created=True))
+    for change, past in steps(changes):
+        state = _flat(past)
         fields: list[FieldChange] = []
         for name in sorted(set(previous) | set(state)):
             before, after = previous.get(name), state.get(name)

@@ -182,7 +182,6 @@ async def memories(request: Request) -> Response:
     engine = _engine(request)
     query = _memory_query(request, engine)
     found, more = await call(_search_memories, engine, query)
-    facets = None if is_htmx(request) else await call(engine.items.facets, top=30, scopes=query.scopes)
     values: dict[str, Any] = {
         "found": found,
         "more": more,
@@ -193,7 +192,7 @@ async def memories(request: Request) -> Response:
     if is_htmx(request):
         return Page(request, "_memory_results.html").render(**values)
     scopes = await call(_readable_scopes, engine)
-    return Page(request, "memories.html").render(scopes=scopes, facets=facets, **values)
+    return Page(request, "memories.html").render(scopes=scopes, **values)
 
 
 async def bulk(request: Request) -> Response:

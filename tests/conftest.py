@@ -2,7 +2,8 @@
 
 Markers: a server test that runs its server in this process is marked `inprocess`
 (`inprocess.inprocess`); every other test under tests/server starts server processes
-and is marked `e2e` here. `scripts/test --fast` leaves the `e2e` ones out."""
+and is marked `e2e` here; every test under tests/browser drives a real Chromium and is
+marked `browser` here. `scripts/test --fast` leaves the `e2e` and `browser` ones out."""
 
 from __future__ import annotations
 
@@ -18,17 +19,21 @@ from stores import store_location
 from support import RawServer, serve_command
 
 SERVER_TESTS = Path(__file__).parent / "server"
+BROWSER_TESTS = Path(__file__).parent / "browser"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "inprocess: serves in the tests' own process, over in-memory streams")
     config.addinivalue_line("markers", "e2e: starts real server processes (stdio or HTTP)")
+    config.addinivalue_line("markers", "browser: drives the web inspector in a real Chromium (tests/browser)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(SERVER_TESTS) and item.get_closest_marker("inprocess") is None:
             item.add_marker(pytest.mark.e2e)
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ from mnemodb.model.errors import (
 from mnemodb.model.history import steps
 from mnemodb.model.ops import ALL_OPS
 from mnemodb.model.records import SUPERSEDES, Change, Edge, ItemFilter, Memory, NewMemory
+from mnemodb.model.times import iso_utc
 from mnemodb.server.inspector.web import (
     BASE,
     Page,
@@ -251,13 +252,22 @@ class HistoryEntry:
     changes: list[FieldChange]
 
 
+def _shown(value: Any) -> Any:
+    """A field's value as a person reads it: a list as its items, a time as ISO UTC."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return value
+
+
 def _flat(past: Any) -> dict[str, Any]:
     if past is None:
         return {}
     out: dict[str, Any] = {}
     for part in (past.memory or {}, past.entity or {}):
-        out.update(part)
-    out.update({f"props.{k}": v for k, v in (past.props or {}).items()})
+        out.update({k: _shown(v) for k, v in part.items()})
+    out.update({f"props.{k}": _shown(v) for k, v in (past.props or {}).items()})
+    if isinstance(out.get("archived_at"), int):
+        out["archived_at"] = iso_utc(out["archived_at"])
     return out
 
 

@@ -81,12 +81,6 @@ def test_typing_in_the_search_box_updates_the_results_and_the_url(page: Page, in
     assert page.evaluate("window.mnemodbTestSameDocument") is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: the search box's form also searches on `change`, so leaving the box by clicking a "
-    "result sends the search again; its answer lands after the result's page and pushes the search's URL "
-    "over it (the page shows the item, the address bar the search)",
-)
 @pytest.mark.parametrize(
     ("path", "words", "result"), [("memories", "staging", "The staging"), ("entities", "Acme", "Acme")]
 )

@@ -74,11 +74,6 @@ def signing_in(response: Response) -> bool:
     return response.request.method == "POST" and response.url.endswith("/ui/login")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: the pages' Referrer-Policy no-referrer makes Chromium send `Origin: null` with a form "
-    "posted without htmx (the login and sign-out forms), and the server refuses it (403 Invalid Origin header)",
-)
 def test_signing_in_with_a_token(page: Page, site: Seeded, watch: Watch) -> None:
     inspector = site.inspector
     page.goto(inspector.url("/memories?tag=plans"))

@@ -108,7 +108,7 @@ def test_every_page_renders_with_the_security_headers(site: Site) -> None:
         assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["x-content-type-options"] == "nosniff"
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
     assert "default-src 'self'" in CONTENT_SECURITY_POLICY and "unsafe" not in CONTENT_SECURITY_POLICY
 
 
@@ -465,3 +465,24 @@ def test_the_overview_shows_growth_and_the_largest_entities(site: Site) -> None:
     assert bars and sum(int(n) for _, n in bars) == 3
     largest = page.split('id="largest"')[1]
     assert largest.index("Ada") < largest.index("Bob") and "2 obs." in largest
+
+
+def test_change_rows_say_what_they_are_about_and_a_done_message_shows(site: Site) -> None:
+    memory = remember(site.engine, "The boiler is serviced in March")
+    site.engine.graph.create_entities([NewEntity("Ada", "person")])
+    gone = remember(site.engine, "A note soon forgotten")
+    response = site.post(f"/ui/item/{gone.id}/forget", {})
+    page = site.client.get("/ui/changes").text
+    assert f'href="/ui/item/{memory.id}">The boiler is serviced in March</a>' in page
+    assert ">Ada</a>" in page
+    # What a forgotten memory said left the log with it: its entries show its id, and lead
+    # to its entries rather than to a page it no longer has.
+    assert f'href="/ui/changes?item={gone.id}" class="gone" title="no longer there: its entries">{gone.id}</a>' in page
+    assert "Forgotten." in site.client.get(response.headers["location"]).text
+
+
+def test_the_log_s_position_is_the_operator_s_figure_only(site: Site) -> None:
+    assert "changes logged" in site.client.get("/ui/").text
+    _, secret = site.engine.tokens.create("alice")
+    site.sign_in(secret)
+    assert "changes logged" not in site.client.get("/ui/").text

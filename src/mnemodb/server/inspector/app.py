@@ -58,6 +58,9 @@ UI_PATH = "/ui"
 SESSION_COOKIE = "mnemodb_session"
 CSRF_COOKIE = "mnemodb_csrf"
 _STATIC = Path(__file__).parent / "static"
+# Referrer-Policy is same-origin, not no-referrer: under no-referrer a browser sends
+# `Origin: null` with a plain form's POST, and the origin check could not tell the
+# inspector's own sign-in form from another site's.
 # What the inspector's pages may load and do: only this server's own scripts, styles,
 # images and fetches; no inline code, no plugins, no framing, forms posted only here.
 CONTENT_SECURITY_POLICY = (
@@ -69,7 +72,7 @@ _SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]

@@ -351,7 +351,7 @@ async def item(request: Request) -> Response:
     view = await call(_item_view, engine, request.path_params["ref"])
     if "edge" in view:
         raise HTTPException(404, "relations have no page of their own: open one of their ends")
-    return Page(request, "item.html").render(done=request.query_params.get("done"), **view)
+    return Page(request, "item.html").render(**view)
 
 
 def _tags(text: str | None) -> tuple[str, ...] | None:
@@ -543,6 +543,7 @@ async def changes(request: Request) -> Response:
         entries = [c for c in entries if c.seq > after]
     values: dict[str, Any] = {
         "entries": entries,
+        "labels": await call(_change_labels, engine, entries, scopes),
         "last_seq": max((c.seq for c in entries), default=after or 0),
         "scope": scope,
         "older_url": None,
@@ -559,6 +560,32 @@ async def changes(request: Request) -> Response:
     )
 
 
+def _change_labels(engine: Engine, entries: Sequence[Change], scopes: list[str]) -> dict[str, tuple[str, bool]]:
+    """What each entry is about, as a person reads it, and whether it is still there: a
+    memory's text, an entity's name, a relation's ends; for an item gone since, what its
+    creation entry said (nothing, once forgetting redacted it)."""
+    targets = list(dict.fromkeys(c.target for c in entries if c.target))
+    found = engine.items.get(targets, scopes=scopes, record_access=False) if targets else []
+    labels: dict[str, tuple[str, bool]] = {}
+    for target, item in zip(targets, found, strict=True):
+        if isinstance(item, Memory):
+            labels[target] = item.content, True
+        elif isinstance(item, Edge):
+            labels[target] = f"{item.src} {item.type} {item.dst}", True
+        elif item is not None:
+            labels[target] = item.name, True
+    for change in entries:
+        if change.target and change.target not in labels:
+            memory, entity = change.data.get("memory"), change.data.get("entity")
+            said = ""
+            if isinstance(memory, Mapping) and isinstance(memory.get("content"), str):
+                said = memory["content"]
+            elif isinstance(entity, Mapping) and isinstance(entity.get("name"), str):
+                said = entity["name"]
+            labels[change.target] = said or change.target, False
+    return labels
+
+
 # -- overview -----------------------------------------------------------------------------------------------
 
 
@@ -570,8 +597,12 @@ def _overview(engine: Engine) -> dict[str, Any]:
     coverage = embeddings.coverage() if embeddings.model is not None else None
     growth = engine.statistics.growth(spans=30, scopes=scopes)
     tallest = max((n for _, n in growth), default=0)
+    from mnemodb.engine.tokens import current_grant
+
     return {
         "stats": stats,
+        # The log's position counts every scope's changes: the operator's figure only.
+        "operator": current_grant() is None,
         "growth": growth,
         "growth_step": growth[1][0] - growth[0][0] if len(growth) > 1 else 86_400_000,
         "tallest": tallest,

@@ -92,6 +92,8 @@ class Page:
             "signed_in": bool(state.get("signed_in")),
             "path": self.request.url.path,
             "query": self.request.query_params,
+            # What the change that led here did, told once (`_back` adds it to the URL).
+            "done": self.request.query_params.get("done"),
             **values,
         }
 

@@ -486,3 +486,10 @@ def test_the_log_s_position_is_the_operator_s_figure_only(site: Site) -> None:
     _, secret = site.engine.tokens.create("alice")
     site.sign_in(secret)
     assert "changes logged" not in site.client.get("/ui/").text
+
+
+def test_no_ui_serves_no_inspector(engine: Engine, db_path: Path) -> None:
+    for site in _site(engine, db_path, HttpSettings(ui=False)):
+        assert site.client.get("/ui/").status_code == 404
+        assert site.client.get("/ui/static/inspector.css").status_code == 404
+        assert site.client.get("/healthz").status_code == 200

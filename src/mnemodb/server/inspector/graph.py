@@ -39,19 +39,23 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from mnemodb.engine.items import Item
-from mnemodb.engine.tokens import current_grant
 from mnemodb.model.errors import (
-    Conflict,
     EngineError,
-    Forbidden,
     InvalidArgument,
     NotFound,
-    OperationTimeout,
-    StoreUnavailable,
 )
 from mnemodb.model.records import Edge, Entity, Memory
 from mnemodb.model.times import iso_utc
-from mnemodb.server.inspector.web import BASE, Page, call, query_int, query_time
+from mnemodb.server.inspector.web import (
+    BASE,
+    Page,
+    call,
+    engine_of,
+    query_int,
+    query_time,
+    readable_scopes,
+    status_of,
+)
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -78,20 +82,6 @@ MAX_FILTER_CHARS = 200
 # Radial layout: space between rings and between neighbours on a ring, in pixels.
 RING_GAP = 160.0
 NODE_GAP = 42.0
-
-
-def _engine(request: Request) -> Engine:
-    engine: Engine = request.app.state.engine
-    return engine
-
-
-def _readable_scopes(engine: Engine) -> list[str]:
-    """What the reader may read: a grant's read scopes; without one (the operator on
-    loopback), every scope holding memories and the default ones, as the other pages."""
-    grant = current_grant()
-    if grant is not None:
-        return list(grant.read_scopes)
-    return sorted({*engine.read_scopes, engine.write_scope, *engine.memories_per_scope()})
 
 
 # -- parameters -------------------------------------------------------------------------------
@@ -367,7 +357,7 @@ def ego_graph(engine: Engine, query: GraphQuery) -> dict[str, Any]:
     """The data for one drawing: cytoscape elements and what the page says about them."""
     if query.center is None:
         raise InvalidArgument("center is required: give an item id, a memory hash or an entity name")
-    reads = _readable_scopes(engine)
+    reads = readable_scopes(engine)
     now = engine.clock()
     at = now if query.as_of is None else query.as_of
     center = _resolve(engine, query.center, reads, query.as_of)
@@ -483,7 +473,7 @@ def _suggestions(engine: Engine, text: str | None, reads: Sequence[str]) -> tupl
 
 
 def _page_view(engine: Engine, query: GraphQuery) -> dict[str, Any]:
-    reads = _readable_scopes(engine)
+    reads = readable_scopes(engine)
     now = engine.clock()
     center: Item | None = None
     suggestions: list[Start] = []
@@ -522,7 +512,7 @@ class PanelRelation:
 
 
 def _panel_view(engine: Engine, ref: str, as_of: int | None) -> dict[str, Any]:
-    reads = _readable_scopes(engine)
+    reads = readable_scopes(engine)
     at = engine.clock() if as_of is None else as_of
     item = _resolve(engine, ref, reads, as_of)
     if item is None:
@@ -558,22 +548,8 @@ def _panel_view(engine: Engine, ref: str, as_of: int | None) -> dict[str, Any]:
 # -- handlers ---------------------------------------------------------------------------------
 
 
-def _status_of(exc: EngineError) -> int:
-    for kind, status in (
-        (StoreUnavailable, 503),
-        (Forbidden, 403),
-        (NotFound, 404),
-        (Conflict, 409),
-        (OperationTimeout, 504),
-        (InvalidArgument, 400),
-    ):
-        if isinstance(exc, kind):
-            return status
-    return 500
-
-
 def _json_error(exc: EngineError) -> JSONResponse:
-    status = _status_of(exc)
+    status = status_of(exc)
     text = "The database cannot be reached right now. Retry shortly." if status == 503 else str(exc)
     response = JSONResponse({"error": text}, status_code=status)
     if status == 503:
@@ -586,7 +562,7 @@ async def page(request: Request) -> Response:
     layout = request.query_params.get("layout", "").strip() or LAYOUTS[0]
     if layout not in LAYOUTS:
         raise InvalidArgument(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-    view = await call(_page_view, _engine(request), query)
+    view = await call(_page_view, engine_of(request), query)
     center = view["center"]
     data_query = ""
     if center is not None:
@@ -609,7 +585,7 @@ async def page(request: Request) -> Response:
 async def data(request: Request) -> Response:
     try:
         query = parse_query(request)
-        body = await call(ego_graph, _engine(request), query)
+        body = await call(ego_graph, engine_of(request), query)
     except EngineError as exc:
         return _json_error(exc)
     return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -618,7 +594,7 @@ async def data(request: Request) -> Response:
 async def panel(request: Request) -> Response:
     query = parse_query(request)
     ref = request.path_params["ref"]
-    view = await call(_panel_view, _engine(request), ref, query.as_of)
+    view = await call(_panel_view, engine_of(request), ref, query.as_of)
     return Page(request, "_graph_panel.html").render(
         centre_url=f"{BASE}/graph?{urlencode(query.params(view['item'].id))}",
         folded=query_int(request, "folded", None, low=0, high=10**9),

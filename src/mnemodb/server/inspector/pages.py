@@ -21,12 +21,9 @@ from starlette.routing import BaseRoute, Route
 
 from mnemodb.engine.items import Found, Item, Note, Patch
 from mnemodb.model.errors import (
-    Conflict,
     EngineError,
-    Forbidden,
     InvalidArgument,
     NotFound,
-    OperationTimeout,
     StoreUnavailable,
 )
 from mnemodb.model.history import steps
@@ -37,10 +34,13 @@ from mnemodb.server.inspector.web import (
     BASE,
     Page,
     call,
+    engine_of,
     form_text,
     is_htmx,
     query_int,
     query_time,
+    readable_scopes,
+    status_of,
 )
 
 if TYPE_CHECKING:
@@ -57,26 +57,7 @@ MAX_LIVE = 200
 MAX_BULK = 500
 
 
-def _engine(request: Request) -> Engine:
-    engine: Engine = request.app.state.engine
-    return engine
-
-
 # -- errors: a refusal is a message on the page, never a traceback ---------------------------------
-
-
-def _status_of(exc: EngineError) -> int:
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, OperationTimeout):
-        return 504
-    if isinstance(exc, InvalidArgument):
-        return 400
-    return 500
 
 
 async def engine_error(request: Request, exc: Exception) -> Response:
@@ -89,7 +70,7 @@ async def engine_error(request: Request, exc: Exception) -> Response:
         )
         response.headers["Retry-After"] = "1"
         return response
-    status = _status_of(exc)
+    status = status_of(exc)
     if status == 500:
         log.error("inspector: %s", exc)
     template = "_error.html" if is_htmx(request) else "message.html"
@@ -106,23 +87,12 @@ async def http_error(request: Request, exc: Exception) -> Response:
 # -- scopes the page offers -------------------------------------------------------------------------
 
 
-def _readable_scopes(engine: Engine) -> list[str]:
-    """The scopes a person may pick: a grant's read scopes; without one (the operator on
-    loopback), every scope that holds memories, and the default ones."""
-    from mnemodb.engine.tokens import current_grant
-
-    grant = current_grant()
-    if grant is not None:
-        return list(grant.read_scopes)
-    return sorted({*engine.read_scopes, engine.write_scope, *engine.memories_per_scope()})
-
-
 def _chosen_scopes(request: Request, engine: Engine) -> tuple[str | None, list[str]]:
     """(the scope picked, the scopes to read): one picked scope, or every readable one."""
     picked = request.query_params.get("scope", "").strip() or None
     if picked is not None:
         return picked, [picked]
-    return None, _readable_scopes(engine)
+    return None, readable_scopes(engine)
 
 
 # -- memories -----------------------------------------------------------------------------------------
@@ -180,7 +150,7 @@ def _search_memories(engine: Engine, query: MemoryQuery) -> tuple[list[Found], b
 
 
 async def memories(request: Request) -> Response:
-    engine = _engine(request)
+    engine = engine_of(request)
     query = _memory_query(request, engine)
     found, more = await call(_search_memories, engine, query)
     values: dict[str, Any] = {
@@ -192,13 +162,13 @@ async def memories(request: Request) -> Response:
     }
     if is_htmx(request):
         return Page(request, "_memory_results.html").render(**values)
-    scopes = await call(_readable_scopes, engine)
+    scopes = await call(readable_scopes, engine)
     return Page(request, "memories.html").render(scopes=scopes, **values)
 
 
 async def bulk(request: Request) -> Response:
     """Forget, archive or restore the memories ticked on the list, in one transaction."""
-    engine = _engine(request)
+    engine = engine_of(request)
     form = await request.form()
     action = form_text(form, "action", required=True)
     refs = [str(v) for v in form.getlist("ref") if isinstance(v, str) and v.strip()]
@@ -207,12 +177,12 @@ async def bulk(request: Request) -> Response:
     if len(refs) > MAX_BULK:
         raise InvalidArgument(f"at most {MAX_BULK} memories at a time, not {len(refs)}")
     if action == "forget":
-        done = await call(engine.items.forget, refs, scopes=_readable_scopes(engine))
+        done = await call(engine.items.forget, refs, scopes=readable_scopes(engine))
         count = sum(1 for d in done if d is not None)
         message = f"Forgot {count} memor{'y' if count == 1 else 'ies'}."
     elif action in ("archive", "unarchive"):
         change = engine.items.archive_many if action == "archive" else engine.items.unarchive_many
-        changed = await call(change, refs, scopes=_readable_scopes(engine))
+        changed = await call(change, refs, scopes=readable_scopes(engine))
         verb = "Archived" if action == "archive" else "Restored"
         message = f"{verb} {len(changed)} memor{'y' if len(changed) == 1 else 'ies'}."
     else:
@@ -318,7 +288,7 @@ def _links(item: Item, edges: Sequence[Edge], ends: Mapping[int, Item]) -> list[
 
 
 def _item_view(engine: Engine, ref: str) -> dict[str, Any]:
-    scopes = _readable_scopes(engine)
+    scopes = readable_scopes(engine)
     found = engine.items.get([ref], scopes=scopes, record_access=False)[0]
     if found is None:
         raise NotFound(f"nothing readable is named {ref!r}")
@@ -347,7 +317,7 @@ def _writable(scope: str) -> bool:
 
 
 async def item(request: Request) -> Response:
-    engine = _engine(request)
+    engine = engine_of(request)
     view = await call(_item_view, engine, request.path_params["ref"])
     if "edge" in view:
         raise HTTPException(404, "relations have no page of their own: open one of their ends")
@@ -372,10 +342,10 @@ def _int_field(form: Mapping[str, Any], name: str) -> int | None:
 
 async def edit(request: Request) -> Response:
     """Change a memory's text, tags, importance, type or summary, or an entity's name and type."""
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
     form = await request.form()
-    current = (await call(engine.items.get, [ref], scopes=_readable_scopes(engine), record_access=False))[0]
+    current = (await call(engine.items.get, [ref], scopes=readable_scopes(engine), record_access=False))[0]
     if current is None or isinstance(current, Edge):
         raise NotFound(f"nothing readable is named {ref!r}")
     if isinstance(current, Memory):
@@ -393,24 +363,24 @@ async def edit(request: Request) -> Response:
             name=name if name and name != current.name else None,
             entity_type=form_text(form, "type"),
         )
-    _, after = await call(engine.items.revise, current.id, patch, scopes=_readable_scopes(engine))
+    _, after = await call(engine.items.revise, current.id, patch, scopes=readable_scopes(engine))
     return _back(request, f"{BASE}/item/{after.id}", "Saved.")
 
 
 async def supersede(request: Request) -> Response:
     """A new memory that replaces this one: the old one stays, marked as superseded."""
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
     form = await request.form()
     content = (form_text(form, "content", required=True) or "").replace("\r\n", "\n")
-    current = (await call(engine.items.get, [ref], scopes=_readable_scopes(engine), record_access=False))[0]
+    current = (await call(engine.items.get, [ref], scopes=readable_scopes(engine), record_access=False))[0]
     if not isinstance(current, Memory):
         raise NotFound(f"no readable memory is named {ref!r}")
     note = Note(
         NewMemory(content, current.tags, current.importance, current.memory_type),
         supersedes=current.id,
     )
-    outcomes, _ = await call(engine.items.remember, [note], scope=current.scope, scopes=_readable_scopes(engine))
+    outcomes, _ = await call(engine.items.remember, [note], scope=current.scope, scopes=readable_scopes(engine))
     new = outcomes[0].item
     assert new is not None
     return _back(request, f"{BASE}/item/{new.id}", "Superseded: this memory replaces the old one.")
@@ -418,18 +388,18 @@ async def supersede(request: Request) -> Response:
 
 async def archive(request: Request) -> Response:
     """Archive a memory (recall leaves it out; it stays, and can be restored), or restore it."""
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
     restore = request.url.path.endswith("/unarchive")
     change = engine.items.unarchive if restore else engine.items.archive
-    memory = await call(change, ref, scopes=_readable_scopes(engine))
+    memory = await call(change, ref, scopes=readable_scopes(engine))
     return _back(request, f"{BASE}/item/{memory.id}", "Restored from the archive." if restore else "Archived.")
 
 
 async def forget(request: Request) -> Response:
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
-    done = await call(engine.items.forget, [ref], scopes=_readable_scopes(engine))
+    done = await call(engine.items.forget, [ref], scopes=readable_scopes(engine))
     if done[0] is None:
         raise NotFound(f"nothing readable is named {ref!r}")
     return _back(request, f"{BASE}/memories", "Forgotten.")
@@ -437,7 +407,7 @@ async def forget(request: Request) -> Response:
 
 async def observation(request: Request) -> Response:
     """Add, edit or remove one observation of an entity."""
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
     form = await request.form()
     action = form_text(form, "action", required=True)
@@ -453,12 +423,12 @@ async def observation(request: Request) -> Response:
         raise InvalidArgument(f"unknown observation action {action!r}")
     if action != "remove" and not new:
         raise InvalidArgument("an observation must not be empty")
-    _, after = await call(engine.items.revise, ref, patch, scopes=_readable_scopes(engine))
+    _, after = await call(engine.items.revise, ref, patch, scopes=readable_scopes(engine))
     return _back(request, f"{BASE}/item/{after.id}", "Saved.")
 
 
 async def open_relation(request: Request) -> Response:
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
     form = await request.form()
     kind = (form_text(form, "type", required=True) or "").strip()
@@ -466,7 +436,7 @@ async def open_relation(request: Request) -> Response:
     direction = form_text(form, "direction") or "out"
     if not kind or not other:
         raise InvalidArgument("a relation needs a type and the item at its other end")
-    scopes = _readable_scopes(engine)
+    scopes = readable_scopes(engine)
     current = (await call(engine.items.get, [ref], scopes=scopes, record_access=False))[0]
     if current is None or isinstance(current, Edge):
         raise NotFound(f"nothing readable is named {ref!r}")
@@ -476,11 +446,11 @@ async def open_relation(request: Request) -> Response:
 
 
 async def close_relation(request: Request) -> Response:
-    engine = _engine(request)
+    engine = engine_of(request)
     ref = request.path_params["ref"]
     form = await request.form()
     edge_id = (form_text(form, "edge", required=True) or "").strip()
-    await call(engine.items.relate, (), [(edge_id, None)], scopes=_readable_scopes(engine))
+    await call(engine.items.relate, (), [(edge_id, None)], scopes=readable_scopes(engine))
     return _back(request, f"{BASE}/item/{ref}", "Relation closed.")
 
 
@@ -488,7 +458,7 @@ async def close_relation(request: Request) -> Response:
 
 
 async def entities(request: Request) -> Response:
-    engine = _engine(request)
+    engine = engine_of(request)
     scope, scopes = _chosen_scopes(request, engine)
     text = request.query_params.get("q", "").strip() or None
     offset = query_int(request, "offset", 0, low=0, high=100_000) or 0
@@ -507,7 +477,7 @@ async def entities(request: Request) -> Response:
     }
     if is_htmx(request):
         return Page(request, "_entity_results.html").render(**values)
-    return Page(request, "entities.html").render(scopes=await call(_readable_scopes, engine), **values)
+    return Page(request, "entities.html").render(scopes=await call(readable_scopes, engine), **values)
 
 
 # -- the change log -----------------------------------------------------------------------------------------
@@ -516,7 +486,7 @@ async def entities(request: Request) -> Response:
 async def changes(request: Request) -> Response:
     """The change log, newest first, filtered; `after` asks only for what came since (the
     page's live rows), `before` for the next page down."""
-    engine = _engine(request)
+    engine = engine_of(request)
     scope, scopes = _chosen_scopes(request, engine)
     op = request.query_params.get("op", "").strip() or None
     target = request.query_params.get("item", "").strip() or None
@@ -556,7 +526,7 @@ async def changes(request: Request) -> Response:
     if after is None and not entries:
         values["last_seq"] = await call(engine.current_seq)
     return Page(request, "changes.html").render(
-        scopes=await call(_readable_scopes, engine), ops=sorted(ALL_OPS), **values
+        scopes=await call(readable_scopes, engine), ops=sorted(ALL_OPS), **values
     )
 
 
@@ -590,7 +560,7 @@ def _change_labels(engine: Engine, entries: Sequence[Change], scopes: list[str])
 
 
 def _overview(engine: Engine) -> dict[str, Any]:
-    scopes = _readable_scopes(engine)
+    scopes = readable_scopes(engine)
     stats = engine.stats(scopes=scopes)
     per_scope = engine.memories_per_scope()
     embeddings = engine.embeddings
@@ -615,7 +585,7 @@ def _overview(engine: Engine) -> dict[str, Any]:
 
 
 async def overview(request: Request) -> Response:
-    view = await call(_overview, _engine(request))
+    view = await call(_overview, engine_of(request))
     return Page(request, "overview.html").render(**view)
 
 

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 import anyio.to_thread
@@ -15,18 +15,33 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from mnemodb.model.errors import InvalidArgument
+from mnemodb.engine.tokens import current_grant
+from mnemodb.model.errors import (
+    Conflict,
+    EngineError,
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    OperationTimeout,
+    StoreUnavailable,
+)
 from mnemodb.model.times import epoch_ms, iso_utc
+
+if TYPE_CHECKING:
+    from mnemodb.engine import Engine
 
 __all__ = [
     "CSRF_FIELD",
     "CSRF_HEADER",
     "Page",
     "call",
+    "engine_of",
     "form_text",
     "is_htmx",
     "query_int",
     "query_time",
+    "readable_scopes",
+    "status_of",
     "templates",
 ]
 
@@ -67,6 +82,36 @@ def url_with(params: Mapping[str, str], **overrides: Any) -> str:
 templates.globals["url_with"] = url_with
 templates.filters["when"] = _when
 templates.filters["day"] = _day
+
+
+def engine_of(request: Request) -> Engine:
+    """The engine the inspector serves."""
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def readable_scopes(engine: Engine) -> list[str]:
+    """The scopes a page reads and offers: a grant's read scopes; without one (the operator
+    on loopback), every scope that holds memories, and the default ones."""
+    grant = current_grant()
+    if grant is not None:
+        return list(grant.read_scopes)
+    return sorted({*engine.read_scopes, engine.write_scope, *engine.memories_per_scope()})
+
+
+def status_of(exc: EngineError) -> int:
+    """The HTTP status for an engine's refusal."""
+    for kind, status in (
+        (StoreUnavailable, 503),
+        (Forbidden, 403),
+        (NotFound, 404),
+        (Conflict, 409),
+        (OperationTimeout, 504),
+        (InvalidArgument, 400),
+    ):
+        if isinstance(exc, kind):
+            return status
+    return 500
 
 
 def is_htmx(request: Request) -> bool:

@@ -12,7 +12,7 @@ held-out random unit queries, one read transaction each, k = 10, it reports:
   inside the scope);
 - the exact scan's p50 at growing readable counts (one scope, two, five, ten), to place
   `EXACT_BELOW` where exact stops being cheap;
-- the in-process numpy index (`ExactVectorIndex`, the SQLite store's) for reference:
+- the in-process numpy index (`MatrixVectorIndex`, the SQLite store's) for reference:
   its first search (which loads the matrix) and p50 / p95 after;
 - HNSW build time and the write rate of vectors before and after the index exists.
 
@@ -40,7 +40,7 @@ from mnemodb.model.ids import new_ulid
 from mnemodb.store.base import VectorHit
 from mnemodb.store.postgresql.store import PostgresStore
 from mnemodb.store.postgresql.vectors import PgVectorIndex
-from mnemodb.store.vectors import ExactVectorIndex
+from mnemodb.store.vectors import MatrixVectorIndex
 
 SCOPES = 10
 MODEL = "bench"
@@ -149,7 +149,7 @@ def run(store: PostgresStore, args: argparse.Namespace) -> None:
     assert hnsw.build_index(MODEL, args.dim)
     print(f"HNSW build (m 16, ef_construction 64, CREATE INDEX CONCURRENTLY): {time.perf_counter() - began:.1f} s")
 
-    def search(index: PgVectorIndex | ExactVectorIndex, q: np.ndarray[Any, Any], reads: Sequence[str]) -> Any:
+    def search(index: PgVectorIndex | MatrixVectorIndex, q: np.ndarray[Any, Any], reads: Sequence[str]) -> Any:
         return lambda tx: index.nearest(tx, MODEL, q.tolist(), k=K, scopes=reads)
 
     efs = [int(ef) for ef in args.ef.split(",")]
@@ -183,7 +183,7 @@ def run(store: PostgresStore, args: argparse.Namespace) -> None:
         ms = [_timed(store, search(exact, q, reads))[1] for q in queries[: min(60, len(queries))]]
         print(f"  {args.size * count // SCOPES:>9,} readable {_percentiles(ms[5:])}")
 
-    numpy_index = ExactVectorIndex()
+    numpy_index = MatrixVectorIndex(approximate_from=None)
     first = _timed(store, search(numpy_index, queries[0], scopes))[1]
     ms = [_timed(store, search(numpy_index, q, scopes))[1] for q in queries[args.warmup :]]
     print(f"\nin-process numpy exact, unfiltered: first search {first:.0f} ms, then {_percentiles(ms)} (p50 p95)")

@@ -34,7 +34,7 @@ from mnemodb.search.embedders import (
     local_available,
 )
 from mnemodb.search.ranking import ACCESS_SATURATION, FusionWeights, parse_fusion
-from mnemodb.store.vectors import ExactVectorIndex
+from mnemodb.store.vectors import MatrixVectorIndex
 from stores import chosen_backend
 from support import Clock
 
@@ -530,8 +530,8 @@ def test_the_cached_matrix_follows_every_change_as_a_fresh_one_would(db_path: Pa
                     assert answers(eng, queries, scopes) == answers(fresh, queries, scopes), (step, scopes)
         index = eng.store.vectors
         if chosen_backend() == "sqlite":  # SQLite's index is the exact one; a server store may have its own
-            assert isinstance(index, ExactVectorIndex)
-        if isinstance(index, ExactVectorIndex):
+            assert isinstance(index, MatrixVectorIndex)
+        if isinstance(index, MatrixVectorIndex):
             assert index.switched_off(model) > 0, "the test never exercised switched-off rows"
 
 

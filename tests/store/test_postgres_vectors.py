@@ -167,3 +167,16 @@ def test_candidates_zero_vectors_and_long_vectors_stay_exact(store: PostgresStor
     assert not index.build_index("wide")
     hits = _search(store, index, "wide", [1.0] * dim, SCOPES)
     assert {h.pk for h in hits} == set(wide)
+
+
+def test_a_search_asked_to_be_exact_skips_a_ready_hnsw_index(store: PostgresStore) -> None:
+    rng = np.random.default_rng(8)
+    _load(store, "m", _unit(rng, 200, 16))
+    exact = PgVectorIndex(store.database, exact_only=True)
+    hnsw = PgVectorIndex(store.database, exact_below=0, build=False)
+    assert hnsw.build_index("m")
+    for q in _unit(rng, 5, 16):
+        with store.read() as tx:
+            asked = hnsw.nearest(tx, "m", q.tolist(), k=10, scopes=SCOPES, exact=True)
+        assert asked == _search(store, exact, "m", q.tolist(), SCOPES)
+    assert hnsw.searches["exact"] == 5 and hnsw.searches["hnsw"] == 0

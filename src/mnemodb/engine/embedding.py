@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from mnemodb.model.records import ENTITY, MEMORY, Entity, Memory
 from mnemodb.search.embedders import Embedder, EmbedderUnavailable, EmbeddingFailed
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from mnemodb.engine.engine import Engine
 
 __all__ = ["EMBEDDED_LABELS", "BackgroundEmbedder", "Embeddings", "item_text"]
@@ -106,6 +106,8 @@ class Embeddings:
         if not self.ready() or not text.strip() or time.monotonic() < self._queries_paused_until:
             return None
         assert self.embedder is not None
+        import numpy as np  # here, not at the top: a server with no embedder never loads numpy
+
         try:
             embed_query = getattr(self.embedder, "embed_query", None)
             vector = np.asarray(embed_query(text) if embed_query else self.embedder.embed([text])[0], np.float32)

@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
 from mnemodb.engine.graph import NewEntity
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
@@ -27,6 +25,8 @@ from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from mnemodb.engine.engine import Engine
     from mnemodb.store.base import ReadTx, VectorHit, WriteTx
 
@@ -434,13 +434,16 @@ class PropertyGraph:
         candidates: Sequence[str] | None = None,
         scopes: Sequence[str] | None = None,
         include_archived: bool = False,
+        exact: bool = False,
     ) -> list[tuple[Node, float]]:
         """Nodes whose `model` embedding is most similar (cosine) to `vector`; archived
-        memories only with `include_archived`."""
+        memories only with `include_archived`. Above a store's own size the nearest few
+        are found through an index, most of the time (recall@10 about 0.98); `exact` scores
+        every vector instead."""
         reads = self._engine.scopes(scopes)
         with self._engine.store.read() as tx:
             picked = self._unarchived(
-                lambda n: self.nearest(tx, model, vector, k=n, candidates=candidates, scopes=reads),
+                lambda n: self.nearest(tx, model, vector, k=n, candidates=candidates, scopes=reads, exact=exact),
                 k,
                 tx,
                 reads,
@@ -489,12 +492,16 @@ class PropertyGraph:
         k: int,
         candidates: Sequence[str] | None = None,
         scopes: Sequence[str],
+        exact: bool = False,
     ) -> list[VectorHit]:
-        """The `k` nodes nearest to `vector` under `model` (cosine), inside a read."""
+        """The `k` nodes nearest to `vector` under `model` (cosine), inside a read; through
+        the store's index unless `exact`."""
         if k <= 0 or not vector:
             raise InvalidArgument("vector search requires k > 0 and a non-empty query vector")
         query = _f32_vector(vector).tolist()
-        return self._engine.store.vectors.nearest(tx, model, query, k=k, scopes=scopes, candidates=candidates)
+        return self._engine.store.vectors.nearest(
+            tx, model, query, k=k, scopes=scopes, candidates=candidates, exact=exact
+        )
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -724,6 +731,8 @@ def _quoted(text: str) -> str:
 
 def _f32_vector(values: Sequence[float]) -> np.ndarray[Any, Any]:
     """`values` as float32; InvalidArgument for a value that is not a finite float32."""
+    import numpy as np  # here, not at the top: a server that never sees a vector never loads numpy
+
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
         raise InvalidArgument("expected a JSON array of numbers")

@@ -899,9 +899,9 @@ class WriteTx(
 class VectorIndex(Protocol):
     """Nearest-neighbour search over one store's vectors.
 
-    The default (`mnemodb.store.vectors.ExactVectorIndex`) scores every readable vector
-    exactly, from a matrix it keeps up to date through `EmbeddingReads`; a server database
-    may answer from an index of its own."""
+    The default (`mnemodb.store.vectors.MatrixVectorIndex`) scores readable vectors from a
+    matrix it keeps up to date through `EmbeddingReads`, exactly or, for many vectors,
+    through an inverted file; a server database may answer from an index of its own."""
 
     def nearest(
         self,
@@ -912,11 +912,13 @@ class VectorIndex(Protocol):
         k: int,
         scopes: ScopeSet,
         candidates: Collection[str] | None = None,
+        exact: bool = False,
     ) -> list[VectorHit]:
         """The `k` nodes in `scopes` (and among the node ids `candidates`, when given) whose
         `model` vector is most similar to `query` (finite float32 values, checked by the
         engine), best first, ties by node id; zero vectors match nothing. InvalidArgument
-        when `query`'s length is not the model's.
+        when `query`'s length is not the model's. An index may answer approximately (the
+        nearest few, most of the time) unless `exact`.
 
         The vectors are those `tx` sees or those of a later commit: an index shared by every
         reader may be ahead of a read that began before a write. A caller reads its hits

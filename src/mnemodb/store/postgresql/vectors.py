@@ -24,8 +24,10 @@ A search never waits for an index: while a model has none (or an unfinished one)
 answered exactly, and a background thread builds the index with `CREATE INDEX
 CONCURRENTLY`, which lets writers go on; a session advisory lock keeps processes from
 building the same index twice, and an index left invalid by a build that died is dropped
-and built again. A model of more than `HNSW_MAX_DIM` dimensions, a read-only store and a
-search among given candidates are always exact.
+and built again. A model of more than `HNSW_MAX_DIM` dimensions, a read-only store, a
+search among given candidates and one asked to be `exact` are always exact; a model longer
+than pgvector holds (`MAX_VECTOR_DIM`) is searched by the in-process index
+(`store/vectors.py`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from mnemodb.store.postgresql.database import PostgresDatabase
 from mnemodb.store.postgresql.embeddings import MAX_VECTOR_DIM, pgvector_text
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
-from mnemodb.store.vectors import ExactVectorIndex
+from mnemodb.store.vectors import APPROXIMATE_FROM, MatrixVectorIndex
 
 __all__ = ["EXACT_BELOW", "HNSW_MAX_DIM", "PgVectorIndex"]
 
@@ -118,7 +120,7 @@ class PgVectorIndex:
         self._checked: dict[tuple[str, int], float] = {}
         self._building: dict[tuple[str, int], threading.Thread] = {}
         self._lock = threading.Lock()
-        self._fallback: ExactVectorIndex | None = None
+        self._fallback: MatrixVectorIndex | None = None
         self.searches: Counter[str] = Counter()
         """How many searches went each way ("exact", "hnsw", "in-process"): what an operator
         or a test reads."""
@@ -134,15 +136,16 @@ class PgVectorIndex:
         k: int,
         scopes: ScopeSet,
         candidates: Collection[str] | None = None,
+        exact: bool = False,
     ) -> list[VectorHit]:
-        hits = self._search(tx, model, query, k, scopes, candidates, explain=False)
+        hits = self._search(tx, model, query, k, scopes, candidates, explain=False, exact=exact)
         assert isinstance(hits, list)
         return hits
 
     def explain(self, tx: ReadTx, model: str, query: Sequence[float], *, k: int, scopes: ScopeSet) -> str:
         """The plan PostgreSQL runs for this search (EXPLAIN, not run): whether the HNSW index
         serves it. Empty when no statement would run."""
-        plan = self._search(tx, model, query, k, scopes, None, explain=True)
+        plan = self._search(tx, model, query, k, scopes, None, explain=True, exact=False)
         return plan if isinstance(plan, str) else ""
 
     def _search(
@@ -155,6 +158,7 @@ class PgVectorIndex:
         candidates: Collection[str] | None,
         *,
         explain: bool,
+        exact: bool,
     ) -> list[VectorHit] | str:
         conn = _connection(tx)
         row = conn.execute(
@@ -178,7 +182,7 @@ class PgVectorIndex:
             if explain:
                 return ""
             self._count("in-process")
-            return self._in_process().nearest(tx, model, query, k=k, scopes=scopes, candidates=candidates)
+            return self._in_process().nearest(tx, model, query, k=k, scopes=scopes, candidates=candidates, exact=exact)
         try:
             target = pgvector_text(struct.pack(f"<{dim}f", *query), dim)
         except (OverflowError, struct.error):
@@ -195,7 +199,7 @@ class PgVectorIndex:
         if candidates is not None:
             where += " AND b.node IN (SELECT pk FROM node WHERE id = ANY(%s::text[]))"
             params.append(put_scopes(list(candidates)))
-        approximate = candidates is None and self._approximate(conn, model, dim, total, readable)
+        approximate = not exact and candidates is None and self._approximate(conn, model, dim, total, readable)
         if not explain:
             self._count("hnsw" if approximate else "exact")
         if approximate:
@@ -240,10 +244,10 @@ class PgVectorIndex:
             )
         return [VectorHit(int(r[0]), 1.0 - float(r[1])) for r in ordered[:k]]
 
-    def _in_process(self) -> ExactVectorIndex:
+    def _in_process(self) -> MatrixVectorIndex:
         with self._lock:
             if self._fallback is None:
-                self._fallback = ExactVectorIndex()
+                self._fallback = MatrixVectorIndex(approximate_from=None if self._exact_only else APPROXIMATE_FROM)
             return self._fallback
 
     def _count(self, path: str) -> None:

@@ -29,7 +29,7 @@ from mnemodb.store.files import (
     same_file,
 )
 from mnemodb.store.sqlite import legacy
-from mnemodb.store.sqlite.changes import LogReads, LogWrites
+from mnemodb.store.sqlite.changes import LogReads, LogWrites, define_log_functions
 from mnemodb.store.sqlite.edges import EdgeReads, EdgeWrites
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
@@ -199,13 +199,13 @@ class SqliteStore:
 
     @property
     def vectors(self) -> VectorIndex:
-        """SQLite has no vector index: the exact one, built on first use (numpy loads then)."""
+        """SQLite has no vector index: the in-process one, built on first use (numpy loads then)."""
         if self._vectors is None:
             with self._readers_lock:
                 if self._vectors is None:
-                    from mnemodb.store.vectors import ExactVectorIndex
+                    from mnemodb.store.vectors import MatrixVectorIndex
 
-                    self._vectors = ExactVectorIndex()
+                    self._vectors = MatrixVectorIndex()
         return self._vectors
 
     # -- connections ------------------------------------------------------------------------
@@ -348,6 +348,7 @@ class SqliteStore:
         # Checked again inside the write lock: another process may have migrated meanwhile.
         version = self._check_usable(conn)
         is_memdb = version == 0 and legacy.is_memdb_database(conn)
+        define_log_functions(conn)
         for number in range(version, SCHEMA_VERSION):
             for statement in _split_sql(MIGRATIONS[number]):
                 conn.execute(statement)

@@ -4,10 +4,10 @@ nodes, edges and change-log ops, and its errors, worded as it words them."""
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from mcp_types import INVALID_PARAMS
 
 from mnemodb.engine import EngineError
@@ -144,6 +144,8 @@ def vector_in(value: Any) -> tuple[float, ...]:
     for i, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, int | float):
             raise ToolError(f"vector element {i} is not a number: {json.dumps(item, separators=(',', ':'))}")
+    import numpy as np  # here, not at the top: a server that never sees a vector never loads numpy
+
     with np.errstate(over="ignore"):
         narrowed = np.asarray(value, dtype=np.float64).astype(np.float32)
     bad = np.flatnonzero(~np.isfinite(narrowed))
@@ -157,7 +159,8 @@ def vector_in(value: Any) -> tuple[float, ...]:
 
 def f32(value: float) -> float:
     """A score as topodb-mcp sends it: a float32, widened to a double."""
-    return float(np.float32(value))
+    narrowed: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    return narrowed
 
 
 def node_json(node: Node) -> dict[str, Any]:

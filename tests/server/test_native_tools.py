@@ -106,8 +106,12 @@ def test_tools_list_shapes(raw_surface: tuple[dict[str, Any], list[dict[str, Any
         read_only, destructive, idempotent = HINTS[name]
         annotations = tool["annotations"]
         assert annotations["readOnlyHint"] is read_only, name
-        assert annotations["destructiveHint"] is destructive, name
-        assert annotations["idempotentHint"] is idempotent, name
+        if read_only:
+            # The specification gives these two a meaning only when a tool writes.
+            assert "destructiveHint" not in annotations and "idempotentHint" not in annotations, name
+        else:
+            assert annotations["destructiveHint"] is destructive, name
+            assert annotations["idempotentHint"] is idempotent, name
         assert annotations["openWorldHint"] is False, name
         inputs = tool["inputSchema"]
         assert inputs["type"] == "object" and inputs["additionalProperties"] is False, name

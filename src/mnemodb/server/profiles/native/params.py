@@ -4,10 +4,10 @@ is declared."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import ToolAnnotations
-
+from mnemodb.server.profile import ToolAnnotations
 from mnemodb.server.schema import Arr, Field, Int, Map, Num, Obj, Scalar, Str, Time
 
 DEFAULT_LIMIT = 10
@@ -17,26 +17,36 @@ MIN_MAX_CHARS = 500
 # -- parameters ------------------------------------------------------------------------------------
 
 
-def text_field(description: str | None = None) -> Str:
-    """A string with something in it besides white space."""
-    return Str(min_length=1, pattern=r"\S", pattern_message="must not be blank", description=description)
+@dataclass(frozen=True)
+class Text(Str):
+    r"""A string with something in it besides white space.
+
+    Advertised by its pattern alone: `\S` already asks for one character, so a
+    `minLength` of 1 beside it would say nothing more, on every text parameter of every
+    listing. The validator still checks the length first, so an empty string is reported
+    as too small and a blank one as blank."""
+
+    def schema(self) -> dict[str, Any]:
+        out = super().schema()
+        out.pop("minLength", None)
+        return out
 
 
-SCOPES = Arr(
-    items=text_field(),
-    min_items=1,
-    description="Scopes to read (default: the server's)",
-)
-SCOPE = text_field("Scope to write into (default: the server's)")
-REF = text_field("Memory id or hash, entity name or id, or relation id")
+def text_field(description: str | None = None) -> Text:
+    return Text(min_length=1, pattern=r"\S", pattern_message="must not be blank", description=description)
+
+
+# The parameters most tools share carry no description: it would be repeated in every tool
+# of every listing. The server's instructions say what a reference is and how a time is
+# written, the results carry next_cursor, and scopes are set by whoever runs the server.
+SCOPES = Arr(items=text_field(), min_items=1)
+SCOPE = text_field()
+REF = text_field()
 TEXT = text_field()
-LIMIT = Int(minimum=1, maximum=MAX_LIMIT, description=f"Default {DEFAULT_LIMIT}")
-CURSOR = Str(description="next_cursor of the previous page")
-MAX_CHARS = Int(
-    minimum=MIN_MAX_CHARS,
-    description="Cap the page's size in characters (the rest via next_cursor)",
-)
-PROPS = Map(values=Scalar(), description="Custom properties (scalar values)")
+LIMIT = Int(minimum=1, maximum=MAX_LIMIT)
+CURSOR = Str()
+MAX_CHARS = Int(minimum=MIN_MAX_CHARS)
+PROPS = Map(values=Scalar())
 VECTOR = Obj(
     fields={
         "model": text_field(),
@@ -52,13 +62,13 @@ def strict_params(fields: Mapping[str, Field], *required: str) -> Obj:
 
 NEW_MEMORY = Obj(
     fields={
-        "content": text_field("One self-contained fact, event or note"),
+        "content": TEXT,
         "tags": Arr(items=TEXT, max_items=50),
-        "importance": Int(minimum=0, maximum=10, description="Default 0"),
-        "type": text_field("fact, preference, decision, event... (default general)"),
+        "importance": Int(minimum=0, maximum=10),
+        "type": TEXT,
         "summary": Str(),
-        "about": Arr(items=TEXT, max_items=20, description="Names of entities it concerns (created if new)"),
-        "supersedes": text_field("Id or hash of the older memory it replaces"),
+        "about": Arr(items=TEXT, max_items=20, description="Entity names (created if new)"),
+        "supersedes": TEXT,
         "props": PROPS,
     },
     required=("content",),
@@ -66,8 +76,8 @@ NEW_MEMORY = Obj(
 NEW_ENTITY = Obj(
     fields={
         "name": text_field(),
-        "type": Str(description="person, project, service..."),
-        "observations": Arr(items=TEXT, max_items=100, description="Facts about it, one each"),
+        "type": Str(),
+        "observations": Arr(items=TEXT, max_items=100, description="One fact each"),
         "props": PROPS,
     },
     required=("name",),
@@ -77,7 +87,7 @@ NEW_RELATION = Obj(
         "from": REF,
         "to": REF,
         "type": text_field("Active voice: works_at, depends_on..."),
-        "valid_from": Time(description="Default now"),
+        "valid_from": Time(),
         "props": PROPS,
     },
     required=("from", "to", "type"),
@@ -88,7 +98,7 @@ CLOSE_RELATION = Obj(
         "from": REF,
         "type": text_field(),
         "to": REF,
-        "valid_to": Time(description="Default now"),
+        "valid_to": Time(),
     },
 )
 
@@ -98,29 +108,16 @@ IDEMPOTENT_WRITE = ToolAnnotations(
 )
 UPDATE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
-READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# The MCP specification gives destructive and idempotent hints a meaning only for a tool
+# that is not read-only, so a read-only tool leaves them out of every listing.
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 # -- output schemas ----------------------------------------------------------------------------------
 
-ARRAY_OUTPUT = {"type": "array"}
-OBJECT_OUTPUT = {"type": "object"}
-INT_OUTPUT = {"type": "integer"}
 
-
-def output_schema(properties: Mapping[str, Any], *required: str) -> dict[str, Any]:
-    """An output schema: the top-level keys and their JSON types (the tool description and
-    the results themselves say the rest; a deeper schema would cost every listing tokens)."""
-    return {"type": "object", "properties": dict(properties), "required": list(required or properties)}
-
-
-PAGE_OUTPUT = output_schema(
-    {
-        "items": ARRAY_OUTPUT,
-        "next_cursor": {"type": ["string", "null"]},
-        "related": ARRAY_OUTPUT,
-        "relations": ARRAY_OUTPUT,
-    },
-    "items",
-    "next_cursor",
-)
+def output_schema(*keys: str) -> dict[str, Any]:
+    """An output schema: an object with these top-level keys. Their types and the keys a
+    result may add are left to the description and the results themselves: a client checks
+    a result against this, but every listing would carry the rest."""
+    return {"type": "object", "required": list(keys)}

@@ -23,6 +23,9 @@ mnemodb is your long-term memory: what you store here is there in every later co
   they were at a past time (`as_of`).
 - Results are previews sized for your context: `get` reads items in full; follow
   `next_cursor` for more.
+- Refer to a memory by its id or content hash, an entity by its exact name or id, a
+  relation by its id. Times are ISO 8601 (2026-03-01, 2026-03-01T09:30:00Z) or
+  milliseconds since 1970.
 """
 
 PERSONAL_ASSISTANT = """\

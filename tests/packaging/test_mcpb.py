@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from mnemodb import __version__
 from mnemodb.server.profiles import build_profile
 from support import RawServer
 
@@ -90,9 +90,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     )
     if built.returncode != 0:
         pytest.fail(f"build_mcpb.py failed:\n{built.stdout}\n{built.stderr}", pytrace=False)
-    with (ROOT / "pyproject.toml").open("rb") as f:
-        version = tomllib.load(f)["project"]["version"]
-    archive = out / f"mnemodb-{version}.mcpb"
+    archive = out / f"mnemodb-{__version__}.mcpb"
     root = tmp_path_factory.mktemp("unpacked")
     with zipfile.ZipFile(archive) as zf:
         zf.extractall(root)
@@ -174,10 +172,8 @@ def test_official_cli_validates_the_manifest(bundle: Bundle) -> None:
 
 def test_manifest_describes_this_build(bundle: Bundle) -> None:
     manifest = bundle.manifest
-    with (ROOT / "pyproject.toml").open("rb") as f:
-        project = tomllib.load(f)["project"]
     assert manifest["manifest_version"] == build_mcpb.MANIFEST_VERSION
-    assert (manifest["name"], manifest["version"]) == ("mnemodb", project["version"])
+    assert (manifest["name"], manifest["version"]) == ("mnemodb", __version__)
     assert manifest["server"]["type"] == "python"
     assert "${__dirname}/" + manifest["server"]["entry_point"] in manifest["server"]["mcp_config"]["args"]
     python = f"{sys.version_info[0]}.{sys.version_info[1]}"

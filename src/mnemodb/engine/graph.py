@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-
-import regex
-from rapidfuzz import process
-from rapidfuzz.distance import OSA
 
 from mnemodb.engine.patterns import COMPILE_SECONDS_PER_STEP, MAX_PATTERN_STEPS, compile_js
 from mnemodb.graph.paths import shortest_path
@@ -31,6 +28,8 @@ from mnemodb.search.analyzer import query_terms
 from mnemodb.search.ranking import ENTITY_FIELD_WEIGHTS
 
 if TYPE_CHECKING:
+    import regex
+
     from mnemodb.engine.engine import Engine
     from mnemodb.store.base import ReadTx, TextClause
 
@@ -123,7 +122,7 @@ def _encode_cursor(kind: str, pk: int) -> str:
 
 
 # A row key as `_encode_cursor` writes it: digits that fit a 64-bit integer.
-_CURSOR_POSITION = regex.compile(r"[0-9]{1,18}")
+_CURSOR_POSITION = re.compile(r"[0-9]{1,18}")
 # More entities than any store holds: a larger page limit means the same (SQLite's LIMIT
 # is a 64-bit integer, and the page reads one more than its limit).
 _LARGEST_PAGE = 2**40
@@ -140,7 +139,7 @@ def _decode_cursor(cursor: str, kind: str) -> int:
         raise InvalidArgument("cursor is not one this server gave out; start again without it") from None
 
 
-_REGEX_SYNTAX = regex.compile(r"[\\^$.|?*+()\[\]{}]")
+_REGEX_SYNTAX = re.compile(r"[\\^$.|?*+()\[\]{}]")
 
 
 class KnowledgeGraph:
@@ -383,6 +382,9 @@ class KnowledgeGraph:
             return None
         # A typo does not contain the exact text: add the entities holding a word within
         # the term's edit distance.
+        from rapidfuzz import process  # here, not at the top: most servers never search fuzzily
+        from rapidfuzz.distance import OSA
+
         words = self._vocabulary(tx, reads)
         near: dict[str, None] = {}
         for term in terms:

@@ -14,8 +14,6 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_text, json_kind
 from mnemodb.model.errors import Forbidden, InvalidArgument
@@ -458,6 +456,8 @@ def _checked_embedding(record: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidArgument("vector must be a string of hexadecimal digits (float32 values, little-endian)") from None
     if len(blob) != 4 * dim:
         raise InvalidArgument(f"its vector holds {len(blob)} bytes, not the {4 * dim} of {dim} float32 values (dim)")
+    import numpy as np  # here, not at the top: only an import that carries vectors needs it
+
     bad = np.flatnonzero(~np.isfinite(np.frombuffer(blob, dtype="<f4")))
     if bad.size:
         raise InvalidArgument(f"vector element {int(bad[0])} is not finite")

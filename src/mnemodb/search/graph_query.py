@@ -13,11 +13,10 @@ substring tests on an entity's name, type and observations (joined by spaces), s
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-
-from rapidfuzz.distance import OSA
 
 __all__ = [
     "EntityText",
@@ -130,6 +129,16 @@ class EntityText:
         return {"name": self.name, "type": self.type, "obs": self.obs}[name]
 
 
+@functools.cache
+def _edit_distance() -> Callable[..., int]:
+    """rapidfuzz's optimal string alignment distance, imported on the first fuzzy match
+    rather than at start-up (10 ms that most servers never need)."""
+    from rapidfuzz.distance import OSA
+
+    distance: Callable[..., int] = OSA.distance
+    return distance
+
+
 def fuzzy_matches(text: str, term: str) -> bool:
     """A word of `text` contains `term`, or is within `max(1, len(term) // 4)` edits of it.
     Edits are optimal string alignment's: a swap of two neighbouring letters, the commonest
@@ -138,7 +147,7 @@ def fuzzy_matches(text: str, term: str) -> bool:
     for word in text.split():
         if term in word:
             return True
-        if abs(len(word) - len(term)) <= distance and OSA.distance(word, term, score_cutoff=distance) <= distance:
+        if abs(len(word) - len(term)) <= distance and _edit_distance()(word, term, score_cutoff=distance) <= distance:
             return True
     return False
 

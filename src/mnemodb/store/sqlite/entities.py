@@ -102,10 +102,13 @@ class EntityReads:
         # Names, not entities, are counted: two entities of one name are still one name,
         # which means its oldest entity.
         if name.isascii():
+            # Named, as the planner may otherwise walk a whole scope of `entity_scope_name`
+            # for the order of DISTINCT.
             names = [
                 r[0]
                 for r in self.conn.execute(
-                    f"SELECT DISTINCT name FROM entity WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2",
+                    "SELECT DISTINCT name FROM entity INDEXED BY entity_scope_name_nocase "
+                    f"WHERE name = ? COLLATE NOCASE AND {in_scopes} LIMIT 2",
                     [name, *scopes],
                 )
             ]

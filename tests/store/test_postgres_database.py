@@ -121,7 +121,7 @@ def test_a_schema_2_database_is_upgraded_keeping_every_log_entry(
     assert meta(database_url)["schema_version"] == "2"
     monkeypatch.undo()
     with Engine.open(database_url) as engine:
-        assert meta(database_url)["schema_version"] == str(SCHEMA_VERSION) == "3"
+        assert meta(database_url)["schema_version"] == str(SCHEMA_VERSION)
         log = engine.changes()
         assert [(c.seq, c.at, c.op, c.target, c.actor) for c in log] == [
             (1, T0 + 1, "create_node", node_id, None),

@@ -6,21 +6,24 @@ transaction never uses, and numbers in the order transactions start, not commit)
 entry takes MAX(seq) + 1 inside the write transaction, which holds the schema's write
 lock until it commits. So the log has no gaps, and an entry that commits later always
 has a higher number: a reader polling "everything after seq N" never skips one.
+
+An entry's data is stored packed (`model.packed_changes`): without what its row already
+says, so the log holds each id, scope and hash once.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 
+from mnemodb.model.packed_changes import pack, unpack
 from mnemodb.model.records import Change, ChangeFilter
 from mnemodb.store.postgresql.nodes import CHANGE_COLUMNS, change_of, put_scopes
 from mnemodb.store.postgresql.sql import got, put
 
-__all__ = ["ACTOR_DDL", "DDL", "LogReads", "LogWrites"]
+__all__ = ["ACTOR_DDL", "DDL", "LogReads", "LogWrites", "pack_log"]
 
 DDL = """
 CREATE TABLE change_log (
@@ -51,6 +54,35 @@ CREATE INDEX change_log_scope_actor_at ON change_log (scope, left(actor, 200), a
 CREATE INDEX change_log_op_at ON change_log (op, at, seq);
 CREATE INDEX change_log_actor_at ON change_log (left(actor, 200), at, seq);
 """
+
+# Entries packed by one statement of the migration that packs a log.
+_PACK_BATCH = 2000
+
+
+def pack_log(conn: psycopg.Connection[Any]) -> None:
+    """Schema 4: every entry's data packed in place (`model.packed_changes`), a batch of
+    entries at a time in seq order; and `change_log_op` goes, as a page filtered by op walks
+    `change_log_op_at` or `change_log_scope_op_at` and nothing reads ops in seq order."""
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT seq, at, scope, target, data FROM change_log WHERE seq > %s ORDER BY seq LIMIT %s",
+            [after, _PACK_BATCH],
+        ).fetchall()
+        if not rows:
+            break
+        packed = []
+        for seq, at, stored_scope, stored_target, data in rows:
+            scope, target = got(stored_scope), got(stored_target)
+            text = pack(at, scope, target, unpack(at, scope, target, data))
+            if text != data:
+                packed.append((text, seq))
+        if packed:
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE change_log SET data = %s WHERE seq = %s", packed)
+        after = rows[-1][0]
+    conn.execute("DROP INDEX change_log_op")
+
 
 # A page of the log is one walk of an index per (scope, op or actor) it asks for, merged;
 # past this many walks, one query over them all.
@@ -209,7 +241,7 @@ class LogWrites(LogReads):
                 put(scope),
                 put(op),
                 put(target),
-                json.dumps(dict(data), separators=(",", ":"), ensure_ascii=False),
+                pack(at, scope, target, data),
                 put(actor),
             ],
         ).fetchone()
@@ -219,10 +251,11 @@ class LogWrites(LogReads):
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data (its seq, time, op and target stay): how a forgotten
         item's text leaves the log."""
-        self.conn.execute(
-            "UPDATE change_log SET data = %s WHERE seq = %s",
-            [json.dumps(dict(data), separators=(",", ":"), ensure_ascii=False), seq],
-        )
+        row = self.conn.execute("SELECT at, scope, target FROM change_log WHERE seq = %s", [seq]).fetchone()
+        if row is not None:
+            self.conn.execute(
+                "UPDATE change_log SET data = %s WHERE seq = %s", [pack(row[0], got(row[1]), got(row[2]), data), seq]
+            )
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute(

@@ -360,7 +360,10 @@ class PostgresDatabase:
                     f"database, or create the schema for it (CREATE SCHEMA {self.schema} AUTHORIZATION <role>)"
                 ) from None
             for number, migration in enumerate(MIGRATIONS[version or 0 :], start=(version or 0) + 1):
-                conn.execute(migration)
+                if callable(migration):
+                    migration(conn)
+                else:
+                    conn.execute(migration)
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', %s) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

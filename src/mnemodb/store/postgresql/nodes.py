@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from mnemodb.model.packed_changes import unpack
 from mnemodb.model.records import Change, Node, Props, Scalar
 from mnemodb.store.base import AccessStats, NodeLabel
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
@@ -120,7 +121,8 @@ CHANGE_COLUMNS = "seq, at, scope, op, target, data, actor"
 
 def change_of(row: Sequence[Any]) -> Change:
     """A change-log row (`CHANGE_COLUMNS`) as a record."""
-    return Change(row[0], row[1], got(row[2]), got(row[3]), got(row[4]), json.loads(row[5]), got(row[6]))
+    scope, target = got(row[2]), got(row[4])
+    return Change(row[0], row[1], scope, got(row[3]), target, unpack(row[1], scope, target, row[5]), got(row[6]))
 
 
 class NodeReads:

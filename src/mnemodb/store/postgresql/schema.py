@@ -8,6 +8,11 @@ module of its role beside its `DDL` (`changes.ACTOR_DDL`, `memories.ARCHIVE_DDL`
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
 from mnemodb.store.postgresql import (
     changes,
     edges,
@@ -26,7 +31,10 @@ __all__ = ["MIGRATIONS", "REQUIRED_EXTENSIONS", "SCHEMA_VERSION"]
 # Substring search over entity text (pg_trgm) and vector search (pgvector).
 REQUIRED_EXTENSIONS = ("pg_trgm", "vector")
 
-MIGRATIONS: tuple[str, ...] = (
+Migration = str | Callable[[psycopg.Connection[Any]], None]
+"""SQL, or a step that needs Python (run in the same transaction)."""
+
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: the settings table that also marks the schema as mnemodb's (`application`) and
     # says which migrations it has (`schema_version`). Text is COLLATE "C": byte order, as
     # SQLite's BINARY compares.
@@ -55,6 +63,8 @@ MIGRATIONS: tuple[str, ...] = (
     ),
     # 3: who made each change, and archived memories.
     changes.ACTOR_DDL + memories.ARCHIVE_DDL,
+    # 4: the change log packed: each entry's data without what its row already says.
+    changes.pack_log,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,17 +1,21 @@
 """The change log, settings and row counts. Mixed into the store's read and write
-transactions."""
+transactions.
+
+An entry's data is stored packed (`model.packed_changes`): without what its row already
+says, so the log holds each id, scope and hash once.
+"""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mnemodb.model.packed_changes import is_packed, pack, unpack
 from mnemodb.model.records import Change, ChangeFilter
-from mnemodb.store.sqlite.sql import dumps, marks
+from mnemodb.store.sqlite.sql import marks
 
-__all__ = ["CHANGE_COLUMNS", "LogReads", "LogWrites", "change_of"]
+__all__ = ["CHANGE_COLUMNS", "LogReads", "LogWrites", "change_of", "define_log_functions"]
 
 CHANGE_COLUMNS = "seq, at, scope, op, target, data, actor"
 """The columns `change_of` reads, in its order."""
@@ -23,7 +27,17 @@ _WALKS = 64
 
 def change_of(row: Sequence[Any]) -> Change:
     """A change-log row (`CHANGE_COLUMNS`) as a record."""
-    return Change(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6])
+    return Change(row[0], row[1], row[2], row[3], row[4], unpack(row[1], row[2], row[4], row[5]), row[6])
+
+
+def _packed(at: int, scope: str | None, target: str | None, text: str) -> str:
+    return text if is_packed(text) else pack(at, scope, target, unpack(at, scope, target, text))
+
+
+def define_log_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions a migration of the log calls: `packed_change(at, scope, target,
+    data)` is an entry's data packed (data already packed is returned as it is)."""
+    conn.create_function("packed_change", 4, _packed, deterministic=True)
 
 
 def _equal(column: str, value: str | None) -> tuple[str, list[Any]]:
@@ -168,14 +182,16 @@ class LogWrites(LogReads):
         # by BEGIN IMMEDIATE and a rolled-back insert leaves no row, so the log has no gaps.
         cur = self.conn.execute(
             "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)",
-            [at, scope, op, target, dumps(dict(data)), actor],
+            [at, scope, op, target, pack(at, scope, target, data), actor],
         )
         return int(cur.lastrowid or 0)
 
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data (its seq, time, op and target stay): how a forgotten
         item's text leaves the log."""
-        self.conn.execute("UPDATE change_log SET data = ? WHERE seq = ?", [dumps(dict(data)), seq])
+        row = self.conn.execute("SELECT at, scope, target FROM change_log WHERE seq = ?", [seq]).fetchone()
+        if row is not None:
+            self.conn.execute("UPDATE change_log SET data = ? WHERE seq = ?", [pack(row[0], row[1], row[2], data), seq])
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute(

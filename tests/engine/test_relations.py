@@ -142,6 +142,44 @@ def test_relate_items_by_id(eng: Engine, clock: Clock) -> None:
         assert tx.edge_by_id(edge.id) == edge
 
 
+def test_relate_with_ends_gives_each_end_as_the_write_found_it(eng: Engine, clock: Clock) -> None:
+    """Ends named every way in one call (names, ids, a hash, the same name twice), read
+    together; the ends come back with the relations, as a reply names them."""
+    memory = eng.memories.store("about ada and bob").memory
+    ada, bob, _ = eng.graph.create_entities([NewEntity("Ada"), NewEntity("Bob"), NewEntity("ada")])
+    [(old, _)], _ = eng.items.relate(add=[("Ada", "Bob", "knew", {}, None)])
+    clock.now += 1
+    opened, closed, ends = eng.items.relate_with_ends(
+        add=[
+            ("Ada", "Bob", "knows", {}, None),
+            (memory.hash, "Ada", "mentions", {}, None),
+            (memory.id, bob.id, "mentions", {}, None),
+            ("Ada", "Bob", "knows", {}, None),
+        ],
+        close=[(old.id, None)],
+    )
+    assert [(e.src, e.dst, e.type, new) for e, new in opened] == [
+        (ada.id, bob.id, "knows", True),
+        (memory.id, ada.id, "mentions", True),
+        (memory.id, bob.id, "mentions", True),
+        (ada.id, bob.id, "knows", False),
+    ]
+    assert opened[3][0] == opened[0][0]
+    assert [(e.id, e.valid_to) for e in closed] == [(old.id, clock.now)]
+    assert {pk: item.id for pk, item in ends.items()} == {memory.pk: memory.id, ada.pk: ada.id, bob.pk: bob.id}
+    with eng.store.read() as tx:
+        assert [tx.edge_by_id(e.id) for e, _ in opened] == [e for e, _ in opened]
+
+
+def test_relate_names_the_first_unknown_end_and_writes_nothing(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity("Ada"), NewEntity("Bob")])
+    with pytest.raises(NotFound, match=r"add\[1\]: nothing found for 'Nobody'"):
+        eng.items.relate(add=[("Ada", "Bob", "knows", {}, None), ("Bob", "Nobody", "knows", {}, None)])
+    with pytest.raises(InvalidArgument, match=r"add\[0\]: reference is not valid Unicode"):
+        eng.items.relate(add=[("Ada", "Bo\ud800b", "knows", {}, None), ("Bob", "Nobody", "knows", {}, None)])
+    assert eng.stats().edges == 0
+
+
 def test_relate_refuses_bad_arguments(eng: Engine) -> None:
     memory = eng.memories.store("m").memory
     other = eng.memories.store("n").memory

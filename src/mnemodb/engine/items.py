@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -261,10 +261,7 @@ class Items:
         return found
 
     def _need_item(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item:
-        found = self._need(tx, ref, reads)
-        if isinstance(found, Edge):
-            raise InvalidArgument(f"{ref!r} is a relation; give a memory or an entity")
-        return found
+        return self._item_found(self.resolve(tx, ref, reads), ref)
 
     def get(
         self,
@@ -483,7 +480,19 @@ class Items:
                 entity = engine.writes.insert_entity(tx, NewEntity(name), target, at)
                 created.append(name)
             if not tx.find_edges(memory.pk, entity.pk, ABOUT, open_only=True):
-                engine.writes.open_edge(tx, memory.pk, entity.pk, memory.scope, entity.scope, ABOUT, target, {}, at, at)
+                engine.writes.open_edge(
+                    tx,
+                    memory.pk,
+                    entity.pk,
+                    memory.scope,
+                    entity.scope,
+                    ABOUT,
+                    target,
+                    {},
+                    at,
+                    at,
+                    end_ids=(memory.id, entity.id),
+                )
             linked.append(entity.name)
         replaced: str | None = None
         if note.supersedes is not None:
@@ -493,7 +502,19 @@ class Items:
             if old.pk == memory.pk:
                 raise InvalidArgument("a memory cannot supersede itself")
             if not tx.find_edges(memory.pk, old.pk, SUPERSEDES, open_only=True):
-                engine.writes.open_edge(tx, memory.pk, old.pk, memory.scope, old.scope, SUPERSEDES, target, {}, at, at)
+                engine.writes.open_edge(
+                    tx,
+                    memory.pk,
+                    old.pk,
+                    memory.scope,
+                    old.scope,
+                    SUPERSEDES,
+                    target,
+                    {},
+                    at,
+                    at,
+                    end_ids=(memory.id, old.id),
+                )
             replaced = old.id
         status: Literal["created", "existing", "updated"] = (
             "created" if before is None else "updated" if added else "existing"
@@ -944,12 +965,27 @@ class Items:
         valid_to), in one transaction. An open relation of the same type between the same
         two items is returned as it is (False: not new). A relation to close is named by its
         id or by (from, type, to)."""
+        opened, closed, _ = self.relate_with_ends(add, close, scope=scope, scopes=scopes)
+        return opened, closed
+
+    def relate_with_ends(
+        self,
+        add: Sequence[tuple[str, str, str, Props, int | None]] = (),
+        close: Sequence[tuple[str | tuple[str, str, str], int | None]] = (),
+        *,
+        scope: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[list[tuple[Edge, bool]], list[Edge], dict[int, Item]]:
+        """`relate`, and the items at the ends of the relations opened and closed, by pk, as
+        the write found them (seen from the read scopes and the scope written to): what a
+        reply names the relations by, without reading them again."""
         engine = self._engine
         target = engine.scope_to_write(scope)
         reads = engine.scopes(scopes)
         visible = tuple(dict.fromkeys((*reads, target)))
         opened: list[tuple[Edge, bool]] = []
         closed: list[Edge] = []
+        ends: dict[int, Item] = {}
         with engine.change() as tx:
             at = engine.clock()
             for i, (ref, valid_to) in enumerate(close):
@@ -958,30 +994,78 @@ class Items:
                 if end < edge.valid_from:
                     raise InvalidArgument(f"close[{i}]: valid_to is before the relation became valid")
                 engine.writes.close_edge(tx, edge, end, at)
-                after = tx.edge_by_pk(edge.pk)
-                assert after is not None
-                closed.append(after)
+                closed.append(replace(edge, valid_to=end))
+            if closed:
+                ends.update(self._items(tx, [pk for e in closed for pk in (e.src_pk, e.dst_pk)], visible))
+            # Every end named once, the plain names of the whole call in one read.
+            resolve = self._resolver(tx, [ref for src, dst, *_ in add for ref in (src, dst)], visible)
             for i, (src_ref, dst_ref, edge_type, props, valid_from) in enumerate(add):
                 try:
                     if not check_text(edge_type, "relation type"):
                         raise InvalidArgument("a relation type must not be empty")
                     clean = check_props(props)
-                    src = self._need_item(tx, src_ref, visible)
-                    dst = self._need_item(tx, dst_ref, visible)
+                    src = self._item_found(resolve(src_ref), src_ref)
+                    dst = self._item_found(resolve(dst_ref), dst_ref)
                     if src.pk == dst.pk:
                         raise InvalidArgument("an item cannot be related to itself")
                 except (InvalidArgument, NotFound) as exc:
                     raise type(exc)(f"add[{i}]: {exc} (nothing was written)") from None
+                ends[src.pk], ends[dst.pk] = src, dst
                 existing = tx.find_edges(src.pk, dst.pk, edge_type, open_only=True)
                 if existing:
                     opened.append((existing[0], False))
                     continue
                 start = at if valid_from is None else valid_from
                 edge = engine.writes.open_edge(
-                    tx, src.pk, dst.pk, src.scope, dst.scope, edge_type, target, clean, start, at
+                    tx,
+                    src.pk,
+                    dst.pk,
+                    src.scope,
+                    dst.scope,
+                    edge_type,
+                    target,
+                    clean,
+                    start,
+                    at,
+                    end_ids=(src.id, dst.id),
                 )
                 opened.append((edge, True))
-        return opened, closed
+        return opened, closed, ends
+
+    def _resolver(self, tx: ReadTx, refs: Sequence[str], reads: Sequence[str]) -> Callable[[str], Item | Edge | None]:
+        """`resolve` for the references of one call: each is looked up once, and the plain
+        entity names among them (neither an id nor a hash) together, in one read."""
+        names: list[str] = []
+        for ref in dict.fromkeys(refs):
+            try:
+                check_text(ref, "reference")
+            except InvalidArgument:
+                continue  # refused when its turn comes, in the order the call gave
+            if not is_ulid(ref.upper()) and not _HASH.fullmatch(ref):
+                names.append(ref)
+        named: dict[str, Item | Edge | None] = dict.fromkeys(names)
+        if names:
+            named.update(tx.entities_named(reads, names))
+        known: dict[str, Item | Edge | None] = {}
+
+        def resolve(ref: str) -> Item | Edge | None:
+            if ref not in known:
+                check_text(ref, "reference")
+                known[ref] = named[ref] if ref in named else self.resolve(tx, ref, reads)
+            return known[ref]
+
+        return resolve
+
+    @staticmethod
+    def _item_found(found: Item | Edge | None, ref: str) -> Item:
+        """What `_need_item` says of a reference `resolve` found (or did not)."""
+        if found is None:
+            raise NotFound(
+                f"nothing found for {ref!r}: give a memory id or hash, an entity name or id, or a relation id"
+            )
+        if isinstance(found, Edge):
+            raise InvalidArgument(f"{ref!r} is a relation; give a memory or an entity")
+        return found
 
     def _open_edge(self, tx: ReadTx, ref: tuple[str, str, str], reads: Sequence[str]) -> Edge | None:
         """The open relation (from, type, to) names, or None."""

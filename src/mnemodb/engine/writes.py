@@ -144,17 +144,27 @@ class Writes:
         *,
         edge_id: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        end_ids: tuple[str, str] | None = None,
     ) -> Edge:
         """The one way a caller's relation is written (every face comes here): the scope
         rules, the row, and its change-log entry. Faces that word the cross-scope refusal in
-        their own protocol's terms check it first; the check here stands either way."""
+        their own protocol's terms check it first; the check here stands either way. A
+        caller that knows the ids of the two ends passes them (`end_ids`): the edge is then
+        made from what was written, not read back."""
         check_edge_ends(src_scope, dst_scope)
         self._engine.check_edge_scope(scope, src_scope, dst_scope)
-        pk = tx.insert_edge(edge_id or new_ulid(), src, dst, edge_type, scope, props, valid_from, at)
+        new_id = edge_id or new_ulid()
+        pk = tx.insert_edge(new_id, src, dst, edge_type, scope, props, valid_from, at)
         if extra:
             tx.set_edge_extra(pk, extra)
-        edge = tx.edge_by_pk(pk)
-        assert edge is not None
+        if end_ids is None:
+            read = tx.edge_by_pk(pk)
+            assert read is not None
+            edge = read
+        else:
+            edge = Edge(
+                pk, new_id, end_ids[0], end_ids[1], edge_type, scope, dict(props), valid_from, None, at, src, dst
+            )
         self._engine.log(tx, ops.edge_created(edge), at)
         return edge
 

@@ -264,26 +264,17 @@ class NativeTools:
             if ("id" in c) == bool(named) or (named and len(named) != 3):
                 raise InvalidArgument(f"close[{i}]: name the relation by `id`, or by `from`, `type` and `to`")
             closing.append((c["id"] if "id" in c else (c["from"], c["type"], c["to"]), c.get("valid_to")))
-        opened, closed = engine.items.relate(
+        # The ends as the write found them: the reply names each relation's ends without
+        # reading them again.
+        opened, closed, ends = engine.items.relate_with_ends(
             [(r["from"], r["to"], r["type"], r.get("props", {}), r.get("valid_from")) for r in add],
             closing,
             scope=a.get("scope"),
         )
-        edges = [e for e, _ in opened] + closed
-        ends = self._ends(engine, edges, a.get("scope"))
         return {
             "added": [{**relation_shape(e, ends), "new": new} for e, new in opened],
             "closed": [relation_shape(e, ends) for e in closed],
         }
-
-    @staticmethod
-    def _ends(engine: Engine, edges: Sequence[Edge], write_scope: str | None) -> dict[int, Item]:
-        """The items at the ends of relations just written: seen from the read scopes and
-        the scope written to, and not counted as reads."""
-        ids = list(dict.fromkeys(i for e in edges for i in (e.src, e.dst)))
-        scopes = list(dict.fromkeys((*engine.read_scopes, write_scope or engine.write_scope)))
-        found = engine.items.get(ids, scopes=scopes, record_access=False) if ids else []
-        return {i.pk: i for i in found if isinstance(i, Memory | Entity)}
 
     # explore --------------------------------------------------------------------------------------------
 

@@ -543,7 +543,9 @@ class PropertyGraph:
         edge: str | None = None,
     ) -> Node:
         node_id = self._resolve(ref, produced)
-        node = tx.node_view_by_id(node_id)
+        # The node's row only: every command reads its key, label and scope, none the
+        # properties a view adds (a memory's text, an entity's name).
+        node = tx.node_by_id(node_id)
         # Under a token's grant, a node of a scope it may not use does not exist for it (the
         # same answer as for an id nobody has, so the id's existence is not told either).
         if node is None or self._engine.hidden(node.scope):
@@ -582,7 +584,18 @@ class PropertyGraph:
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
                 engine.writes.open_edge(
-                    tx, a.pk, b.pk, a.scope, b.scope, edge_type, edge_scope, dict(props), start, at, edge_id=edge_id
+                    tx,
+                    a.pk,
+                    b.pk,
+                    a.scope,
+                    b.scope,
+                    edge_type,
+                    edge_scope,
+                    dict(props),
+                    start,
+                    at,
+                    edge_id=edge_id,
+                    end_ids=(a.id, b.id),
                 )
                 return edge_id, tx.current_seq()  # the entry `Writes.open_edge` just appended
             case SetProps(node=ref, props=props):

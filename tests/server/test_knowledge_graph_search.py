@@ -245,6 +245,18 @@ def test_limit_keeps_the_best(search: Searcher) -> None:
     assert len(search.names("Auth User", limit=1)) == 1
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["Auth User", "+Service +Auth", "Auth -Controller", '"tech debt"', "name:auth obs:login", "re", "interview"],
+)
+def test_all_matches_are_what_the_best_ones_are(search: Searcher, query: str) -> None:
+    # Without a limit every match is read in full once; with one, matches are ranked on
+    # their text and only the best are read: the two must agree on entities, order and scores.
+    everything = search.nodes(query)
+    assert everything["entities"], query
+    assert search.nodes(query, limit=len(ENTITIES)) == everything
+
+
 def test_include_neighbors(search: Searcher) -> None:
     found = search.nodes("name:AuthService", includeNeighbors=True)
     assert [e["name"] for e in found["entities"]] == [

@@ -467,13 +467,17 @@ class KnowledgeGraph:
         """Entities matching the query language, best first; see `mnemodb.search.graph_query`."""
         reads = self._reads(scopes)
         with self._engine.store.read() as tx:
-            scored = [(score, pk) for pk, score in self.ranked(tx, query, reads, fuzzy=fuzzy)]
+            if limit is not None and limit > 0:
+                ranked = self.ranked(tx, query, reads, fuzzy=fuzzy)[:limit]
+                # Only the entities returned are read in full.
+                entities = tx.entities_by_pk([pk for pk, _ in ranked])
+                scored = [(score, pk) for pk, score in ranked]
+            else:
+                found = self._ranked_entities(tx, query, reads, fuzzy=fuzzy)
+                entities = {entity.pk: entity for entity, _ in found}
+                scored = [(score, entity.pk) for entity, score in found]
             if not scored:
                 return GraphSearch((), (), ())
-            if limit is not None and limit > 0:
-                scored = scored[:limit]
-            # Only the entities returned are read in full.
-            entities = tx.entities_by_pk([pk for _, pk in scored])
             final = {pk: entities[pk] for _, pk in scored if pk in entities}
             relations = tx.relations_touching(list(final), reads)
             if include_neighbors:
@@ -492,6 +496,35 @@ class KnowledgeGraph:
             tuple(relations),
             tuple((final[pk].name, score) for score, pk in scored if pk in final),
         )
+
+    def _ranked_entities(
+        self, tx: ReadTx, query: str, reads: Sequence[str], *, fuzzy: bool
+    ) -> list[tuple[Entity, float]]:
+        """Every entity the query matches, read in full, with its score, best first.
+
+        Every match is returned whole, so when the index narrows the candidates exactly
+        enough (no typo tolerance), they are read in full once and checked, scored and
+        returned from that one read, rather than read as text to rank and then again."""
+        parsed = gq.parse(check_query(query))
+        if parsed.empty:
+            return []
+        candidates = None if fuzzy else self._candidates(tx, parsed, reads, fuzzy=False)
+        if candidates is None:
+            ranked = self.ranked(tx, query, reads, fuzzy=fuzzy)
+            entities = tx.entities_by_pk([pk for pk, _ in ranked])
+            return [(entities[pk], score) for pk, score in ranked if pk in entities]
+        terms = gq.ScoreTerms.of(query)
+        read = tx.entities_by_pk(candidates)
+        scored: list[tuple[Entity, float]] = []
+        for pk in candidates:
+            entity = read.get(pk)
+            if entity is None:
+                continue
+            text = gq.EntityText.of(entity.name, entity.entity_type, entity.observations)
+            if gq.entity_matches(text, parsed, fuzzy=False):
+                scored.append((entity, gq.score_entity(text, terms)))
+        scored.sort(key=lambda s: (-s[1], s[0].pk))
+        return scored
 
     def ranked(self, tx: ReadTx, query: str, reads: Sequence[str], *, fuzzy: bool = False) -> list[tuple[int, float]]:
         """(entity pk, score) of every entity the query matches, best first, inside a read."""

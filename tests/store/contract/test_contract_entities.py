@@ -209,6 +209,24 @@ def test_relations_touching_visible_open_oldest_first(store: Store) -> None:
         assert tx.relations_touching([], [A]) == []
 
 
+def test_relations_touching_many_ends_each_once(store: Store) -> None:
+    # More ends than one statement could take as parameters: a search can touch thousands.
+    with store.write() as tx:
+        pks = [add_entity(tx, f"N{i}") for i in range(1200)]
+        chain = [add_edge(tx, a, b) for a, b in zip(pks, pks[1:], strict=False)]
+        loop = add_edge(tx, pks[0], pks[0], "self")
+    with store.read() as tx:
+        every = tx.relations_touching([*pks, *pks[:10]], [A])
+        half = tx.relations_touching(pks[:600], [A])
+        inside = tx.relations_touching(pks[:600], [A], both_ends=True)
+        entities = tx.entities_by_pk([*pks, pks[0]])
+    assert [x.pk for x in every] == [*chain, loop]
+    assert [x.pk for x in half] == [*chain[:600], loop]
+    assert [x.pk for x in inside] == [*chain[:599], loop]
+    assert (half[599].from_name, half[599].to_name) == ("N599", "N600")
+    assert sorted(entities) == pks
+
+
 def test_entity_links_visible_open_oldest_first(store: Store) -> None:
     e, r = _relate(store)
     with store.read() as tx:

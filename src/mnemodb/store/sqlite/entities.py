@@ -62,18 +62,19 @@ class EntityReads:
         ).fetchall()
         missing = [r[0] for r in rows if r[9] is None]
         observations = self.observations_of(missing) if missing else {}
+        # Positional arguments: a search builds thousands of these a call.
         return [
             Entity(
-                pk=r[0],
-                id=r[1],
-                scope=r[2],
-                name=r[3],
-                entity_type=r[4],
-                observations=tuple(json.loads(r[9])) if r[9] is not None else observations.get(r[0], ()),
-                props=_json_object(r[5]),
-                created_at=r[6],
-                updated_at=r[7],
-                extra=_json_object(r[8]),
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                tuple(json.loads(r[9])) if r[9] is not None else observations.get(r[0], ()),
+                _json_object(r[5]),
+                r[6],
+                r[7],
+                _json_object(r[8]),
             )
             for r in rows
         ]
@@ -140,12 +141,12 @@ class EntityReads:
         return out
 
     def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:
-        out: dict[int, Entity] = {}
-        for start in range(0, len(pks), 400):
-            chunk = pks[start : start + 400]
-            for entity in self._entities(f"e.node IN ({marks(len(chunk))})", chunk):
-                out[entity.pk] = entity
-        return out
+        if not pks:
+            return {}
+        # One statement for any number (a search can return thousands): the keys go in as
+        # one JSON array.
+        found = self._entities("e.node IN (SELECT value FROM json_each(?))", [json.dumps(list(pks))])
+        return {entity.pk: entity for entity in found}
 
     def entity_pks(self, scopes: Sequence[str], *, after: int = 0, limit: int | None = None) -> list[int]:
         """Entities in creation order (one per name), from just after `after`."""
@@ -308,19 +309,31 @@ class EntityReads:
         """Open relations with one end (or, with `both_ends`, both ends) among `pks`, oldest first."""
         if not pks:
             return []
-        members = set(pks)
-        found: dict[int, Relation] = {}
-        scope_filter = f"r.valid_to IS NULL AND {edge_visible('r', len(scopes))}"
-        for start in range(0, len(pks), 400):
-            chunk = pks[start : start + 400]
-            chunk_marks = marks(len(chunk))
-            for column in ("r.src", "r.dst"):
-                params = [*chunk, *edge_visible_params(scopes)]
-                for relation in self._relations(f"{column} IN ({chunk_marks}) AND {scope_filter}", params):
-                    ends = (relation.src_pk, relation.dst_pk)
-                    if not both_ends or all(end in members for end in ends):
-                        found[relation.pk] = relation
-        return [found[k] for k in sorted(found)]
+        # One statement for any number of ends (a search can touch thousands): the ends
+        # go in as one JSON array. Each relation comes once: from the side of its source,
+        # or from the side of its target when its source is not among `pks`. Both ends are
+        # entities, whose scope is their node's, so the entity rows that give the names
+        # also give the scopes `edge_visible` would look up in `node`.
+        listed = marks(len(scopes))
+        visible = f"r.valid_to IS NULL AND r.scope IN ({listed}) AND es.scope IN ({listed}) AND ed.scope IN ({listed})"
+        columns = "r.pk, r.src, r.dst, r.type, es.name, ed.name, r.extra"
+        ends = "CROSS JOIN entity es ON es.node = r.src CROSS JOIN entity ed ON ed.node = r.dst"
+        from_source = f"SELECT {columns} FROM touched m CROSS JOIN edge r ON r.src = m.pk {ends} WHERE {visible}"
+        params: list[Any] = [json.dumps(sorted(set(pks))), *scopes, *scopes, *scopes]
+        if both_ends:
+            statement = f"{from_source} AND r.dst IN touched"
+        else:
+            from_target = (
+                f"SELECT {columns} FROM touched m CROSS JOIN edge r ON r.dst = m.pk {ends} "
+                f"WHERE {visible} AND r.src NOT IN touched"
+            )
+            statement = f"{from_source} UNION ALL {from_target}"
+            params += [*scopes, *scopes, *scopes]
+        rows = self.conn.execute(
+            f"WITH touched(pk) AS MATERIALIZED (SELECT value FROM json_each(?)) {statement} ORDER BY 1", params
+        )
+        # Positional arguments, in the record's field order: thousands a search.
+        return [Relation(r[4], r[5], r[3], r[0], r[1], r[2], _json_object(r[6])) for r in rows]
 
     def relations_matching(
         self,

@@ -780,7 +780,9 @@ def _ms(value: float | None) -> str:
 def _ratio(mine: float | None, theirs: float | None) -> str:
     if mine is None or theirs is None or theirs <= 0:
         return "—"
-    return f"{mine / theirs:.2f}x"
+    ratio = mine / theirs
+    # Against server-memory's whole-file reads a ratio can be far below 0.01: keep two digits.
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
 
 
 def render(run: Run, header: str) -> tuple[str, dict[str, Any]]:

@@ -1,6 +1,6 @@
-"""What starting mnemodb loads: importing the package, the engine or the command line loads
-none of the libraries only some requests need (numpy for vectors, `regex` for patterns,
-rapidfuzz for typo-tolerant search), nor the HTTP stack, the MCP SDK or package
+"""What starting mnemodb loads: the engine, and `mnemodb serve` over stdio with no embedder,
+import none of the libraries only some requests need (numpy for vectors, `regex` for
+patterns, rapidfuzz for typo-tolerant search), nor the HTTP stack, the MCP SDK or package
 metadata. Each costs 10 to 470 ms of every start; they are imported where they are used.
 
 Structural, not timed: the probes run in a fresh interpreter and read `sys.modules`.
@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from mnemodb.server.profiles import AVAILABLE
 
 # Loaded on first use only: vectors, patterns, fuzzy matching, embeddings over HTTP.
 ON_DEMAND = ("numpy", "regex", "rapidfuzz", "urllib.request", "http.client", "email")
@@ -22,6 +25,25 @@ HTTP_STACK = ("starlette", "uvicorn", "h11", "sse_starlette", "jinja2", "jwt", "
 SDK = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 # `mnemodb.__version__` is a constant: looking the distribution up would load these.
 METADATA = ("importlib.metadata", "zipfile")
+# The modules adding the other commands' parsers: `serve` builds its own parser alone.
+OTHER_COMMANDS = tuple(f"mnemodb.cli.{name}" for name in ("clients", "completion", "doctor", "items", "scopes"))
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+# Runs the command line's `main` with the given arguments, then writes the names of every
+# module loaded to the file named first.
+SERVE_PROBE = """
+import json, sys
+from mnemodb.cli.main import main
+status = main(sys.argv[2:])
+with open(sys.argv[1], "w", encoding="utf-8") as f:
+    json.dump(sorted(sys.modules), f)
+sys.exit(status)
+"""
 
 
 def loaded_from(modules: list[str], roots: tuple[str, ...]) -> list[str]:
@@ -45,3 +67,28 @@ def test_importing_mnemodb_loads_nothing_a_request_may_never_need(module: str) -
     modules = modules_after(f"import {module}")
     assert module in modules
     assert loaded_from(modules, ON_DEMAND + HTTP_STACK + SDK + METADATA) == []
+
+
+@pytest.mark.parametrize("profile", AVAILABLE)
+def test_serving_over_stdio_without_an_embedder_loads_neither_numpy_nor_the_http_stack(
+    profile: str, tmp_path: Path
+) -> None:
+    listing = tmp_path / "modules.json"
+    command = [sys.executable, "-c", SERVE_PROBE, str(listing), "serve", "--profile", profile]
+    command += ["--db", str(tmp_path / "memory.db"), "--embedder", "none"]
+    served = subprocess.run(
+        command,
+        input=json.dumps(INIT) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=False,
+    )
+    assert served.returncode == 0, served.stderr
+    # The server answered: the listing is of a start that went as far as serving.
+    assert json.loads(served.stdout.splitlines()[0])["result"]["serverInfo"]
+    modules = json.loads(listing.read_text(encoding="utf-8"))
+    assert "mnemodb.engine" in modules and "mnemodb.server.stdio" in modules
+    assert loaded_from(modules, ON_DEMAND + HTTP_STACK + SDK + METADATA + OTHER_COMMANDS) == []

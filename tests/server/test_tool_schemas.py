@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from mnemodb.server import config
-from mnemodb.server.app import _listed
+from mnemodb.server.calls import listed_tool
 from mnemodb.server.profiles import build_profile
 
 pytestmark = pytest.mark.inprocess
@@ -51,10 +51,10 @@ def _schemas(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
         settings = config.load(argparse.Namespace(profile=name, db=str(tmp_path / f"{name}.db")), {})
         profile = build_profile(name, settings)
         for tool in profile.tools:
-            listed = _listed(tool, profile)
-            yield name, f"{tool.name} input", listed.input_schema
-            if listed.output_schema is not None:
-                yield name, f"{tool.name} output", listed.output_schema
+            listed = listed_tool(tool, profile)
+            yield name, f"{tool.name} input", listed["inputSchema"]
+            if "outputSchema" in listed:
+                yield name, f"{tool.name} output", listed["outputSchema"]
 
 
 def test_no_schema_holds_a_bare_boolean_subschema_or_an_unknown_format(tmp_path: Path) -> None:

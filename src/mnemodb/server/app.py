@@ -7,22 +7,16 @@ transport, and because it is the shortest path per call.
 
 from __future__ import annotations
 
-import copy
 import logging
-import time
 import warnings
 from collections.abc import Callable
-from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import anyio
-import anyio.to_thread
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
     INVALID_PARAMS,
     CallToolRequestParams,
-    CallToolResult,
     CompleteRequestParams,
     CompleteResult,
     Completion,
@@ -43,90 +37,26 @@ from mcp_types import (
     SubscribeRequestParams,
     TextContent,
     TextResourceContents,
-    ToolExecution,
     UnsubscribeRequestParams,
 )
 from mcp_types import Prompt as McpPrompt
 from mcp_types import PromptArgument as McpPromptArgument
 from mcp_types import Resource as McpResource
-from mcp_types import Tool as McpTool
 
 from mnemodb import __version__
-from mnemodb.engine.tokens import current_grant
-from mnemodb.model.errors import EngineError, OperationTimeout
-from mnemodb.server.profile import Profile, Tool
-from mnemodb.server.schema import Invalid
-from mnemodb.store import sqlite_path
+from mnemodb.server.calls import ToolCalls, run_in_worker
+from mnemodb.server.profile import Profile, ProtocolError, ToolResult
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
 
+__all__ = ["build_server", "run_in_worker"]
+
 log = logging.getLogger("mnemodb.server")
-T = TypeVar("T")
-
-# Past the tool's own time limit, how long to wait for the worker thread before giving
-# up on it. The store aborts and rolls back at the limit itself; this only catches
-# work that is not inside a database statement.
-_BACKSTOP_S = 6.0
 
 
-def _listed(tool: Tool, profile: Profile) -> McpTool:
-    schema = tool.params.json_schema()
-    if profile.json_schema_dialect is not None:
-        schema["$schema"] = profile.json_schema_dialect
-    return McpTool(
-        name=tool.name,
-        title=tool.title,
-        description=tool.description,
-        input_schema=schema,
-        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
-        annotations=tool.annotations,
-        execution=ToolExecution(task_support="forbidden") if profile.forbid_tasks else None,
-    )
-
-
-async def run_in_worker(engine: Engine, work: Callable[[], T], timeout_ms: int) -> T:
-    """Run engine work on a worker thread, within the tool time limit (0 = none). An engine
-    error that names the database's file says only its name to a call under a token."""
-    try:
-        if timeout_ms <= 0:
-            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-        limit = timeout_ms / 1000
-
-        def bounded() -> T:
-            with engine.time_limit(limit):
-                return work()
-
-        try:
-            with anyio.fail_after(limit + _BACKSTOP_S):
-                return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
-        except TimeoutError:
-            raise OperationTimeout(f"timed out after {timeout_ms}ms") from None
-    except EngineError as exc:
-        told = _as_told(exc, engine)
-        if told is exc:
-            raise
-        raise told from exc
-
-
-def _as_told(error: EngineError, engine: Engine) -> EngineError:
-    """`error` as a caller may read it: under a token (a team server), with the server's
-    path to the database (a file that cannot be opened, say) cut to the file's name, since
-    where the server keeps its files is no tenant's business. Unchanged otherwise."""
-    location = engine.store.location
-    text = str(error)
-    if current_grant() is None or location == ":memory:" or location not in text:
-        return error
-    told = copy.copy(error)
-    # A file is named by its name; a database server not at all (its address is no tenant's business either).
-    shown = PurePath(location).name if sqlite_path(location) is not None else "the database server"
-    told.args = (text.replace(location, shown),)
-    return told
-
-
-def _wire(result: CallToolResult) -> dict[str, Any]:
-    """A tool result as the SDK puts it on the wire (what its server runner makes of a model)."""
-    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+def _as_is(result: ToolResult) -> ToolResult:
+    return result
 
 
 def build_server(
@@ -135,60 +65,30 @@ def build_server(
     *,
     tool_timeout_ms: int = 15_000,
     on_tool_call: Callable[[str, str, float], None] | None = None,
+    calls: ToolCalls | None = None,
 ) -> Server[Any]:
     """The SDK server for one profile over one engine. `on_tool_call(tool, outcome, seconds)`
     hears of every call of a known tool (outcome: ok, invalid, error, timeout, cancelled)."""
-    tools = {tool.name: tool for tool in profile.tools}
-    listed = [_listed(tool, profile) for tool in profile.tools]
+    if calls is None:
+        calls = ToolCalls(profile, engine, tool_timeout_ms=tool_timeout_ms, on_tool_call=on_tool_call)
     resources = {r.uri: r for r in profile.resources}
     prompts = {p.name: p for p in profile.prompts}
-    # Subscribed resource URIs. A stdio server has one client; the modern protocol era
-    # has no resources/subscribe at all (it listens through subscriptions/listen).
-    subscribed: set[str] = set()
+    subscribed = calls.subscribed
 
     async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
-        return ListToolsResult(tools=listed)
+        # A model, not the dict: the 2026-07-28 era adds fields (cache hints) with defaults.
+        return ListToolsResult.model_validate({"tools": calls.listing}, by_name=False)
 
-    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult | dict[str, Any]:
-        tool = tools.get(params.name)
-        if tool is None:
-            log.info("unknown tool %r", params.name)
-            return profile.unknown_tool(params.name)
-        started = time.perf_counter()
-        outcome = "error"
-
-        def work() -> dict[str, Any]:
-            # The result is shaped and dumped to its wire form here, on the worker thread and
-            # within the time limit: a large one (a whole graph) would otherwise hold up every
-            # other request on the event loop while it is built.
-            return _wire(profile.success(tool, tool.run(engine, arguments)))
-
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> ToolResult:
         try:
-            arguments = tool.params.validate(params.arguments)
-            result = await run_in_worker(engine, work, tool_timeout_ms)
-            outcome = "ok"
-        except Invalid as exc:
-            outcome = "invalid"
-            return profile.invalid(tool, exc)
-        except OperationTimeout:
-            outcome = "timeout"
-            return profile.timeout(tool, tool_timeout_ms)
-        except MCPError:
-            raise
-        except Exception as exc:
-            return profile.failure(tool, exc)
-        except BaseException:
-            outcome = "cancelled"
-            raise
-        finally:
-            elapsed = time.perf_counter() - started
-            log.info("Tool %s %s in %dms", tool.name, outcome, elapsed * 1000, extra={"tool": tool.name})
-            if on_tool_call is not None:
-                on_tool_call(tool.name, outcome, elapsed)
-        if subscribed and tool.annotations is not None and tool.annotations.read_only_hint is False:
+            result = await calls.call(params.name, params.arguments, _as_is)
+        except ProtocolError as exc:
+            raise MCPError(code=exc.code, message=exc.message) from None
+        if subscribed and calls.writes(params.name) and not result.get("isError"):
             for uri in sorted(subscribed):
                 await ctx.session.send_resource_updated(uri)
-        return result
+        # Required from the 2026-07-28 era on (the SDK drops it for older connections).
+        return {**result, "resultType": "complete"}
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         resource = resources.get(str(params.uri))
@@ -307,13 +207,13 @@ def build_server(
             version=__version__,
             title=f"mnemodb ({profile.name} profile)",
             instructions=profile.instructions,
-            on_list_tools=list_tools,
             on_list_resources=list_resources if profile.resources or profile.templates else None,
             on_list_resource_templates=list_templates if profile.resources or profile.templates else None,
             on_read_resource=read_resource if profile.resources or profile.templates else None,
             on_list_prompts=list_prompts if profile.prompts else None,
             on_get_prompt=get_prompt if profile.prompts else None,
             on_completion=complete if profile.prompts or profile.templates else None,
+            on_list_tools=list_tools,
             on_set_logging_level=set_logging_level,
             on_subscribe_resource=subscribe if any(r.subscribable for r in profile.resources) else None,
             on_unsubscribe_resource=unsubscribe if any(r.subscribable for r in profile.resources) else None,
@@ -321,6 +221,7 @@ def build_server(
     # Registered as a plain request handler: it may answer with the result's wire form (a
     # dict), which the SDK takes as it is instead of dumping the model again on the event loop.
     server.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+
     # The OpenTelemetry middleware is a no-op without an exporter but still costs every
     # call; mnemodb does not export traces.
     server.middleware.clear()

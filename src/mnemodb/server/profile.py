@@ -14,14 +14,63 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
-from mcp_types import CallToolResult, ToolAnnotations
-
 from mnemodb.server.schema import Invalid
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
 
 ToolRun = Callable[["Engine", dict[str, Any]], Any]
+
+ToolResult = dict[str, Any]
+"""A `tools/call` result in its wire form (`content`, `structuredContent`, `isError`): what
+a profile's shaping methods return and what either transport sends as it is."""
+
+# JSON-RPC error codes a profile may answer a call with (`ProtocolError`).
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+def tool_result(text: str, structured: Mapping[str, Any] | None = None, *, is_error: bool = False) -> ToolResult:
+    """A tool's result with one text block, and its structured form when there is one."""
+    result: ToolResult = {"content": [{"type": "text", "text": text}]}
+    if structured is not None:
+        result["structuredContent"] = structured
+    result["isError"] = is_error
+    return result
+
+
+class ProtocolError(Exception):
+    """A call answered with a JSON-RPC error instead of a tool result, as some upstreams did."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def wire(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    """The hints a tool listing carries about what a tool does (MCP's `ToolAnnotations`)."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The hints that are set, named as on the wire."""
+        named = (
+            ("title", self.title),
+            ("readOnlyHint", self.read_only_hint),
+            ("destructiveHint", self.destructive_hint),
+            ("idempotentHint", self.idempotent_hint),
+            ("openWorldHint", self.open_world_hint),
+        )
+        return {key: value for key, value in named if value is not None}
 
 
 class ToolParams(Protocol):
@@ -158,17 +207,19 @@ class Profile(ABC):
     forbid_tasks: bool = False
     """Say `execution: {taskSupport: "forbidden"}` on every tool, as the upstream's SDK did."""
 
-    @abstractmethod
-    def success(self, tool: Tool, value: Any) -> CallToolResult: ...
+    # Each returns the call's result, or raises `ProtocolError` to answer with an error.
 
     @abstractmethod
-    def failure(self, tool: Tool, error: Exception) -> CallToolResult: ...
+    def success(self, tool: Tool, value: Any) -> ToolResult: ...
 
     @abstractmethod
-    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult: ...
+    def failure(self, tool: Tool, error: Exception) -> ToolResult: ...
 
     @abstractmethod
-    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult: ...
+    def invalid(self, tool: Tool, error: Invalid) -> ToolResult: ...
 
     @abstractmethod
-    def unknown_tool(self, name: str) -> CallToolResult: ...
+    def timeout(self, tool: Tool, timeout_ms: int) -> ToolResult: ...
+
+    @abstractmethod
+    def unknown_tool(self, name: str) -> ToolResult: ...

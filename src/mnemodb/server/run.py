@@ -8,18 +8,23 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.embedding import BackgroundEmbedder
-from mnemodb.server.app import build_server
+from mnemodb.server.calls import ToolCalls
 from mnemodb.server.config import make_embedder
+from mnemodb.server.lean import LeanServer
 from mnemodb.server.profiles import ProfileSpec, profile_spec
 from mnemodb.server.settings import Settings, is_loopback
 from mnemodb.server.stdio import serve_stdio
 from mnemodb.store import sqlite_path
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
 
 log = logging.getLogger("mnemodb")
 
@@ -59,12 +64,20 @@ def serve(settings: Settings, *, on_listening: Callable[[str], None] | None = No
         from mnemodb.server.http import Metrics
 
         metrics = Metrics(engine)
-    server = build_server(
+    calls = ToolCalls(
         profile,
         engine,
         tool_timeout_ms=settings.tool_timeout_ms,
         on_tool_call=metrics.tool_called if metrics is not None else None,
     )
+
+    def make_server() -> Server[Any]:
+        # The SDK (half a second of imports) is loaded only when a stdio client asks for
+        # something the lean path leaves to it, or to serve HTTP.
+        from mnemodb.server.app import build_server
+
+        return build_server(profile, engine, calls=calls)
+
     # The model loads and the backlog is embedded on a thread of its own: the server answers
     # at once, searching by words until vectors exist.
     background = BackgroundEmbedder(engine.embeddings).start() if embedder is not None else None
@@ -85,7 +98,7 @@ def serve(settings: Settings, *, on_listening: Callable[[str], None] | None = No
             # Signals are taken before the server says it serves (see serve_http).
             await tg.start(stop_on_signal)
             log.info("mnemodb serving the %s profile on stdio, database %s", profile.name, engine.store.location)
-            await serve_stdio(server, profile.rules)
+            await serve_stdio(make_server, profile.rules, lean=LeanServer(profile, calls))
             tg.cancel_scope.cancel()
         return 0
 
@@ -94,7 +107,7 @@ def serve(settings: Settings, *, on_listening: Callable[[str], None] | None = No
         from mnemodb.server.http import serve_http
 
         assert metrics is not None
-        main = functools.partial(serve_http, server, engine, settings.http, metrics, on_listening)
+        main = functools.partial(serve_http, make_server(), engine, settings.http, metrics, on_listening)
         log.info("mnemodb serving the %s profile over HTTP, database %s", profile.name, engine.store.location)
     status = 0
     try:

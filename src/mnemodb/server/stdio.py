@@ -13,33 +13,37 @@ those itself:
 - per profile, memdb's rules: an `initialize` with an unsupported protocol version
   (-32000) and requests outside the handshake order (-32600).
 
-Everything else goes to the SDK unchanged. stdout carries protocol messages only:
-while serving, fd 1 points at stderr, so a stray print cannot corrupt the wire.
+The handshake, `ping`, `tools/list` and `tools/call` of a connection at a current
+protocol version are answered without the SDK (`lean.py`): a server answers `initialize`
+before the SDK is even imported, and a tool call skips its dispatch and second
+serialisation. Everything else goes to the SDK unchanged, started when first needed.
+stdout carries protocol messages only: while serving, fd 1 points at stderr, so a stray
+print cannot corrupt the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import os
 import re
 import stat
 import sys
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared.message import SessionMessage
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic_core import PydanticSerializationError
 
-from mnemodb.server.profile import ProtocolRules
+from mnemodb.server.lean import HANDSHAKE_VERSIONS, LeanServer
+from mnemodb.server.profile import ProtocolError, ProtocolRules
+
+if TYPE_CHECKING:
+    import anyio.abc
+    from mcp.server.lowlevel import Server
 
 __all__ = ["MAX_LINE_BYTES", "serve_stdio"]
 
@@ -226,13 +230,6 @@ async def _lines(fd: int) -> AsyncIterator[bytes | None]:
             start = end + 1
 
 
-async def serve_stdio(server: Server[Any], rules: ProtocolRules, *, fds: tuple[int, int] | None = None) -> None:
-    """Serve `server` over stdin/stdout (or the given pair of fds) until stdin closes."""
-    with contextlib.ExitStack() as stack:
-        wire_in, wire_out = fds if fds is not None else stack.enter_context(_claim_stdio())
-        await _serve(server, rules, wire_in, wire_out)
-
-
 _ENVELOPE_KEYS = {
     "request": {"jsonrpc", "id", "method", "params"},
     "result": {"jsonrpc", "id", "result"},
@@ -262,40 +259,373 @@ def _envelope_problem(payload: dict[str, Any], rules: ProtocolRules) -> tuple[bo
     return None
 
 
-async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_out: int) -> None:
-    to_server, server_reads = create_context_streams[SessionMessage | Exception](0)
-    server_writes, from_server = create_context_streams[SessionMessage](0)
-    out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
-    gate = _Gate(rules)
-    # Requests handed to the SDK and not yet answered: stdin closing must not lose them.
-    in_flight: set[str | int] = set()
-    drained = anyio.Event()
-    drained.set()
-    # An `initialize` whose version the SDK does not know but the profile accepts: the
-    # reply says the version the client asked for, as the profile's upstream did.
-    echo_version: dict[str | int, str] = {}
+async def serve_stdio(
+    make_server: Callable[[], Server[Any]],
+    rules: ProtocolRules,
+    *,
+    lean: LeanServer | None = None,
+    fds: tuple[int, int] | None = None,
+) -> None:
+    """Serve over stdin/stdout (or the given pair of fds) until stdin closes: what `lean`
+    answers itself, the rest by the SDK server `make_server` builds when first needed."""
+    with contextlib.ExitStack() as stack:
+        wire_in, wire_out = fds if fds is not None else stack.enter_context(_claim_stdio())
+        await _Connection(make_server, rules, lean, wire_out).serve(wire_in)
 
-    async def emit(payload: dict[str, Any]) -> None:
-        await out_send.send(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
 
-    async def write_out() -> None:
-        async with out_receive:
-            async for data in out_receive:
+def _encoded(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def _plain_envelope(payload: dict[str, Any]) -> bool:
+    """A JSON-RPC 2.0 request or notification with nothing else in it."""
+    return payload.get("jsonrpc") == "2.0" and set(payload) <= _ENVELOPE_KEYS["request"]
+
+
+def _plain_meta(params: dict[str, Any]) -> bool:
+    """Whether `params._meta` is absent or holds nothing the SDK would refuse or act on
+    beyond a progress token (which no tool here reports on)."""
+    meta = params.get("_meta")
+    if meta is None:
+        return "_meta" not in params
+    if not isinstance(meta, dict):
+        return False
+    token = meta.get("progressToken")
+    return token is None or _usable_id(token)
+
+
+def _lean_tool_call(params: Any) -> tuple[str, Any] | None:
+    """(tool name, arguments) of a `tools/call` whose params the SDK would take as they
+    are; None sends the message to the SDK, which answers anything else its own way."""
+    if not isinstance(params, dict) or not set(params) <= {"name", "arguments", "_meta"}:
+        return None
+    name, arguments = params.get("name"), params.get("arguments")
+    if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)) or not _plain_meta(params):
+        return None
+    return name, arguments
+
+
+def _lean_listing(params: Any) -> bool:
+    """Whether a `tools/list` or `ping` is one the SDK would take as it is."""
+    if params is None:
+        return True
+    if not isinstance(params, dict) or not set(params) <= {"cursor", "_meta"}:
+        return False
+    return isinstance(params.get("cursor", ""), str) and _plain_meta(params)
+
+
+def _lean_initialize(params: Any) -> bool:
+    """Whether an `initialize` is one the SDK would take as it is (else it answers it)."""
+    if not _is_initialize_params(params) or not set(params) <= {"protocolVersion", "capabilities", "clientInfo"}:
+        return False
+    info = params["clientInfo"]
+    return (
+        set(info) <= {"name", "version", "title"}
+        and isinstance(info.get("title", ""), str)
+        and all(isinstance(value, dict) for value in params["capabilities"].values())
+    )
+
+
+class _Connection:
+    """One client on stdio: the lean path for what it serves, the SDK for the rest."""
+
+    def __init__(
+        self, make_server: Callable[[], Server[Any]], rules: ProtocolRules, lean: LeanServer | None, wire_out: int
+    ) -> None:
+        self.make_server = make_server
+        self.rules = rules
+        self.lean = lean
+        self.wire_out = wire_out
+        self.gate = _Gate(rules)
+        # The version of a connection the lean path serves, once it has answered `initialize`.
+        self.lean_version: str | None = None
+        self.lean_initialize: dict[str, Any] | None = None
+        # Lean calls being served, by request id: `notifications/cancelled` cancels them.
+        self.lean_calls: dict[str | int, anyio.CancelScope] = {}
+        # Requests not yet answered (by either path): stdin closing must not lose them.
+        self.in_flight: set[str | int] = set()
+        self.drained = anyio.Event()
+        self.drained.set()
+        self.out_send, self.out_receive = anyio.create_memory_object_stream[bytes](64)
+        self.tasks: anyio.abc.TaskGroup | None = None
+        self.sdk: _SdkSide | None = None
+
+    async def serve(self, wire_in: int) -> None:
+        async with anyio.create_task_group() as tg:
+            self.tasks = tg
+            tg.start_soon(self.write_out)
+            try:
+                async for line in _lines(wire_in):
+                    await self.handle_line(line)
+                    if self.gate.closed:
+                        log.info("closing the connection after refusing its protocol version")
+                        break
+                else:
+                    # stdin closed: answer what was asked before letting the server stop.
+                    with anyio.move_on_after(_DRAIN_TIMEOUT_S):
+                        await self.drained.wait()
+            finally:
+                if self.sdk is not None:
+                    await self.sdk.close()
+                for scope in list(self.lean_calls.values()):
+                    scope.cancel()
+                await self.out_send.aclose()
+
+    async def write_out(self) -> None:
+        async with self.out_receive:
+            async for data in self.out_receive:
                 view = memoryview(data)
                 while view:
-                    written = os.write(wire_out, view)
+                    written = os.write(self.wire_out, view)
                     view = view[written:]
 
-    async def relay_server_messages() -> None:
-        nonlocal drained
-        async with from_server:
-            async for session_message in from_server:
+    async def emit(self, payload: dict[str, Any]) -> None:
+        await self.out_send.send(_encoded(payload))
+
+    def started(self, request_id: str | int) -> None:
+        self.in_flight.add(request_id)
+        if self.drained.is_set():
+            self.drained = anyio.Event()
+
+    def answered(self, request_id: Any) -> None:
+        self.in_flight.discard(request_id)
+        if not self.in_flight:
+            self.drained.set()
+
+    async def handle_line(self, line: bytes | None) -> None:
+        rules = self.rules
+        if line is None:
+            log.warning("rejected a message longer than %d bytes", MAX_LINE_BYTES)
+            await self.emit(_error(-32700, "Parse error", None, rules, with_id=False))
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip() and not rules.blank_line_is_parse_error:
+            return
+        try:
+            # Strict UTF-8: json.loads of bytes would let the bytes of a lone surrogate through.
+            payload = json.loads(line.decode("utf-8-sig"), parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            await self.emit(_error(-32700, "Parse error", None, rules, with_id=False))
+            return
+        if _LONE_SURROGATE_ESCAPE.search(line) and _holds_lone_surrogate(payload):
+            # JSON may spell half a UTF-16 pair, but it is no Unicode text: nothing can store
+            # it or send it back as UTF-8. The SDK's own reader (and so the HTTP transport)
+            # refuses such a message as unparseable; this answers the id when there is one.
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            usable = _usable_id(request_id)
+            text = "Parse error: a string holds an unpaired UTF-16 surrogate escape, which is not Unicode text"
+            await self.emit(_error(-32700, text, request_id, rules, with_id=usable))
+            return
+        if isinstance(payload, list):
+            ids = [item["id"] for item in payload if isinstance(item, dict) and _usable_id(item.get("id"))]
+            for request_id in ids or [None]:
+                await self.emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
+            return
+        problem = _envelope_problem(payload, rules) if isinstance(payload, dict) else None
+        if problem is not None:
+            answer, request_id = problem
+            if answer:
+                await self.emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
+            return
+        if isinstance(payload, dict) and _plain_envelope(payload) and await self.handle_lean(payload):
+            return
+        await self.to_sdk(payload)
+
+    async def handle_lean(self, message: dict[str, Any]) -> bool:
+        """Answer `message` on the lean path if it serves it: whether it did."""
+        lean = self.lean
+        method = message.get("method")
+        if lean is None or not isinstance(method, str) or self.gate.modern:
+            return False
+        request_id: Any = message.get("id")
+        params: Any = message.get("params")
+        version = self.lean_version
+        if version is None:
+            # Only a connection's first `initialize` decides; anything before it (and every
+            # message of a connection the SDK serves) goes to the SDK.
+            if method != "initialize" or self.sdk is not None or not _usable_id(request_id):
+                return False
+            if not _lean_initialize(params):
+                return False
+            if not await self.passes_gate(message):
+                return True
+            self.lean_version, result = lean.initialize(params["protocolVersion"])
+            if params["protocolVersion"] in (self.rules.supported_versions or ()):
+                # A version the profile accepts: said back as the client asked, as upstream did.
+                result = {**result, "protocolVersion": params["protocolVersion"]}
+            self.lean_initialize = message
+            await self.emit({"jsonrpc": "2.0", "id": request_id, "result": result})
+            return True
+        if "id" in message:
+            if not _usable_id(request_id) or (self.sdk is not None and method not in ("tools/call", "tools/list")):
+                return False
+            if method == "tools/call":
+                call = _lean_tool_call(params)
+                if call is None or request_id in self.lean_calls:
+                    return False
+                if not await self.passes_gate(message):
+                    return True
+                self.started(request_id)
+                assert self.tasks is not None
+                self.tasks.start_soon(self.serve_call, request_id, *call)
+                return True
+            if method in ("tools/list", "ping") and _lean_listing(params):
+                if not await self.passes_gate(message):
+                    return True
+                result = lean.tools_list() if method == "tools/list" else {}
+                await self.emit({"jsonrpc": "2.0", "id": request_id, "result": result})
+                return True
+            return False
+        if method == "notifications/initialized" and self.sdk is None:
+            self.gate.check(message)
+            return True
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            cancelled: Any = params.get("requestId")
+            scope = self.lean_calls.get(cancelled) if _usable_id(cancelled) else None
+            if scope is not None:
+                scope.cancel()
+                return True
+        return False
+
+    async def passes_gate(self, message: dict[str, Any]) -> bool:
+        refusal = self.gate.check(message)
+        if refusal is None:
+            return True
+        if refusal:
+            await self.emit(refusal)
+        return False
+
+    async def serve_call(self, request_id: str | int, name: str, arguments: Any) -> None:
+        assert self.lean is not None
+        calls = self.lean.calls
+
+        def encode(result: dict[str, Any]) -> tuple[bytes, bool]:
+            failed = bool(result.get("isError"))
+            try:
+                return _encoded({"jsonrpc": "2.0", "id": request_id, "result": result}), failed
+            except (ValueError, TypeError) as exc:  # a lone surrogate, say: not expected
+                log.error("could not encode the result of %s: %s", name, exc)
+                text = "Internal error: the reply could not be encoded as JSON"
+                return _encoded(_error(-32603, text, request_id, self.rules, with_id=True)), True
+
+        line: bytes | None = None
+        with anyio.CancelScope() as scope:
+            self.lean_calls[request_id] = scope
+            try:
+                line, failed = await calls.call(name, arguments, encode)
+                if not failed and calls.subscribed and calls.writes(name):
+                    for uri in sorted(calls.subscribed):
+                        await self.emit(
+                            {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+                        )
+            except ProtocolError as exc:
+                line = _encoded({"jsonrpc": "2.0", "id": request_id, "error": exc.wire()})
+            except Exception:
+                log.exception("tool %s failed unexpectedly", name)
+                line = _encoded(_error(-32603, "Internal error", request_id, self.rules, with_id=True))
+            finally:
+                del self.lean_calls[request_id]
+        try:
+            if line is not None:  # a cancelled call is not answered
+                with contextlib.suppress(anyio.ClosedResourceError):  # the connection ended first
+                    await self.out_send.send(line)
+        finally:
+            self.answered(request_id)
+
+    async def to_sdk(self, payload: Any) -> None:
+        if self.sdk is None:
+            self.sdk = _SdkSide(self)
+            await self.sdk.start()
+        await self.sdk.handle(payload)
+
+
+class _SdkSide:
+    """The SDK's server behind a connection, started on the first message it must answer.
+    On a connection the lean path opened, it is first told of the client's `initialize`
+    (its reply is dropped): to the SDK, the connection is then as initialized as it is."""
+
+    _REPLAYED_ID = "mnemodb:replayed-initialize"
+
+    def __init__(self, connection: _Connection) -> None:
+        from mcp.shared._context_streams import create_context_streams
+        from mcp.shared.message import SessionMessage
+
+        self.connection = connection
+        self.types = importlib.import_module("mcp_types")
+        self.session_message = SessionMessage
+        self.to_server, self.server_reads = create_context_streams[SessionMessage | Exception](0)
+        self.server_writes, self.from_server = create_context_streams[SessionMessage](0)
+        # An `initialize` whose version the SDK does not know but the profile accepts: the
+        # reply says the version the client asked for, as the profile's upstream did.
+        self.echo_version: dict[Any, str] = {}
+        self.done = anyio.Event()
+
+    async def start(self) -> None:
+        connection = self.connection
+        server = connection.make_server()
+        assert connection.tasks is not None
+        connection.tasks.start_soon(self.run, server)
+        replayed = connection.lean_initialize
+        if replayed is not None:
+            await self.send({**replayed, "id": self._REPLAYED_ID})
+            if connection.gate.initialized:
+                await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def run(self, server: Server[Any]) -> None:
+        try:
+            async with anyio.create_task_group() as inner:
+                inner.start_soon(self.relay)
+                async with self.server_reads, self.server_writes:
+                    await server.run(self.server_reads, self.server_writes, server.create_initialization_options())
+        finally:
+            self.done.set()
+
+    async def close(self) -> None:
+        await self.to_server.aclose()
+        await self.done.wait()
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        message = self.types.jsonrpc_message_adapter.validate_python(payload, by_name=False)
+        await self.to_server.send(self.session_message(message))
+
+    async def handle(self, payload: Any) -> None:
+        connection, rules, types = self.connection, self.connection.rules, self.types
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(payload, by_name=False)
+        except Exception:
+            if isinstance(payload, dict) and _usable_id(payload.get("id")):
+                await connection.emit(_error(-32600, "Invalid request", payload["id"], rules, with_id=True))
+            elif isinstance(payload, dict) and "id" in payload:
+                await connection.emit(_error(-32600, "Invalid request", None, rules, with_id=False))
+            return  # anything else (a malformed notification) has nobody to answer
+        if not await connection.passes_gate(payload):
+            return
+        if isinstance(message, types.JSONRPCRequest):
+            requested = (message.params or {}).get("protocolVersion") if message.method == "initialize" else None
+            if requested in (rules.supported_versions or ()) and requested not in HANDSHAKE_VERSIONS:
+                self.echo_version[message.id] = str(requested)
+            connection.started(message.id)
+        await self.to_server.send(self.session_message(message))
+
+    async def relay(self) -> None:
+        from pydantic_core import PydanticSerializationError
+
+        connection, types = self.connection, self.types
+        async with self.from_server:
+            async for session_message in self.from_server:
                 message = session_message.message
                 answered = getattr(message, "id", None) if not isinstance(message, types.JSONRPCRequest) else None
-                if answered is not None and answered in echo_version and isinstance(message, types.JSONRPCResponse):
+                if answered == self._REPLAYED_ID:
+                    continue
+                if (
+                    answered is not None
+                    and answered in self.echo_version
+                    and isinstance(message, types.JSONRPCResponse)
+                ):
                     payload = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                    payload["result"]["protocolVersion"] = echo_version.pop(answered)
-                    await emit(payload)
+                    payload["result"]["protocolVersion"] = self.echo_version.pop(answered)
+                    await connection.emit(payload)
                 else:
                     try:
                         text = message.model_dump_json(by_alias=True, exclude_unset=True)
@@ -310,95 +640,10 @@ async def _serve(server: Server[Any], rules: ProtocolRules, wire_in: int, wire_o
                                 -32603,
                                 "Internal error: the reply could not be encoded as JSON",
                                 answered,
-                                rules,
+                                connection.rules,
                                 with_id=True,
                             )
                         )
-                    await out_send.send(text.encode() + b"\n")
+                    await connection.out_send.send(text.encode() + b"\n")
                 if answered is not None:
-                    in_flight.discard(answered)
-                    if not in_flight:
-                        drained.set()
-
-    async def read_in() -> None:
-        async with to_server:
-            async for line in _lines(wire_in):
-                await handle_line(line)
-                if gate.closed:
-                    log.info("closing the connection after refusing its protocol version")
-                    return
-            # stdin closed: answer what was asked before letting the server stop.
-            with anyio.move_on_after(_DRAIN_TIMEOUT_S):
-                await drained.wait()
-
-    async def handle_line(line: bytes | None) -> None:
-        nonlocal drained
-        if line is None:
-            log.warning("rejected a message longer than %d bytes", MAX_LINE_BYTES)
-            await emit(_error(-32700, "Parse error", None, rules, with_id=False))
-            return
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if not line.strip() and not rules.blank_line_is_parse_error:
-            return
-        try:
-            # Strict UTF-8: json.loads of bytes would let the bytes of a lone surrogate through.
-            payload = json.loads(line.decode("utf-8-sig"), parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            await emit(_error(-32700, "Parse error", None, rules, with_id=False))
-            return
-        if _LONE_SURROGATE_ESCAPE.search(line) and _holds_lone_surrogate(payload):
-            # JSON may spell half a UTF-16 pair, but it is no Unicode text: nothing can store
-            # it or send it back as UTF-8. The SDK's own reader (and so the HTTP transport)
-            # refuses such a message as unparseable; this answers the id when there is one.
-            request_id = payload.get("id") if isinstance(payload, dict) else None
-            usable = _usable_id(request_id)
-            text = "Parse error: a string holds an unpaired UTF-16 surrogate escape, which is not Unicode text"
-            await emit(_error(-32700, text, request_id, rules, with_id=usable))
-            return
-        if isinstance(payload, list):
-            ids = [item["id"] for item in payload if isinstance(item, dict) and _usable_id(item.get("id"))]
-            for request_id in ids or [None]:
-                await emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
-            return
-        problem = _envelope_problem(payload, rules) if isinstance(payload, dict) else None
-        if problem is not None:
-            answer, request_id = problem
-            if answer:
-                await emit(_error(-32600, "Invalid request", request_id, rules, with_id=request_id is not None))
-            return
-        try:
-            message = types.jsonrpc_message_adapter.validate_python(payload, by_name=False)
-        except Exception:
-            if isinstance(payload, dict) and _usable_id(payload.get("id")):
-                await emit(_error(-32600, "Invalid request", payload["id"], rules, with_id=True))
-            elif isinstance(payload, dict) and "id" in payload:
-                await emit(_error(-32600, "Invalid request", None, rules, with_id=False))
-            return  # anything else (a malformed notification) has nobody to answer
-        refusal = gate.check(payload)
-        if refusal is not None:
-            if refusal:
-                await emit(refusal)
-            return
-        if isinstance(message, types.JSONRPCRequest):
-            requested = (message.params or {}).get("protocolVersion") if message.method == "initialize" else None
-            if requested in (rules.supported_versions or ()) and requested not in HANDSHAKE_PROTOCOL_VERSIONS:
-                echo_version[message.id] = str(requested)
-            in_flight.add(message.id)
-            if drained.is_set():
-                drained = anyio.Event()
-        await to_server.send(SessionMessage(message))
-
-    async def server_side() -> None:
-        # Ends once stdin has closed and the server has answered what it had; then the
-        # writer drains and stops.
-        async with anyio.create_task_group() as inner:
-            inner.start_soon(relay_server_messages)
-            async with server_reads, server_writes:
-                await server.run(server_reads, server_writes, server.create_initialization_options())
-        await out_send.aclose()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(write_out)
-        tg.start_soon(server_side)
-        await read_in()
+                    connection.answered(answered)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import EntityLink, EntityText, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
@@ -213,7 +215,7 @@ def test_relations_touching_many_ends_each_once(store: Store) -> None:
     # More ends than one statement could take as parameters: a search can touch thousands.
     with store.write() as tx:
         pks = [add_entity(tx, f"N{i}") for i in range(1200)]
-        chain = [add_edge(tx, a, b) for a, b in zip(pks, pks[1:], strict=False)]
+        chain = [add_edge(tx, a, b) for a, b in itertools.pairwise(pks)]
         loop = add_edge(tx, pks[0], pks[0], "self")
     with store.read() as tx:
         every = tx.relations_touching([*pks, *pks[:10]], [A])

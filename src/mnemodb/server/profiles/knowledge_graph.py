@@ -20,12 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-
 from mnemodb.engine import Engine, EngineError, Entity
 from mnemodb.engine.graph import Graph, NewEntity, NewRelation
 from mnemodb.model.records import Relation
-from mnemodb.server.profile import Profile, Resource, Tool, tool
+from mnemodb.server.profile import Profile, Resource, Tool, ToolAnnotations, ToolResult, tool, tool_result
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Invalid, Num, Obj, Str
 from mnemodb.server.settings import Settings, env_value, load_standard_settings
 
@@ -613,14 +611,10 @@ class KnowledgeGraphProfile(Profile):
     )
 
     @staticmethod
-    def _text(text: str, structured: Mapping[str, Any] | None, *, is_error: bool = False) -> CallToolResult:
-        return CallToolResult(
-            content=[TextContent(type="text", text=text)],
-            structured_content=dict(structured) if structured is not None else None,
-            is_error=is_error,
-        )
+    def _text(text: str, structured: Mapping[str, Any] | None, *, is_error: bool = False) -> ToolResult:
+        return tool_result(text, dict(structured) if structured is not None else None, is_error=is_error)
 
-    def success(self, tool: Tool, value: Any) -> CallToolResult:
+    def success(self, tool: Tool, value: Any) -> ToolResult:
         if isinstance(value, Message):
             return self._text(value.text, {"success": True, "message": value.text})
         if isinstance(value, NoPath):
@@ -628,7 +622,7 @@ class KnowledgeGraphProfile(Profile):
         shown = value[LIST_TEXT[tool.name]] if tool.name in LIST_TEXT else value
         return self._text(json.dumps(shown, separators=(",", ":"), ensure_ascii=False), value)
 
-    def failure(self, tool: Tool, error: Exception) -> CallToolResult:
+    def failure(self, tool: Tool, error: Exception) -> ToolResult:
         if isinstance(error, EngineError | ValueError):
             message = str(error)
         else:
@@ -636,15 +630,15 @@ class KnowledgeGraphProfile(Profile):
             message = f"Internal error: {type(error).__name__} (details in the server log)"
         return self._text(message, None, is_error=True)
 
-    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult:
+    def timeout(self, tool: Tool, timeout_ms: int) -> ToolResult:
         return self._text(f"Tool {tool.name} timed out after {timeout_ms}ms; nothing was changed", None, is_error=True)
 
-    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult:
+    def invalid(self, tool: Tool, error: Invalid) -> ToolResult:
         issues = json.dumps(error.issues, indent=2, ensure_ascii=False)
         text = f"MCP error -32602: Input validation error: Invalid arguments for tool {tool.name}: {issues}"
         return self._text(text, None, is_error=True)
 
-    def unknown_tool(self, name: str) -> CallToolResult:
+    def unknown_tool(self, name: str) -> ToolResult:
         return self._text(f"MCP error -32602: Tool {name} not found", None, is_error=True)
 
 

@@ -15,11 +15,18 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-
 from mnemodb.engine import Engine, EngineError, Memory, NewMemory, NotFound
 from mnemodb.model.records import MEMORY_TYPES, MemoryLink, RelatedMemory
-from mnemodb.server.profile import Profile, ProtocolRules, Resource, Tool, tool
+from mnemodb.server.profile import (
+    Profile,
+    ProtocolRules,
+    Resource,
+    Tool,
+    ToolAnnotations,
+    ToolResult,
+    tool,
+    tool_result,
+)
 from mnemodb.server.schema import Arr, Enum, Int, Invalid, Obj, Str
 
 log = logging.getLogger("mnemodb.server")
@@ -444,16 +451,14 @@ class MemdbProfile(Profile):
     )
 
     @staticmethod
-    def _envelope(payload: Mapping[str, Any], *, is_error: bool) -> CallToolResult:
+    def _envelope(payload: Mapping[str, Any], *, is_error: bool) -> ToolResult:
         text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-        return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=dict(payload), is_error=is_error
-        )
+        return tool_result(text, dict(payload), is_error=is_error)
 
-    def success(self, tool: Tool, value: Any) -> CallToolResult:
+    def success(self, tool: Tool, value: Any) -> ToolResult:
         return self._envelope({"ok": True, "result": value}, is_error=False)
 
-    def failure(self, tool: Tool, error: Exception) -> CallToolResult:
+    def failure(self, tool: Tool, error: Exception) -> ToolResult:
         if isinstance(error, MemdbError):
             code, message = error.code, str(error)
         elif isinstance(error, EngineError | ValueError):
@@ -465,7 +470,7 @@ class MemdbProfile(Profile):
             code = E_NOT_FOUND
         return self._envelope({"ok": False, "error": {"code": code, "message": message}}, is_error=True)
 
-    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult:
+    def timeout(self, tool: Tool, timeout_ms: int) -> ToolResult:
         payload = {
             "ok": False,
             "error": {"code": E_TIMEOUT, "message": f"Tool execution timed out after {timeout_ms}ms"},
@@ -473,14 +478,13 @@ class MemdbProfile(Profile):
         }
         return self._envelope(payload, is_error=True)
 
-    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult:
+    def invalid(self, tool: Tool, error: Invalid) -> ToolResult:
         issues = json.dumps(error.issues, indent=2, ensure_ascii=False)
         text = f"MCP error -32602: Input validation error: Invalid arguments for tool {tool.name}: {issues}"
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return tool_result(text, is_error=True)
 
-    def unknown_tool(self, name: str) -> CallToolResult:
-        text = f"MCP error -32602: Tool {name} not found"
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    def unknown_tool(self, name: str) -> ToolResult:
+        return tool_result(f"MCP error -32602: Tool {name} not found", is_error=True)
 
 
 def build() -> MemdbProfile:

@@ -7,12 +7,19 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent
-
 from mnemodb.engine import Engine, EngineError
 from mnemodb.engine.items import Item
 from mnemodb.model.records import Entity, Memory
-from mnemodb.server.profile import Profile, Prompt, PromptArgument, Resource, TemplateResource, Tool
+from mnemodb.server.profile import (
+    Profile,
+    Prompt,
+    PromptArgument,
+    Resource,
+    TemplateResource,
+    Tool,
+    ToolResult,
+    tool_result,
+)
 from mnemodb.server.profiles.native import text as native_text
 from mnemodb.server.profiles.native.handlers import NativeTools
 from mnemodb.server.profiles.native.shapes import item_shape, relation_shape
@@ -99,31 +106,31 @@ class NativeProfile(Profile):
             ),
         )
 
-    def success(self, tool: Tool, value: Any) -> CallToolResult:
-        return CallToolResult(content=[TextContent(type="text", text=_json(value))], structured_content=value)
+    def success(self, tool: Tool, value: Any) -> ToolResult:
+        return tool_result(_json(value), value)
 
     @staticmethod
-    def _error(text: str) -> CallToolResult:
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    def _error(text: str) -> ToolResult:
+        return tool_result(text, is_error=True)
 
-    def failure(self, tool: Tool, error: Exception) -> CallToolResult:
+    def failure(self, tool: Tool, error: Exception) -> ToolResult:
         if isinstance(error, EngineError):
             return self._error(f"{tool.name}: {error}")
         log.exception("tool %s failed unexpectedly", tool.name, exc_info=error)
         return self._error(f"{tool.name}: internal error ({type(error).__name__}); nothing was changed")
 
-    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult:
+    def invalid(self, tool: Tool, error: Invalid) -> ToolResult:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in issue['path']) or 'arguments'}: {issue['message']}" for issue in error.issues
         )
         return self._error(f"{tool.name}: invalid arguments: {problems}. The tool's input schema lists every field.")
 
-    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult:
+    def timeout(self, tool: Tool, timeout_ms: int) -> ToolResult:
         return self._error(
             f"{tool.name}: timed out after {timeout_ms} ms and nothing was changed; narrow the call and retry"
         )
 
-    def unknown_tool(self, name: str) -> CallToolResult:
+    def unknown_tool(self, name: str) -> ToolResult:
         names = ", ".join(t.name for t in self.tools)
         return self._error(f"unknown tool {name!r}; this server's tools are {names}")
 

@@ -6,11 +6,16 @@ import json
 import logging
 from typing import Any
 
-from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
-
 from mnemodb.engine import EngineError
-from mnemodb.server.profile import Profile, Tool
+from mnemodb.server.profile import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    Profile,
+    ProtocolError,
+    Tool,
+    ToolResult,
+    tool_result,
+)
 from mnemodb.server.profiles.topodb.handlers import TopodbTools
 from mnemodb.server.profiles.topodb.tools import REJECTED_PREFIX, build_tools
 from mnemodb.server.profiles.topodb.wire import ToolError, engine_message
@@ -37,39 +42,33 @@ class TopodbProfile(Profile):
         self.tools = build_tools(TopodbTools(db_path=db_path, allow_unscoped_changes=allow_unscoped_changes))
 
     @staticmethod
-    def _json(value: Any) -> CallToolResult:
+    def _json(value: Any) -> ToolResult:
         text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-        return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=sorted_json(value), is_error=False
-        )
+        return tool_result(text, sorted_json(value))
 
-    def success(self, tool: Tool, value: Any) -> CallToolResult:
+    def success(self, tool: Tool, value: Any) -> ToolResult:
         return self._json(value)
 
-    def failure(self, tool: Tool, error: Exception) -> CallToolResult:
+    def failure(self, tool: Tool, error: Exception) -> ToolResult:
         if isinstance(error, ToolError):
-            raise MCPError(code=error.code, message=str(error))
+            raise ProtocolError(error.code, str(error))
         if isinstance(error, EngineError):
             message = engine_message(error)
             if tool.name in REJECTED_PREFIX:
                 message = f"rejected: {message}"
-            raise MCPError(code=INVALID_PARAMS, message=message)
+            raise ProtocolError(INVALID_PARAMS, message)
         log.exception("tool %s failed unexpectedly", tool.name, exc_info=error)
-        raise MCPError(
-            code=INTERNAL_ERROR, message=f"internal error: {type(error).__name__} (details in the server log)"
-        )
+        raise ProtocolError(INTERNAL_ERROR, f"internal error: {type(error).__name__} (details in the server log)")
 
-    def invalid(self, tool: Tool, error: Invalid) -> CallToolResult:
+    def invalid(self, tool: Tool, error: Invalid) -> ToolResult:
         message = "; ".join(str(issue.get("message", "")) for issue in error.issues)
-        return CallToolResult(
-            content=[TextContent(type="text", text=f"failed to deserialize parameters: {message}")], is_error=True
-        )
+        return tool_result(f"failed to deserialize parameters: {message}", is_error=True)
 
-    def timeout(self, tool: Tool, timeout_ms: int) -> CallToolResult:
-        raise MCPError(code=INTERNAL_ERROR, message=f"{tool.name} timed out after {timeout_ms}ms; nothing was changed")
+    def timeout(self, tool: Tool, timeout_ms: int) -> ToolResult:
+        raise ProtocolError(INTERNAL_ERROR, f"{tool.name} timed out after {timeout_ms}ms; nothing was changed")
 
-    def unknown_tool(self, name: str) -> CallToolResult:
-        raise MCPError(code=INVALID_PARAMS, message="tool not found")
+    def unknown_tool(self, name: str) -> ToolResult:
+        raise ProtocolError(INVALID_PARAMS, "tool not found")
 
 
 def build(*, db_path: str = "", allow_unscoped_changes: bool = False) -> TopodbProfile:

@@ -8,8 +8,6 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_types import INVALID_PARAMS
-
 from mnemodb.engine import EngineError
 from mnemodb.engine.properties import (
     CommandFailed,
@@ -18,6 +16,7 @@ from mnemodb.model import ops
 from mnemodb.model.ids import SHARED
 from mnemodb.model.records import Change, Edge, Node, Scalar
 from mnemodb.model.rules import MEMORY_FIELDS
+from mnemodb.server.profile import INVALID_PARAMS
 from mnemodb.server.serde_params import I64_MAX, I64_MIN, U64_MAX
 
 SCOPES_EMPTY = (

@@ -1,0 +1,169 @@
+"""A profile's tools as callables: the listing and one `tools/call`, whichever transport asks.
+
+Both transports go through here: the SDK's server (HTTP, and stdio for what the lean path
+leaves to it) and the stdio transport's own path for tool calls (`stdio.py`). So a call is
+validated, run on a worker thread within its time limit, shaped by the profile and logged
+the same way on either, and the wire form is built once, as plain JSON-ready dicts. This
+module imports nothing of the MCP SDK: a stdio server answers its first calls without
+loading it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from mnemodb.engine.tokens import current_grant
+from mnemodb.model.errors import EngineError, OperationTimeout
+from mnemodb.server.profile import Profile, ProtocolError, Tool, ToolResult
+from mnemodb.server.schema import Invalid
+from mnemodb.store import sqlite_path
+
+if TYPE_CHECKING:
+    from mnemodb.engine import Engine
+
+__all__ = ["ToolCalls", "listed_tool", "run_in_worker"]
+
+log = logging.getLogger("mnemodb.server")
+T = TypeVar("T")
+
+# Past the tool's own time limit, how long to wait for the worker thread before giving
+# up on it. The store aborts and rolls back at the limit itself; this only catches
+# work that is not inside a database statement.
+_BACKSTOP_S = 6.0
+
+
+def listed_tool(tool: Tool, profile: Profile) -> dict[str, Any]:
+    """One entry of `tools/list`, as the SDK's `Tool` model puts it on the wire."""
+    schema = tool.params.json_schema()
+    if profile.json_schema_dialect is not None:
+        schema["$schema"] = profile.json_schema_dialect
+    entry: dict[str, Any] = {"name": tool.name}
+    if tool.title is not None:
+        entry["title"] = tool.title
+    entry["description"] = tool.description
+    entry["inputSchema"] = schema
+    if profile.forbid_tasks:
+        entry["execution"] = {"taskSupport": "forbidden"}
+    if tool.output_schema is not None:
+        entry["outputSchema"] = dict(tool.output_schema)
+    if tool.annotations is not None:
+        entry["annotations"] = tool.annotations.wire()
+    return entry
+
+
+async def run_in_worker(engine: Engine, work: Callable[[], T], timeout_ms: int) -> T:
+    """Run engine work on a worker thread, within the tool time limit (0 = none). An engine
+    error that names the database's file says only its name to a call under a token."""
+    try:
+        if timeout_ms <= 0:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        limit = timeout_ms / 1000
+
+        def bounded() -> T:
+            with engine.time_limit(limit):
+                return work()
+
+        try:
+            with anyio.fail_after(limit + _BACKSTOP_S):
+                return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+        except TimeoutError:
+            raise OperationTimeout(f"timed out after {timeout_ms}ms") from None
+    except EngineError as exc:
+        told = _as_told(exc, engine)
+        if told is exc:
+            raise
+        raise told from exc
+
+
+def _as_told(error: EngineError, engine: Engine) -> EngineError:
+    """`error` as a caller may read it: under a token (a team server), with the server's
+    path to the database (a file that cannot be opened, say) cut to the file's name, since
+    where the server keeps its files is no tenant's business. Unchanged otherwise."""
+    location = engine.store.location
+    text = str(error)
+    if current_grant() is None or location == ":memory:" or location not in text:
+        return error
+    told = copy.copy(error)
+    # A file is named by its name; a database server not at all (its address is no tenant's business either).
+    shown = PurePath(location).name if sqlite_path(location) is not None else "the database server"
+    told.args = (text.replace(location, shown),)
+    return told
+
+
+class ToolCalls:
+    """The tools of one profile over one engine. `on_tool_call(tool, outcome, seconds)` hears
+    of every call of a known tool (outcome: ok, invalid, error, timeout, cancelled)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        engine: Engine,
+        *,
+        tool_timeout_ms: int = 15_000,
+        on_tool_call: Callable[[str, str, float], None] | None = None,
+    ) -> None:
+        self.profile = profile
+        self.engine = engine
+        self.tool_timeout_ms = tool_timeout_ms
+        self.on_tool_call = on_tool_call
+        self.tools = {tool.name: tool for tool in profile.tools}
+        self.listing: list[dict[str, Any]] = [listed_tool(tool, profile) for tool in profile.tools]
+        self.subscribed: set[str] = set()
+        """Resource URIs a client subscribed to: each hears of every successful writing call.
+        A stdio server has one client; the 2026-07-28 era has no resources/subscribe at all."""
+
+    def writes(self, name: str) -> bool:
+        """Whether a successful call of the tool may have changed what resources show."""
+        tool = self.tools.get(name)
+        return tool is not None and tool.annotations is not None and tool.annotations.read_only_hint is False
+
+    async def call(self, name: str, arguments: Any, finish: Callable[[ToolResult], T]) -> T:
+        """`finish` of the result of calling tool `name`, in its wire form (an encoder, say,
+        which then runs on the worker thread for a successful call). Raises `ProtocolError`
+        where the profile answers with a JSON-RPC error instead."""
+        profile = self.profile
+        tool = self.tools.get(name)
+        if tool is None:
+            log.info("unknown tool %r", name)
+            return finish(profile.unknown_tool(name))
+        engine = self.engine
+        started = time.perf_counter()
+        outcome = "error"
+
+        def work() -> T:
+            # The result is shaped to its wire form (and finished) here, on the worker thread
+            # and within the time limit: a large one (a whole graph) would otherwise hold up
+            # every other request on the event loop while it is built.
+            return finish(profile.success(tool, tool.run(engine, validated)))
+
+        try:
+            validated = tool.params.validate(arguments)
+            result = await run_in_worker(engine, work, self.tool_timeout_ms)
+            outcome = "ok"
+        except Invalid as exc:
+            outcome = "invalid"
+            return finish(profile.invalid(tool, exc))
+        except OperationTimeout:
+            outcome = "timeout"
+            return finish(profile.timeout(tool, self.tool_timeout_ms))
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            return finish(profile.failure(tool, exc))
+        except BaseException:
+            outcome = "cancelled"
+            raise
+        finally:
+            elapsed = time.perf_counter() - started
+            log.info("Tool %s %s in %dms", tool.name, outcome, elapsed * 1000, extra={"tool": tool.name})
+            if self.on_tool_call is not None:
+                self.on_tool_call(tool.name, outcome, elapsed)
+        return result

@@ -1,0 +1,188 @@
+"""The stdio transport's lean path answers exactly as the SDK does.
+
+Over stdio, `initialize`, `ping`, `tools/list` and `tools/call` of a connection at a
+current protocol version are answered without the MCP SDK (`server/lean.py`); the SDK
+is started only for the rest. Each test here runs the same messages through a stdio
+connection served both ways, in this process over real pipes and a real SQLite file,
+and compares every reply: the handshake, the listing, each tool refusing bad arguments,
+reads, unknown tools, malformed calls the lean path leaves to the SDK (which then starts
+in the middle of a connection the lean path opened), resources and prompts. Writes
+differ between two runs (new ids, times), so for them each lean reply is checked to be
+what the SDK's own serialiser makes of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+from inprocess import serve_settings, served
+from mnemodb.server import lean as lean_module
+from mnemodb.server.app import build_server
+from mnemodb.server.calls import ToolCalls
+from mnemodb.server.lean import LeanServer
+from mnemodb.server.profiles import build_profile
+from mnemodb.server.stdio import serve_stdio
+from support import REPLY_TIMEOUT_S
+
+pytestmark = pytest.mark.inprocess
+
+PROFILES = ("native", "memdb", "topodb", "knowledge-graph")
+ULID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+# Reads of things that are not there, per profile: each answers the same on any database.
+READS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "native": [("get", {"refs": [ULID]}), ("recall", {"query": "anything"}), ("survey", {})],
+    "memdb": [("get_memory", {"hash": "0" * 64}), ("search_memories", {"query": "anything"})],
+    "topodb": [("get_node", {"id": ULID}), ("search_memories", {"query": "x"}), ("db_info", {})],
+    "knowledge-graph": [("open_nodes", {"names": ["nobody"]}), ("search_nodes", {"query": "x"}), ("read_graph", {})],
+}
+WRITES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "native": [("remember", {"memories": [{"content": "Ada prefers tea", "about": ["Ada"]}]})],
+    "memdb": [("store_memory", {"content": "the build uses make", "tags": ["build"]})],
+    "topodb": [("create_memory", {"content": "a fact"})],
+    "knowledge-graph": [
+        ("create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]})
+    ],
+}
+
+
+def _initialize(version: str, request_id: int = 1) -> dict[str, Any]:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
+
+def _call(request_id: int, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def _exchange(db: Path, profile: str, messages: Sequence[dict[str, Any]], *, lean: bool) -> dict[Any, Any]:
+    """Every reply of a stdio connection to `mnemodb serve --profile PROFILE --db DB` that
+    was sent `messages` and then closed, by id (notifications the server sent under None)."""
+    client_to_server, server_from_client = os.pipe()
+    server_to_client, client_from_server = os.pipe()
+    out = bytearray()
+
+    def read_all() -> None:
+        while chunk := os.read(server_to_client, 1 << 16):
+            out.extend(chunk)
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    with served(serve_settings(db, profile)) as server:
+        spec_profile = build_profile(profile, server.settings)
+        calls = ToolCalls(spec_profile, server.engine, tool_timeout_ms=server.settings.tool_timeout_ms)
+        lean_server = LeanServer(spec_profile, calls) if lean else None
+
+        def make_server() -> Any:
+            return build_server(spec_profile, server.engine, calls=calls)
+
+        async def run() -> None:
+            with anyio.fail_after(REPLY_TIMEOUT_S * 4):
+                await serve_stdio(
+                    make_server, spec_profile.rules, lean=lean_server, fds=(client_to_server, client_from_server)
+                )
+
+        os.write(server_from_client, b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        os.close(server_from_client)
+        anyio.run(run)
+    os.close(client_from_server)
+    reader.join(REPLY_TIMEOUT_S)
+    os.close(client_to_server)
+    os.close(server_to_client)
+    replies: dict[Any, Any] = {}
+    # The database's path (which a topodb tool reports) is the one thing two runs differ in.
+    for line in out.decode().replace(str(db), "DB").splitlines():
+        reply = json.loads(line)
+        replies.setdefault(reply.get("id"), []).append(reply)
+    return replies
+
+
+def _script(profile: str, version: str, db: Path) -> list[dict[str, Any]]:
+    settings = serve_settings(db, profile)
+    tools = build_profile(profile, settings).tools
+    messages = [
+        _initialize(version),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "whatever"}},
+        _call(5, {"name": "no_such_tool", "arguments": {}}),
+        _call(6, {"name": tools[0].name}),  # no arguments at all
+    ]
+    next_id = 100
+    for tool in tools:  # every tool refuses an argument it does not have, in its own words
+        messages.append(_call(next_id, {"name": tool.name, "arguments": {"no_such_argument": 1}}))
+        next_id += 1
+    for name, arguments in READS[profile]:
+        messages.append(_call(next_id, {"name": name, "arguments": arguments, "_meta": {"progressToken": 7}}))
+        next_id += 1
+    # Left to the SDK by the lean path: it starts mid-connection and must answer as if it
+    # had seen the handshake.
+    messages += [
+        _call(50, {}),
+        _call(51, {"name": 5}),
+        _call(52, {"name": tools[0].name, "arguments": []}),
+        {"jsonrpc": "2.0", "id": 53, "method": "resources/list"},
+        {"jsonrpc": "2.0", "id": 54, "method": "prompts/list"},
+        {"jsonrpc": "2.0", "id": 55, "method": "no/such/method"},
+        {"jsonrpc": "2.0", "id": 56, "method": "ping"},
+        _call(57, {"name": "no_such_tool", "arguments": {}}),  # lean again, beside the SDK
+    ]
+    return messages
+
+
+@pytest.mark.parametrize("version", [*HANDSHAKE_PROTOCOL_VERSIONS, "1999-01-01"])
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_lean_path_answers_as_the_sdk_does(tmp_path: Path, profile: str, version: str) -> None:
+    messages = _script(profile, version, tmp_path / "script.db")
+    by_sdk = _exchange(tmp_path / "sdk.db", profile, messages, lean=False)
+    by_lean = _exchange(tmp_path / "lean.db", profile, messages, lean=True)
+    assert by_lean == by_sdk
+    if "error" in by_sdk[1][0]:  # memdb refuses versions its upstream did not know, and hangs up
+        assert set(by_sdk) == {1}
+        return
+    asked = {m["id"] for m in messages if "id" in m}
+    assert set(by_sdk) == asked  # the SDK answered everything, once each
+    assert all(len(replies) == 1 for replies in by_sdk.values())
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_written_results_are_what_the_sdk_would_send(tmp_path: Path, profile: str) -> None:
+    version = LATEST_HANDSHAKE_VERSION
+    messages: list[dict[str, Any]] = [_initialize(version), {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    for i, (name, arguments) in enumerate(WRITES[profile] + READS[profile]):
+        messages.append(_call(10 + i, {"name": name, "arguments": arguments}))
+    replies = _exchange(tmp_path / "lean.db", profile, messages, lean=True)
+    results = [replies[10 + i][0] for i in range(len(messages) - 2)]
+    assert all("result" in reply for reply in results), results
+    assert not results[0]["result"]["isError"], results[0]
+    for reply in results:
+        assert serialize_server_result("tools/call", version, reply["result"]) == reply["result"]
+
+
+def test_the_handshake_versions_are_the_sdks() -> None:
+    assert lean_module.HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+    assert lean_module.LATEST_HANDSHAKE_VERSION == LATEST_HANDSHAKE_VERSION
+
+
+def test_a_cancelled_lean_call_is_not_answered_and_the_connection_goes_on(tmp_path: Path) -> None:
+    messages = [
+        _initialize(LATEST_HANDSHAKE_VERSION),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        _call(2, {"name": "recall", "arguments": {"query": "x"}}),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    replies = _exchange(tmp_path / "lean.db", "native", messages, lean=True)
+    assert replies[3] == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+    # The call may have been answered before the cancellation arrived; never twice.
+    assert len(replies.get(2, [])) <= 1

@@ -65,12 +65,13 @@ class _Generator:
 _generator = _Generator()
 
 
+# Two characters at a time from a table of all 1,024 pairs: an id is made for every write.
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+_PAIR_SHIFTS = tuple(range(120, -1, -10))
+
+
 def _encode(value: int) -> str:
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
 
 
 def new_ulid() -> str:

@@ -85,8 +85,21 @@ SHAPES: tuple[Shape, ...] = (
 _BY_KEYS: dict[tuple[str, ...], int] = {tuple(key for key, _ in shape): number for number, shape in enumerate(SHAPES)}
 
 
+def _with_nested(shapes: tuple[Shape, ...]) -> list[Shape]:
+    found = list(shapes)
+    for shape in shapes:
+        found += _with_nested(tuple(source for _, source in shape if isinstance(source, tuple)))
+    return found
+
+
+_KEYS: dict[int, tuple[str, ...]] = {id(shape): tuple(key for key, _ in shape) for shape in _with_nested(SHAPES)}
+"""Each shape's keys, by the shape's identity (nested shapes included): every write packs,
+so they are not rebuilt per entry."""
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def _same(value: Any, expected: Any) -> bool:
@@ -97,7 +110,7 @@ def _same(value: Any, expected: Any) -> bool:
 def _values(shape: Shape, data: Mapping[str, Any], row: Mapping[_From, Any], out: list[Any]) -> bool:
     """Append to `out` the values of `data` that `shape` keeps; False if `data` is not of
     `shape` or holds a value its row does not give back exactly."""
-    if not isinstance(data, dict) or tuple(data) != tuple(key for key, _ in shape):
+    if not isinstance(data, dict) or tuple(data) != _KEYS[id(shape)]:
         return False
     for key, source in shape:
         value = data[key]
@@ -117,7 +130,7 @@ def _values(shape: Shape, data: Mapping[str, Any], row: Mapping[_From, Any], out
 
 def pack(at: int, scope: str | None, target: str | None, data: Mapping[str, Any]) -> str:
     """The text an entry's data is stored as, given its row's time, scope and target."""
-    whole = dict(data)
+    whole = data if type(data) is dict else dict(data)
     number = _BY_KEYS.get(tuple(whole))
     if number is not None:
         kept: list[Any] = [number]

@@ -18,9 +18,13 @@ def props_of(text: str) -> dict[str, Any]:
     return {} if text == "{}" else dict(json.loads(text))
 
 
+# One encoder for every write: json.dumps builds a new one per call when given options.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
     """JSON as the store writes it: compact, characters as they are."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def rows_as(kind: type[R], rows: Iterable[Sequence[Any]]) -> list[R]:

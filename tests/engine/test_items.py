@@ -438,6 +438,32 @@ def test_remember_item_by_item_keeps_the_good_ones(eng: Engine) -> None:
     assert (stats.memories, stats.entities, stats.edges) == (2, 2, 2)
 
 
+def test_remember_names_of_one_call_mean_what_the_call_wrote_before_them(eng: Engine) -> None:
+    """The call's names are read once and kept current as it writes: an entity it makes
+    (listed, or by an earlier memory's `about`) is the one later memories link to, and one
+    a refused memory made is gone for the next memory, which makes its own."""
+    memories, entities = eng.items.remember(
+        [
+            Note(NewMemory("first about New"), ("New", "Later")),
+            Note(NewMemory("refused, about Gone"), ("Gone",), supersedes="Nobody"),
+            Note(NewMemory("second about New"), ("New", "Gone", "Later", "listed")),
+        ],
+        [NewEntity("Listed", "t"), NewEntity("Listed", "u")],
+        atomic=False,
+    )
+    assert [r.status for r in memories] == ["created", "error", "created"]
+    assert [r.status for r in entities] == ["created", "existing"]
+    assert memories[0].created_entities == ("New", "Later")
+    # "listed" is Listed by case; "Gone" was taken back with the refused memory.
+    assert memories[2].created_entities == ("Gone",)
+    assert memories[2].linked == ("New", "Gone", "Later", "Listed")
+    stats = eng.stats()
+    assert (stats.memories, stats.entities, stats.edges) == (2, 4, 6)
+    second = item_of(memories[2])
+    ends = {e.dst for e in eng.items.relations([ABOUT]).edges if e.src == second.id}
+    assert ends == {g.id for g in eng.items.get(["New", "Gone", "Later", "Listed"]) if g is not None}
+
+
 def test_entity_properties_are_given_and_merged(eng: Engine) -> None:
     _, [made] = eng.items.remember(entities=[EntityNote(NewEntity("Server", "host"), {"rack": 4, "up": True})])
     assert made.status == "created"

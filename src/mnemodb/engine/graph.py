@@ -231,7 +231,18 @@ class KnowledgeGraph:
                         "a relation may cross scopes only to or from the shared scope"
                     )
                 edge = self._engine.writes.open_edge(
-                    tx, src.pk, dst.pk, src.scope, dst.scope, item.relation_type, target, {}, at, at, extra=item.extra
+                    tx,
+                    src.pk,
+                    dst.pk,
+                    src.scope,
+                    dst.scope,
+                    item.relation_type,
+                    target,
+                    {},
+                    at,
+                    at,
+                    extra=item.extra,
+                    end_ids=(src.id, dst.id),  # the edge built from what was written, not read back
                 )
                 created.append(
                     Relation(src.name, dst.name, item.relation_type, edge.pk, src.pk, dst.pk, dict(item.extra))

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mnemodb.engine.changes import ends_readable
 from mnemodb.engine.graph import NewEntity
@@ -423,18 +423,32 @@ class Items:
         memory_results: list[Remembered] = []
         with engine.change() as tx:
             at = engine.clock()
+            # Every name the call gives (its entities' and its memories' `about`) read in one
+            # statement, then kept current as the call writes: None is a name not there.
+            names = [e.entity.name for i, e in enumerate(named) if ("entities", i) not in problems]
+            names += [name for note in checked.values() for name in note.about]
+            known: dict[str, Entity | None] = dict.fromkeys(names)
+            if names:
+                known.update(tx.entities_named(visible, list(known)))
             for i, entity_note in enumerate(named):
                 if ("entities", i) in problems:
                     entity_results.append(Remembered(None, "error", error=problems["entities", i]))
                     continue
-                entity_results.append(self._remember_entity(tx, entity_note, target, visible, at))
+                outcome = self._remember_entity(tx, entity_note, target, visible, at, known)
+                known[entity_note.entity.name] = cast(Entity, outcome.item)
+                entity_results.append(outcome)
             for i, _ in enumerate(notes):
                 if ("memories", i) in problems:
                     memory_results.append(Remembered(None, "error", error=problems["memories", i]))
                     continue
                 try:
+                    made: dict[str, Entity] = {}
                     with tx.savepoint():
-                        memory_results.append(self._remember_note(tx, checked[i], target, visible, at, turns))
+                        memory_results.append(
+                            self._remember_note(tx, checked[i], target, visible, at, turns, known, made)
+                        )
+                    # Kept only once the memory's savepoint holds (a refused one takes them back).
+                    known.update(made)
                 except (InvalidArgument, NotFound, Conflict) as exc:
                     if atomic:
                         raise type(exc)(f"memories[{i}]: {exc} (nothing was written)") from None
@@ -442,10 +456,16 @@ class Items:
         return memory_results, entity_results
 
     def _remember_entity(
-        self, tx: WriteTx, note: EntityNote, target: str, visible: Sequence[str], at: int
+        self,
+        tx: WriteTx,
+        note: EntityNote,
+        target: str,
+        visible: Sequence[str],
+        at: int,
+        known: Mapping[str, Entity | None],
     ) -> Remembered:
         item = note.entity
-        existing = tx.entity_by_name(visible, item.name)
+        existing = known[item.name] if item.name in known else tx.entity_by_name(visible, item.name)
         if existing is None:
             return Remembered(
                 self._engine.writes.insert_entity(tx, item, target, at, check_props(note.props)), "created"
@@ -465,21 +485,40 @@ class Items:
         return Remembered(after, "updated", added=tuple(added))
 
     def _remember_note(
-        self, tx: WriteTx, note: Note, target: str, visible: Sequence[str], at: int, turn: bool
+        self,
+        tx: WriteTx,
+        note: Note,
+        target: str,
+        visible: Sequence[str],
+        at: int,
+        turn: bool,
+        known: Mapping[str, Entity | None],
+        made: dict[str, Entity],
     ) -> Remembered:
+        """One memory of `remember`; `known` holds entities by name as the call has them so
+        far, and the entities its `about` creates go to `made`."""
         engine = self._engine
-        before = tx.memory_by_hash([target], content_hash(note.memory.content))
-        memory = engine.writes.store_memory(tx, note.memory, target, at, turn=turn).memory
+        # Only content the scope already holds has tags to compare (a pk says whether it does).
+        before = (
+            tx.memory_by_hash([target], content_hash(note.memory.content))
+            if tx.memory_pk(target, content_hash(note.memory.content)) is not None
+            else None
+        )
+        stored = engine.writes.store_memory(tx, note.memory, target, at, turn=turn)
+        memory = stored.memory
         added = tuple(t for t in memory.tags if t not in before.tags) if before is not None else ()
         linked: list[str] = []
         created: list[str] = []
         for name in dict.fromkeys(note.about):
             # The exact name, else the one entity whose name differs only in case: "ada" is Ada.
-            entity = tx.entity_by_name(visible, name) or tx.entity_by_name_nocase(visible, name)
+            exact = made.get(name) or (known[name] if name in known else tx.entity_by_name(visible, name))
+            entity = exact or tx.entity_by_name_nocase(visible, name)
             if entity is None:
                 entity = engine.writes.insert_entity(tx, NewEntity(name), target, at)
+                made[name] = entity
                 created.append(name)
-            if not tx.find_edges(memory.pk, entity.pk, ABOUT, open_only=True):
+            # A memory made just now has no relations yet.
+            if stored.is_new or not tx.find_edges(memory.pk, entity.pk, ABOUT, open_only=True):
                 engine.writes.open_edge(
                     tx,
                     memory.pk,

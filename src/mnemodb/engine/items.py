@@ -78,6 +78,8 @@ MAX_REACHED = 500
 # A query ranks at most this many best matches of each kind, the same number for every
 # page: were it to grow with the page asked for, pages would disagree with each other.
 RANKED_POOL = 300
+# A ranking that need only be right in its first places scores this many matches first.
+_FIRST_POOL = 100
 
 log = logging.getLogger(__name__)
 
@@ -636,7 +638,13 @@ class Items:
             if worded:
                 assert query is not None
                 if use_memories:
-                    rankings.append(("words", self._memory_ranking(tx, query, reads, where, now, notes)))
+                    # Items of one kind are in one ranking only, unless ranked by vector too,
+                    # and fusion by rank then takes the first places of each: the memories'
+                    # ranking need be right only down to the page's end (and one more, to
+                    # tell whether there is a next page), unless reads re-order it.
+                    alone = vector is None and meaning is None and engine.fusion.access <= 0
+                    top = want if alone else None
+                    rankings.append(("words", self._memory_ranking(tx, query, reads, where, now, notes, top)))
                 if use_entities:
                     rankings.append(("words", self._entity_ranking(tx, query, reads, where, now, fuzzy)))
                 if vector is None and semantic:
@@ -738,24 +746,44 @@ class Items:
         where: ItemFilter,
         now: int,
         notes: dict[str, Details] | None,
+        top: int | None = None,
     ) -> Ranking:
-        """Memories by words and tags, scored as every profile's memory search scores them."""
+        """Memories by words and tags, scored as every profile's memory search scores them.
+
+        With `top`, only the first `top` places need be right: the ranking may stop
+        there (see below). Without it, every one of the best `RANKED_POOL` matches is
+        ranked."""
         terms = query_terms(query)  # checked by `search`
         tags = tag_candidates(query)
-        pool = RANKED_POOL
-        by_text = tx.filtered_text_search(terms, reads, pool, where, now, MEMORY_FIELD_WEIGHTS)
-        by_tag = tx.filtered_tagged(tags, reads, pool, where, now)
-        strength = text_strengths({hit.pk: hit.score for hit in by_text})
+        weights = self._engine.weights
+        by_tag = tx.filtered_tagged(tags, reads, RANKED_POOL, where, now)
         tagged = {hit.pk for hit in by_tag}
-        scores: dict[int, float] = {}
-        for pk, _, importance, created_at in (*by_text, *by_tag):
-            if pk not in scores:
-                scores[pk], parts = relevance(
-                    strength.get(pk, 0.0), pk in tagged, importance, created_at, now, self._engine.weights
-                )
-                if notes is not None:
-                    notes["words"][pk] = parts
-        return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+        # Scoring reads each candidate's row; most of a few hundred matches cannot reach the
+        # first `top` places. The best matches by text are scored first: none left out
+        # scores above (its text strength, at most the last one's) x 1 + the most recency
+        # can add, so once the `top`-th score beats that bound the first places are those
+        # of the whole pool, and the pool widens until it does.
+        pool = RANKED_POOL if top is None else min(RANKED_POOL, max(top, _FIRST_POOL))
+        while True:
+            by_text = tx.filtered_text_search(terms, reads, pool, where, now, MEMORY_FIELD_WEIGHTS)
+            strength = text_strengths({hit.pk: hit.score for hit in by_text})
+            scores: dict[int, float] = {}
+            parts: dict[int, dict[str, float]] = {}
+            for pk, _, importance, created_at in (*by_text, *by_tag):
+                if pk not in scores:
+                    scores[pk], parts[pk] = relevance(
+                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, weights
+                    )
+            ranking = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+            if pool >= RANKED_POOL or len(by_text) < pool or top is None:
+                break
+            # A tagged memory past the cut would be scored without its text strength.
+            if tagged.issubset(strength) and ranking[top - 1][1] > strength[by_text[-1].pk] + weights.recency_max:
+                break
+            pool = min(RANKED_POOL, pool * 2)
+        if notes is not None:
+            notes["words"].update(parts)
+        return ranking
 
     def _entity_ranking(
         self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, fuzzy: bool

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from mnemodb.model.records import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
@@ -89,6 +90,9 @@ def filter_sql(where: ItemFilter, kind: str, at: int, scopes: Sequence[str]) -> 
     return " AND ".join(clauses) or "1", params
 
 
+# The filter that judges only scopes: what a narrowing one is told apart from.
+_PASSING = ItemFilter(include_archived=True)
+
 # A tag on at most this many memories of the read scopes leads a listing filtered by it
 # (see `ItemReads._newest`).
 _RARE_TAG = 2000
@@ -98,6 +102,8 @@ _WALKS = 32
 
 class ItemReads:
     conn: sqlite3.Connection
+    # The last query's scores (see `_text_scores`), by (query, weights, changes so far).
+    _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]]] | None = None
 
     def filtered_text_search(
         self,
@@ -111,20 +117,59 @@ class ItemReads:
         """Memories whose content, summary or context holds any of `terms` and that meet
         `where`, best first, each field weighted by `weights` (the score is FTS5's bm25
         negated)."""
-        if not terms:
+        if not terms or limit <= 0:
             return []
         condition, params = filter_sql(where, "memory", at, scopes)
-        # The weights are bound parameters: FTS5 takes them as such, and a tuned number
-        # belongs to the engine's ranking, not to the SQL.
-        # Negated in SQL, the rows come out as the hits are: a query reads a few hundred.
-        rows = self.conn.execute(
-            "SELECT f.rowid, -bm25(memory_fts, ?, ?, ?) AS score, m.importance, n.created_at "
-            "FROM memory_fts f JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
-            f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
-            "ORDER BY score DESC, f.rowid LIMIT ?",
-            [*weights, fts_any(terms), *scopes, *params, limit],
+        match = fts_any(terms)
+        if replace(where, include_archived=True, current_only=False) != _PASSING:
+            # A narrowing filter (anything past scopes, archiving and superseding) may pass
+            # few of the best matches: every match is judged in one statement.
+            rows = self.conn.execute(
+                "SELECT f.rowid, -bm25(memory_fts, ?, ?, ?) AS score, m.importance, n.created_at "
+                "FROM memory_fts f JOIN memory m ON m.node = f.rowid JOIN node n ON n.pk = f.rowid "
+                f"WHERE memory_fts MATCH ? AND m.scope IN ({marks(len(scopes))}) AND {condition} "
+                "ORDER BY score DESC, f.rowid LIMIT ?",
+                [*weights, match, *scopes, *params, limit],
+            ).fetchall()
+            return rows_as(TextHit, rows)
+        # Otherwise most matches pass, and only the best are read: every match is scored
+        # from the index alone, then the rows of the best are joined and judged, a batch
+        # at a time, until `limit` pass. Joining and judging every match cost 5 ms a query
+        # at 100,000 memories (1,200 matches); scoring them all costs 1.3 ms.
+        ranked = self._text_scores(match, weights)
+        hits: list[TextHit] = []
+        start, batch = 0, limit
+        while start < len(ranked) and len(hits) < limit:
+            part = ranked[start : start + min(batch, 500)]
+            start += len(part)
+            batch *= 4
+            # The unary + keeps SQLite from walking every memory of the scopes by the scope
+            # index instead of looking the batch up by pk (1.8 ms for 40 rows at 10,000).
+            passed = {
+                pk: (importance, created_at)
+                for pk, importance, created_at in self.conn.execute(
+                    "SELECT m.node, m.importance, n.created_at FROM memory m CROSS JOIN node n ON n.pk = m.node "
+                    f"WHERE m.node IN ({marks(len(part))}) AND +m.scope IN ({marks(len(scopes))}) AND {condition}",
+                    [*(pk for pk, _ in part), *scopes, *params],
+                )
+            }
+            hits += [TextHit(pk, score, *passed[pk]) for pk, score in part if pk in passed]
+        return hits[:limit]
+
+    def _text_scores(self, match: str, weights: MemoryFieldWeights) -> list[tuple[int, float]]:
+        """Every memory matching the FTS5 query `match`, with its score, best first (ties by
+        pk). Kept for the next call with the same query in this transaction, unless the
+        transaction has written since: a ranking may ask for a longer list of the best."""
+        key = (match, tuple(weights), self.conn.total_changes)
+        if self._scored is not None and self._scored[0] == key:
+            return self._scored[1]
+        ranked: list[tuple[int, float]] = self.conn.execute(
+            "SELECT rowid, -bm25(memory_fts, ?, ?, ?) AS score FROM memory_fts WHERE memory_fts MATCH ? "
+            "ORDER BY score DESC, rowid",
+            [*weights, match],
         ).fetchall()
-        return rows_as(TextHit, rows)
+        self._scored = (key, ranked)
+        return ranked
 
     def filtered_tagged(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int

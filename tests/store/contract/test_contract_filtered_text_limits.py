@@ -1,0 +1,74 @@
+"""FilteredTextSearch with many matches, some of which the filter leaves out: whatever the
+limit, the hits are the first ones of the whole list of matches that pass, in its order, so
+a ranking that asks for a few and then for more sees one list."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mnemodb.model.records import SUPERSEDES, ItemFilter
+from mnemodb.store.base import MemoryFieldWeights, Store
+from store.contract.rows import T0, A, B, add_edge, add_memory, assert_best_first, pks_of
+
+WEIGHTS = MemoryFieldWeights(content=1.0, summary=1.0, context=0.5)
+CURRENT = ItemFilter(current_only=True)
+
+
+@pytest.fixture
+def crowded(store: Store) -> dict[str, set[int]]:
+    """240 memories about a river in A, in every mix of words; every fifth archived, every
+    seventh superseded by a memory of B; a few more in B."""
+    rng = random.Random(18)
+    archived: set[int] = set()
+    superseded: set[int] = set()
+    in_b: set[int] = set()
+    with store.write() as tx:
+        for i in range(240):
+            words = " ".join(rng.choice(("river", "stone", "reed", "river bank")) for _ in range(rng.randint(1, 9)))
+            pk = add_memory(tx, f"{words} {i}", importance=rng.randint(0, 10), at=T0 + i)
+            if i % 5 == 0:
+                tx.set_archived(pk, T0 + 1_000)
+                archived.add(pk)
+            elif i % 7 == 0:
+                newer = add_memory(tx, f"a newer word on item {i}", scope=B, at=T0 + 2_000)
+                add_edge(tx, newer, pk, SUPERSEDES, scope=B)
+                superseded.add(pk)
+        for i in range(5):
+            in_b.add(add_memory(tx, f"river in b {i}", scope=B))
+    return {"archived": archived, "superseded": superseded, "in_b": in_b}
+
+
+def test_every_limit_gives_the_head_of_one_list(store: Store, crowded: dict[str, set[int]]) -> None:
+    at = T0 + 5_000
+    with store.read() as tx:
+        whole = tx.filtered_text_search(["river", "reed"], [A, B], 1_000, CURRENT, at, WEIGHTS)
+        heads = {
+            limit: tx.filtered_text_search(["river", "reed"], [A, B], limit, CURRENT, at, WEIGHTS)
+            for limit in (1, 2, 9, 40, 150)
+        }
+        # A filter that narrows (a floor every memory passes) is judged another way: the
+        # same hits.
+        floor = tx.filtered_text_search(
+            ["river", "reed"], [A, B], 1_000, ItemFilter(current_only=True, min_importance=0), at, WEIGHTS
+        )
+    assert_best_first(whole)
+    found = set(pks_of(whole))
+    assert not found & (crowded["archived"] | crowded["superseded"])
+    assert crowded["in_b"] <= found
+    assert len(whole) > 150
+    for limit, head in heads.items():
+        assert head == whole[:limit], limit
+    assert floor == whole
+
+
+def test_a_scope_left_out_is_left_out_at_every_limit(store: Store, crowded: dict[str, set[int]]) -> None:
+    with store.read() as tx:
+        whole = tx.filtered_text_search(["river"], [A], 1_000, CURRENT, T0 + 5_000, WEIGHTS)
+        head = tx.filtered_text_search(["river"], [A], 3, CURRENT, T0 + 5_000, WEIGHTS)
+    found = set(pks_of(whole))
+    assert not found & (crowded["in_b"] | crowded["archived"])
+    # Superseded by a memory of B: an edge a reader of A cannot see decides nothing.
+    assert crowded["superseded"] & found
+    assert head == whole[:3]

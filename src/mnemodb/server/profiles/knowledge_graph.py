@@ -52,15 +52,18 @@ def entity_shape(entity: Entity) -> dict[str, Any]:
         "entityType": entity.entity_type,
         "observations": list(entity.observations),
     }
-    for key, value in entity.extra.items():
-        out.setdefault(key, value)
+    # Checked first: a search shapes thousands of entities, nearly all without extra fields.
+    if entity.extra:
+        for key, value in entity.extra.items():
+            out.setdefault(key, value)
     return out
 
 
 def relation_shape(relation: Relation) -> dict[str, Any]:
     out: dict[str, Any] = {"from": relation.from_name, "to": relation.to_name, "relationType": relation.type}
-    for key, value in relation.extra.items():
-        out.setdefault(key, value)
+    if relation.extra:
+        for key, value in relation.extra.items():
+            out.setdefault(key, value)
     return out
 
 

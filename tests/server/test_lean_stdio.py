@@ -30,8 +30,9 @@ from mnemodb.server import lean as lean_module
 from mnemodb.server.app import build_server
 from mnemodb.server.calls import ToolCalls
 from mnemodb.server.lean import LeanServer
+from mnemodb.server.profile import StructuredText, tool_result
 from mnemodb.server.profiles import build_profile
-from mnemodb.server.stdio import serve_stdio
+from mnemodb.server.stdio import _encoded, _encoded_result, serve_stdio
 from support import REPLY_TIMEOUT_S
 
 pytestmark = pytest.mark.inprocess
@@ -186,3 +187,21 @@ def test_a_cancelled_lean_call_is_not_answered_and_the_connection_goes_on(tmp_pa
     assert replies[3] == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
     # The call may have been answered before the cancellation arrived; never twice.
     assert len(replies.get(2, [])) <= 1
+
+
+@pytest.mark.parametrize("is_error", [False, True])
+def test_a_structured_text_reply_is_encoded_once_and_reads_the_same(is_error: bool) -> None:
+    data = {
+        "text": 'quote " backslash \\ newline \n tab \t nul \x00 \u2028 é 日本 🎉',
+        "n": [1, 2.5, None, True],
+        "e": {},
+    }
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    result = tool_result(StructuredText(text), data, is_error=is_error)
+    once = _encoded_result("a-1", result)
+    assert once.endswith(b"\n") and once.count(b"\n") == 1
+    assert json.loads(once) == json.loads(_encoded({"jsonrpc": "2.0", "id": "a-1", "result": result}))
+    assert json.loads(once)["result"]["structuredContent"] == data
+    # A text that is not marked, or a result with more in it, goes the plain way.
+    plain = tool_result(text, data)
+    assert _encoded_result(7, plain) == _encoded({"jsonrpc": "2.0", "id": 7, "result": plain})

@@ -30,6 +30,11 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
+class StructuredText(str):
+    """A text block that is, exactly, the compact JSON of its result's `structuredContent`
+    (as most profiles send it): the stdio transport then encodes the data once, for both."""
+
+
 def tool_result(text: str, structured: Mapping[str, Any] | None = None, *, is_error: bool = False) -> ToolResult:
     """A tool's result with one text block, and its structured form when there is one."""
     result: ToolResult = {"content": [{"type": "text", "text": text}]}

@@ -39,7 +39,7 @@ import anyio
 import anyio.to_thread
 
 from mnemodb.server.lean import HANDSHAKE_VERSIONS, LeanServer
-from mnemodb.server.profile import ProtocolError, ProtocolRules
+from mnemodb.server.profile import ProtocolError, ProtocolRules, StructuredText
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -277,6 +277,27 @@ def _encoded(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
+def _encoded_result(request_id: str | int, result: dict[str, Any]) -> bytes:
+    """A tool call's reply. When its one text block is the JSON of its structured content
+    (`StructuredText`), that JSON is written as the structured content as it is, instead
+    of encoding the same data a second time: a large reply costs one encode, not two."""
+    content = result.get("content")
+    block = content[0] if isinstance(content, list) and len(content) == 1 else None
+    text = block.get("text") if isinstance(block, dict) else None
+    if (
+        not isinstance(text, StructuredText)
+        or "structuredContent" not in result
+        or set(result) != {"content", "structuredContent", "isError"}
+        or set(block or ()) != {"type", "text"}
+    ):
+        return _encoded({"jsonrpc": "2.0", "id": request_id, "result": result})
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id}, separators=(",", ":"), ensure_ascii=False)[:-1]
+    quoted = json.dumps(str(text), ensure_ascii=False)
+    failed = "true" if result["isError"] else "false"
+    block_json = f'{{"content":[{{"type":"text","text":{quoted}}}]'
+    return f'{head},"result":{block_json},"structuredContent":{text},"isError":{failed}}}}}\n'.encode()
+
+
 def _plain_envelope(payload: dict[str, Any]) -> bool:
     """A JSON-RPC 2.0 request or notification with nothing else in it."""
     return payload.get("jsonrpc") == "2.0" and set(payload) <= _ENVELOPE_KEYS["request"]
@@ -503,7 +524,7 @@ class _Connection:
         def encode(result: dict[str, Any]) -> tuple[bytes, bool]:
             failed = bool(result.get("isError"))
             try:
-                return _encoded({"jsonrpc": "2.0", "id": request_id, "result": result}), failed
+                return _encoded_result(request_id, result), failed
             except (ValueError, TypeError) as exc:  # a lone surrogate, say: not expected
                 log.error("could not encode the result of %s: %s", name, exc)
                 text = "Internal error: the reply could not be encoded as JSON"

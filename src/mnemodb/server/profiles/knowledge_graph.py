@@ -23,7 +23,16 @@ from typing import Any
 from mnemodb.engine import Engine, EngineError, Entity
 from mnemodb.engine.graph import Graph, NewEntity, NewRelation
 from mnemodb.model.records import Relation
-from mnemodb.server.profile import Profile, Resource, Tool, ToolAnnotations, ToolResult, tool, tool_result
+from mnemodb.server.profile import (
+    Profile,
+    Resource,
+    StructuredText,
+    Tool,
+    ToolAnnotations,
+    ToolResult,
+    tool,
+    tool_result,
+)
 from mnemodb.server.schema import Arr, Bool, Enum, Field, Invalid, Num, Obj, Str
 from mnemodb.server.settings import Settings, env_value, load_standard_settings
 
@@ -622,8 +631,9 @@ class KnowledgeGraphProfile(Profile):
             return self._text(value.text, {"success": True, "message": value.text})
         if isinstance(value, NoPath):
             return self._text(NO_PATH, {"path": None, "relations": None, "length": None})
-        shown = value[LIST_TEXT[tool.name]] if tool.name in LIST_TEXT else value
-        return self._text(json.dumps(shown, separators=(",", ":"), ensure_ascii=False), value)
+        if tool.name in LIST_TEXT:
+            return self._text(json.dumps(value[LIST_TEXT[tool.name]], separators=(",", ":"), ensure_ascii=False), value)
+        return self._text(StructuredText(json.dumps(value, separators=(",", ":"), ensure_ascii=False)), value)
 
     def failure(self, tool: Tool, error: Exception) -> ToolResult:
         if isinstance(error, EngineError | ValueError):

@@ -21,6 +21,7 @@ from mnemodb.server.profile import (
     Profile,
     ProtocolRules,
     Resource,
+    StructuredText,
     Tool,
     ToolAnnotations,
     ToolResult,
@@ -453,7 +454,7 @@ class MemdbProfile(Profile):
     @staticmethod
     def _envelope(payload: Mapping[str, Any], *, is_error: bool) -> ToolResult:
         text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-        return tool_result(text, dict(payload), is_error=is_error)
+        return tool_result(StructuredText(text), dict(payload), is_error=is_error)
 
     def success(self, tool: Tool, value: Any) -> ToolResult:
         return self._envelope({"ok": True, "result": value}, is_error=False)

@@ -15,6 +15,7 @@ from mnemodb.server.profile import (
     Prompt,
     PromptArgument,
     Resource,
+    StructuredText,
     TemplateResource,
     Tool,
     ToolResult,
@@ -107,7 +108,7 @@ class NativeProfile(Profile):
         )
 
     def success(self, tool: Tool, value: Any) -> ToolResult:
-        return tool_result(_json(value), value)
+        return tool_result(StructuredText(_json(value)), value)
 
     @staticmethod
     def _error(text: str) -> ToolResult:

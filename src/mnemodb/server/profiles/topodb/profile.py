@@ -12,6 +12,7 @@ from mnemodb.server.profile import (
     INVALID_PARAMS,
     Profile,
     ProtocolError,
+    StructuredText,
     Tool,
     ToolResult,
     tool_result,
@@ -44,7 +45,7 @@ class TopodbProfile(Profile):
     @staticmethod
     def _json(value: Any) -> ToolResult:
         text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-        return tool_result(text, sorted_json(value))
+        return tool_result(StructuredText(text), sorted_json(value))
 
     def success(self, tool: Tool, value: Any) -> ToolResult:
         return self._json(value)

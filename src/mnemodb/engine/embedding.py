@@ -255,7 +255,7 @@ class BackgroundEmbedder:
                         seen = seq
                         self._wake.clear()
                         self._idle.set()
-                        self._wake.wait(self._poll)
+                        self._sleep(self._poll)
                         continue
                     embedder = embeddings.embedder
                     load = getattr(embedder, "load", None)  # only embedders with a model to load have one
@@ -295,4 +295,10 @@ class BackgroundEmbedder:
                 self.last_error = repr(exc)
                 pause = min(self._max_pause, max(pause * 2, 1.0))
                 log.exception("embedding paused for %.0f s", pause)
-            self._wake.wait(pause)
+            self._sleep(pause)
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait for a wake-up or `seconds`, but not at all once asked to stop: the round may
+        have cleared the wake-up `stop` set, and would then sleep a whole poll."""
+        if not self._stop.is_set():
+            self._wake.wait(seconds)

@@ -38,25 +38,43 @@ class MemoryReads:
         if not rows:
             return []
         tags = self._tags_of([r[0] for r in rows])
+        untagged: tuple[str, ...] = ()
+        # Positional arguments in the record's field order, unpacked from the row: the
+        # keyword form cost about 30 % more, paid for every winner of every search.
         return [
             Memory(
-                pk=r[0],
-                id=r[1],
-                scope=r[2],
-                content=r[3],
-                hash=r[4],
-                importance=r[5],
-                memory_type=r[6],
-                summary=r[7],
-                props=props_of(r[8]),
-                created_at=r[9],
-                updated_at=r[10],
-                tags=tags.get(r[0], ()),
-                access_count=r[11] or 0,
-                last_accessed_at=r[12],
-                archived_at=r[13],
+                pk,
+                id_,
+                scope,
+                content,
+                digest,
+                tags.get(pk, untagged),
+                importance,
+                memory_type,
+                summary,
+                props_of(props),
+                created_at,
+                updated_at,
+                count or 0,
+                last_at,
+                archived_at,
             )
-            for r in rows
+            for (
+                pk,
+                id_,
+                scope,
+                content,
+                digest,
+                importance,
+                memory_type,
+                summary,
+                props,
+                created_at,
+                updated_at,
+                count,
+                last_at,
+                archived_at,
+            ) in rows
         ]
 
     def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:

@@ -548,12 +548,15 @@ class KnowledgeGraph:
         return scored
 
     def ranked_by_words(
-        self, tx: ReadTx, query: str, reads: Sequence[str], *, limit: int
+        self, tx: ReadTx, query: str, reads: Sequence[str], *, limit: int, first: int | None = None
     ) -> list[tuple[int, float]] | None:
         """(entity pk, score) of the entities a plain question's words find, best first, at
         most `limit`, inside a read; None when the words find nothing, or the query speaks the
         query language (`name:` fields, `+required`, `-excluded`, `"phrases"`), which the
         caller then answers by substrings (`ranked`).
+
+        With `first`, the answer may leave out what ranks below the first `first` places:
+        when that many entities hold the words, the substring matches are not looked for.
 
         The words are a memory search's: stemmed, without stop words and one-letter words,
         so "how should I contact Tom" looks for "contact" and "tom", and finds "Tom Becker"
@@ -568,6 +571,10 @@ class KnowledgeGraph:
         if not terms:
             return None
         hits = tx.entity_word_search(terms, reads, limit, ENTITY_FIELD_WEIGHTS)
+        if first is not None and len(hits) >= first and hits[-1].score > 0:
+            # The substring matches would rank below every word hit (see below): past the
+            # first places.
+            return [(pk, score) for pk, score in hits]
         found = {pk for pk, _ in hits}
         spelled = [t for t in terms if len(t) >= _MIN_SUBSTRING]
         joined: list[int] = []

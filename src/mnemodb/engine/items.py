@@ -49,6 +49,7 @@ from mnemodb.search.ranking import (
     MEMORY_FIELD_WEIGHTS,
     FusionWeights,
     relevance,
+    relevance_scorer,
     text_strengths,
 )
 
@@ -80,6 +81,8 @@ MAX_REACHED = 500
 RANKED_POOL = 300
 # A ranking that need only be right in its first places scores this many matches first.
 _FIRST_POOL = 100
+# The filter that judges only scopes (and what `plain` in `_entity_ranking` leaves aside).
+_SCOPES_ONLY = ItemFilter(include_archived=True)
 
 log = logging.getLogger(__name__)
 
@@ -637,16 +640,16 @@ class Items:
             worded = query is not None and bool(query.strip())
             if worded:
                 assert query is not None
+                # Items of one kind are in one ranking only, unless ranked by vector too, and
+                # fusion by rank then takes the first places of each: each word ranking need
+                # be right only down to the page's end (and one more, to tell whether there
+                # is a next page), unless reads re-order it.
+                alone = vector is None and meaning is None and engine.fusion.access <= 0
+                top = want if alone else None
                 if use_memories:
-                    # Items of one kind are in one ranking only, unless ranked by vector too,
-                    # and fusion by rank then takes the first places of each: the memories'
-                    # ranking need be right only down to the page's end (and one more, to
-                    # tell whether there is a next page), unless reads re-order it.
-                    alone = vector is None and meaning is None and engine.fusion.access <= 0
-                    top = want if alone else None
                     rankings.append(("words", self._memory_ranking(tx, query, reads, where, now, notes, top)))
                 if use_entities:
-                    rankings.append(("words", self._entity_ranking(tx, query, reads, where, now, fuzzy)))
+                    rankings.append(("words", self._entity_ranking(tx, query, reads, where, now, fuzzy, top)))
                 if vector is None and semantic:
                     vector = meaning
             if vector is not None:
@@ -756,6 +759,7 @@ class Items:
         terms = query_terms(query)  # checked by `search`
         tags = tag_candidates(query)
         weights = self._engine.weights
+        score = relevance_scorer(now, weights)
         by_tag = tx.filtered_tagged(tags, reads, RANKED_POOL, where, now)
         tagged = {hit.pk for hit in by_tag}
         # Scoring reads each candidate's row; most of a few hundred matches cannot reach the
@@ -770,7 +774,11 @@ class Items:
             scores: dict[int, float] = {}
             parts: dict[int, dict[str, float]] = {}
             for pk, _, importance, created_at in (*by_text, *by_tag):
-                if pk not in scores:
+                if pk in scores:
+                    continue
+                if notes is None:
+                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at)
+                else:
                     scores[pk], parts[pk] = relevance(
                         strength.get(pk, 0.0), pk in tagged, importance, created_at, now, weights
                     )
@@ -786,17 +794,40 @@ class Items:
         return ranking
 
     def _entity_ranking(
-        self, tx: ReadTx, query: str, reads: Sequence[str], where: ItemFilter, now: int, fuzzy: bool
+        self,
+        tx: ReadTx,
+        query: str,
+        reads: Sequence[str],
+        where: ItemFilter,
+        now: int,
+        fuzzy: bool,
+        top: int | None = None,
     ) -> list[tuple[int, float]]:
         """Entities by a question's words, or else (and when asked: `fuzzy`, the query
         language's fields and signs) by the knowledge-graph query language's substrings;
-        filtered by `where`."""
+        filtered by `where`.
+
+        With `top`, the ranking may be only its first `top` places (see
+        `KnowledgeGraph.ranked_by_words`)."""
         graph = self._engine.graph
-        matches = None if fuzzy else graph.ranked_by_words(tx, query, reads, limit=RANKED_POOL)
-        if matches is None:
-            matches = graph.ranked(tx, query, reads, fuzzy=fuzzy)
-        admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now, reads)
-        return [(pk, score) for pk, score in matches if pk in admitted][:RANKED_POOL]
+
+        def ranking(first: int | None) -> tuple[list[tuple[int, float]], bool]:
+            """The admitted matches, and whether the filter left any out."""
+            matches = None if fuzzy else graph.ranked_by_words(tx, query, reads, limit=RANKED_POOL, first=first)
+            if matches is None:
+                matches = graph.ranked(tx, query, reads, fuzzy=fuzzy)
+            admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now, reads)
+            kept = [(pk, score) for pk, score in matches if pk in admitted]
+            return kept[:RANKED_POOL], len(kept) < len(matches)
+
+        # A filter past scopes, archiving and superseding may leave out most matches.
+        plain = replace(where, include_archived=True, current_only=False) == _SCOPES_ONLY
+        ranked, lost = ranking(top if plain else None)
+        if lost and top is not None and plain:
+            # The filter left out a place of what may be a ranking cut after its first
+            # places: one past the cut might move up, so the whole ranking it is.
+            ranked, _ = ranking(None)
+        return ranked
 
     def _vector_ranking(
         self,

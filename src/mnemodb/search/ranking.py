@@ -17,7 +17,7 @@ memdb's relevance field keeps its 0..~1.15 range this way, but ranks the right w
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mnemodb.store.base import EntityFieldWeights, MemoryFieldWeights
@@ -70,6 +70,21 @@ def relevance(
     recency = max(0.0, (weights.recency_days - age_days) / weights.recency_days) * weights.recency_max
     score = match * factor + recency
     return score, {"text": text, "tag": 1.0 if tag_hit else 0.0, "importance": factor, "recency": recency}
+
+
+def relevance_scorer(now: int, weights: RankWeights = DEFAULT_WEIGHTS) -> Callable[[float, bool, int, int], float]:
+    """`relevance`'s score alone, as a function of (text, tag_hit, importance, created_at),
+    for scoring many candidates at one time `now`: the same arithmetic, without the parts."""
+    floor, tag_match = weights.importance_floor, weights.tag_match
+    days, most = weights.recency_days, weights.recency_max
+    factors = [floor + (1.0 - floor) * importance / 10 for importance in range(11)]
+
+    def score(text: float, tag_hit: bool, importance: int, created_at: int) -> float:
+        match = text + (1.0 - text) * tag_match if tag_hit else text
+        age_days = max(0.0, (now - created_at) / DAY_MS)
+        return match * factors[max(0, min(10, importance))] + max(0.0, (days - age_days) / days) * most
+
+    return score
 
 
 @dataclass(frozen=True, slots=True)

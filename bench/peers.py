@@ -50,12 +50,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench_store import BenchError, Corpus, _probe, _progress, dir_size_mb, settle_gc
+from bench_store import BenchError, Corpus, _probe, _progress, _workdir, dir_size_mb, settle_gc
 from bench_topodb import Client, clean_env
 from measure import _tree, p50, p95, rss_mb
 
@@ -988,26 +988,6 @@ def _tree_of(directory: str, label: str) -> Tree:
     if not (src / "mnemodb" / "__init__.py").exists():
         raise BenchError(f"{root} has no src/mnemodb: not a mnemodb source tree")
     return Tree(label, src, _git_commit(root))
-
-
-@contextlib.contextmanager
-def _workdir(args: argparse.Namespace) -> Iterator[Path]:
-    import tempfile
-
-    if args.workdir:
-        path = Path(args.workdir).resolve()
-        if path.exists() and any(path.iterdir()):
-            raise BenchError(f"--workdir {path} is not empty")
-        path.mkdir(parents=True, exist_ok=True)
-    else:
-        path = Path(tempfile.mkdtemp(prefix="mnemodb-peers-"))
-    try:
-        yield path
-    finally:
-        if args.keep:
-            print(f"kept the stores and server logs in {path}")
-        else:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,8 +43,8 @@ from mcp_types import Prompt as McpPrompt
 from mcp_types import PromptArgument as McpPromptArgument
 from mcp_types import Resource as McpResource
 
-from mnemodb import __version__
 from mnemodb.server.calls import ToolCalls, run_in_worker
+from mnemodb.server.lean import server_info
 from mnemodb.server.profile import Profile, ProtocolError, ToolResult
 
 if TYPE_CHECKING:
@@ -202,10 +202,11 @@ def build_server(
     # gone from 2026-07-28, which does not make it wrong to answer the older clients.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)
+        identity = server_info(profile)  # the one the lean stdio path answers with too
         server: Server[Any] = Server(
-            profile.server_name,
-            version=__version__,
-            title=f"mnemodb ({profile.name} profile)",
+            identity["name"],
+            version=identity["version"],
+            title=identity["title"],
             instructions=profile.instructions,
             on_list_resources=list_resources if profile.resources or profile.templates else None,
             on_list_resource_templates=list_templates if profile.resources or profile.templates else None,

@@ -55,7 +55,7 @@ from mnemodb.search.ranking import (
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import ReadTx, WriteTx
+    from mnemodb.store.base import AccessStats, ReadTx, WriteTx
 
 __all__ = [
     "EntityNote",
@@ -160,6 +160,22 @@ class Neighbourhood:
     depth: Mapping[str, int] = field(default_factory=dict)
     """Item id -> hops from the start."""
     truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InFull:
+    """What `Items.get_in_full` read, all in one snapshot."""
+
+    found: list[Item | Edge | None]
+    """Each reference's memory, entity or relation, None where nothing matches."""
+    edges: list[Edge]
+    """The relations touching the memories and entities found, with both ends visible."""
+    ends: dict[int, Item]
+    """The items at the ends of `edges` (as of the time asked for), by pk."""
+    edge_ends: dict[int, Item]
+    """The visible items, as they are now, at the ends of the relations found by reference."""
+    access: dict[int, AccessStats]
+    """(times read, last read in ms) of each memory and entity found, by pk."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +308,41 @@ class Items:
         if found.created_at > at:
             return None
         return found if isinstance(found, Edge) else self._as_of(tx, found, at)
+
+    def get_in_full(
+        self,
+        refs: Sequence[str],
+        *,
+        scopes: Sequence[str] | None = None,
+        as_of: int | None = None,
+        include_closed: bool = False,
+    ) -> InFull:
+        """What `get` then `edges_of` give, the ends of relations found by reference and
+        the access statistics of each item, in one read transaction: a detailed look-up of
+        one item is one snapshot, not a transaction for each part. Records the access."""
+        reads = self._engine.scopes(scopes)
+        at = self._engine.clock() if as_of is None else as_of
+        with self._engine.store.read() as tx:
+            found = [self.resolve(tx, ref, reads) for ref in refs]
+            if as_of is not None:
+                found = [self._then(tx, f, as_of) if f is not None else None for f in found]
+            items = {f.pk: f for f in found if isinstance(f, Memory | Entity)}
+            edges = tx.edges_of(list(items), "both", valid_at=None if include_closed else at, scopes=reads)
+            # The items found are ends already read (and replayed to `as_of`): only the
+            # other ends are read here.
+            others = list(({e.src_pk for e in edges} | {e.dst_pk for e in edges}) - items.keys())
+            ends: dict[int, Item] = dict(items)
+            for pk, item in self._items(tx, others, reads).items():
+                if as_of is None:
+                    ends[pk] = item
+                elif item.created_at <= at:
+                    ends[pk] = self._as_of(tx, item, at)
+            relations = [f for f in found if isinstance(f, Edge)]
+            edge_ends = self._items(tx, list({pk for e in relations for pk in (e.src_pk, e.dst_pk)}), reads)
+            access = {pk: tx.access_of(pk) for pk in items}
+        if as_of is None:
+            self._engine.record_access(items)
+        return InFull(found, [e for e in edges if e.src_pk in ends and e.dst_pk in ends], ends, edge_ends, access)
 
     def edges_of(
         self,

@@ -3,7 +3,7 @@ answers with the shapes of `shapes`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -170,22 +170,19 @@ class NativeTools:
 
     def get(self, engine: Engine, a: dict[str, Any]) -> Any:
         refs: list[str] = a["refs"]
-        scopes = a.get("scopes")
-        as_of = a.get("as_of")
-        found = engine.items.get(refs, scopes=scopes, as_of=as_of)
-        items = [f for f in found if isinstance(f, Memory | Entity)]
-        include_closed = a.get("include_closed", False)
-        edges, ends = engine.items.edges_of(items, scopes=scopes, include_closed=include_closed, as_of=as_of)
+        read = engine.items.get_in_full(
+            refs, scopes=a.get("scopes"), as_of=a.get("as_of"), include_closed=a.get("include_closed", False)
+        )
+        ends = read.ends
         out = []
-        for ref, item in zip(refs, found, strict=True):
+        for ref, item in zip(refs, read.found, strict=True):
             if item is None:
                 out.append({"ref": ref, "error": "not found"})
             elif isinstance(item, Edge):
-                shape = {"kind": "relation", **relation_shape(item, self._edge_ends(engine, item, scopes))}
-                out.append(shape)
+                out.append({"kind": "relation", **relation_shape(item, read.edge_ends)})
             else:
                 shape = item_shape(item, full=True)
-                mine = [e for e in edges if item.pk in (e.src_pk, e.dst_pk)]
+                mine = [e for e in read.edges if item.pk in (e.src_pk, e.dst_pk)]
                 shape["relations"] = [relation_shape(e, ends) for e in mine]
                 if isinstance(item, Memory):
                     newer = [
@@ -195,17 +192,12 @@ class NativeTools:
                     ]
                     if newer:
                         shape["superseded_by"] = newer
-                access = engine.nodes.access_stats(item.id, scopes=scopes)
-                if access is not None and access[0]:
-                    shape["access_count"], last = access
+                count, last = read.access[item.pk]
+                if count:
+                    shape["access_count"] = count
                     shape["last_accessed"] = iso(last)
                 out.append(shape)
         return {"items": out}
-
-    @staticmethod
-    def _edge_ends(engine: Engine, edge: Edge, scopes: Sequence[str] | None) -> dict[int, Item]:
-        ends = engine.items.get([edge.src, edge.dst], scopes=scopes, record_access=False)
-        return {i.pk: i for i in ends if isinstance(i, Memory | Entity)}
 
     # update ------------------------------------------------------------------------------------------
 

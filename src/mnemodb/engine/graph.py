@@ -214,17 +214,21 @@ class KnowledgeGraph:
         with self._engine.change() as tx:
             at = self._engine.clock()
             names = [n for item in items for n in (item.from_name, item.to_name)]
-            entities = tx.entities_named(visible, [self._check_text(n, "entity name") for n in names])
+            # The ends' keys only: a relation is made and told from who its ends are, not
+            # from their observations.
+            entities = tx.entity_keys_named(visible, [self._check_text(n, "entity name") for n in names])
             for name in names:
                 if name not in entities:
                     raise NotFound(f"Entity with name {name} not found")
-            seen: set[tuple[int, int, str]] = set()
-            for item in items:
-                src, dst = entities[item.from_name], entities[item.to_name]
-                key = (src.pk, dst.pk, item.relation_type)
-                if key in seen or tx.find_edges(src.pk, dst.pk, item.relation_type, open_only=True):
+            keys = [(entities[item.from_name].pk, entities[item.to_name].pk, item.relation_type) for item in items]
+            # What is there already, for the whole call in one read; `seen` keeps what the
+            # call itself opens (a relation given twice is made once).
+            seen = tx.open_edge_keys(keys)
+            for item, key in zip(items, keys, strict=True):
+                if key in seen:
                     continue
                 seen.add(key)
+                src, dst = entities[item.from_name], entities[item.to_name]
                 if src.scope != dst.scope and SHARED not in (src.scope, dst.scope):
                     raise InvalidArgument(
                         f"{item.from_name} and {item.to_name} live in different private scopes; "

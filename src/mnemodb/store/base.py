@@ -86,6 +86,7 @@ __all__ = [
     "EmbeddingReads",
     "EmbeddingWrites",
     "EntityFieldWeights",
+    "EntityKey",
     "EntityLink",
     "EntityReads",
     "EntityText",
@@ -161,6 +162,16 @@ class EntityText(NamedTuple):
     """The observations joined by single spaces."""
     observations_json: str
     """The observations as a JSON array of strings, in order (parsed only on a match)."""
+
+
+class EntityKey(NamedTuple):
+    """What a relation needs of an entity at one of its ends: who it is and where it lives,
+    without its observations or properties."""
+
+    pk: int
+    id: str
+    scope: str
+    name: str
 
 
 class EntityLink(NamedTuple):
@@ -354,6 +365,11 @@ class EdgeReads(Protocol):
         closed."""
         ...
 
+    def open_edge_keys(self, keys: Sequence[tuple[int, int, str]]) -> set[tuple[int, int, str]]:
+        """Which of these (src, dst, type) have an open edge (`find_edges` with `open_only`
+        for many at once, without reading the edges)."""
+        ...
+
     def edges_of(
         self,
         pks: Sequence[int],
@@ -397,6 +413,10 @@ class EntityReads(Protocol):
 
     def entities_named(self, scopes: ScopeSet, names: Sequence[str]) -> dict[str, Entity]:
         """The entity each name means, for the names that exist."""
+        ...
+
+    def entity_keys_named(self, scopes: ScopeSet, names: Sequence[str]) -> dict[str, EntityKey]:
+        """`entities_named`, each entity's key only: what relating entities by name reads."""
         ...
 
     def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:

@@ -76,6 +76,24 @@ def test_find_edges_oldest_first_and_open_only(store: Store) -> None:
         assert tx.find_edges(two, one, "hates") == []
 
 
+def test_open_edge_keys_are_the_open_edges_among_the_keys_asked(store: Store) -> None:
+    odd_type = "likes\x00 \u00e9"  # a type PostgreSQL must escape
+    with store.write() as tx:
+        one, two, three = add_node(tx), add_node(tx), add_node(tx)
+        closed = add_edge(tx, one, two, "likes")
+        tx.close_edge(closed, T0 + 1)
+        add_edge(tx, two, one, "likes")
+        add_edge(tx, one, three, odd_type)
+        add_edge(tx, one, three, "hates")
+    asked = [(one, two, "likes"), (two, one, "likes"), (one, three, odd_type), (three, one, "hates"), (two, one, "x")]
+    with store.read() as tx:
+        assert tx.open_edge_keys(asked) == {(two, one, "likes"), (one, three, odd_type)}
+        assert tx.open_edge_keys([*asked, *asked]) == {(two, one, "likes"), (one, three, odd_type)}
+        assert tx.open_edge_keys([]) == set()
+        # What `find_edges` says of each key, for many at once.
+        assert {k for k in asked if tx.find_edges(*k, open_only=True)} == tx.open_edge_keys(asked)
+
+
 def test_edges_of_by_direction_oldest_first_each_once(store: Store) -> None:
     with store.write() as tx:
         one, two, three = add_node(tx), add_node(tx), add_node(tx)

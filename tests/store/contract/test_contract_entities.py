@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from mnemodb.model.records import Entity, Relation
-from mnemodb.store.base import EntityLink, EntityText, Store
+from mnemodb.store.base import EntityKey, EntityLink, EntityText, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
@@ -45,6 +45,37 @@ def test_the_entity_a_name_means_is_the_oldest_in_the_scopes(store: Store) -> No
         assert tx.entity_pks([A]) == [in_a, bob]
         assert tx.entity_pks([A, B]) == [in_b, bob]
         assert second_a not in tx.entity_pks([A, B, C])
+
+
+def test_entity_keys_named_are_the_entities_a_name_means(store: Store) -> None:
+    with store.write() as tx:
+        in_b = add_entity(tx, "Ada", scope=B)
+        in_a = add_entity(tx, "Ada", "person", ["an observation"], scope=A)
+        add_entity(tx, "Ada", scope=A)
+        bob = add_entity(tx, "Bob\x00 \u00e9")  # a name PostgreSQL must escape
+        ids = {pk: node_id(tx, pk) for pk in (in_a, in_b, bob)}
+    with store.read() as tx:
+        keys = tx.entity_keys_named([A], ["Bob\x00 \u00e9", "Ada", "Nobody", "Ada"])
+        assert keys == {
+            "Ada": EntityKey(in_a, ids[in_a], A, "Ada"),
+            "Bob\x00 \u00e9": EntityKey(bob, ids[bob], A, "Bob\x00 \u00e9"),
+        }
+        assert tx.entity_keys_named([A, B], ["Ada"]) == {"Ada": EntityKey(in_b, ids[in_b], B, "Ada")}
+        assert tx.entity_keys_named([C], ["Ada"]) == {}
+        assert tx.entity_keys_named([A], []) == {}
+
+
+def test_entity_keys_named_past_one_statement(store: Store) -> None:
+    names = [f"entity {i}" for i in range(450)]
+    with store.write() as tx:
+        pks = [add_entity(tx, name) for name in names]
+    with store.read() as tx:
+        keys = tx.entity_keys_named([A], [*reversed(names), "missing"])
+        full = tx.entities_named([A], names)
+    assert {name: key.pk for name, key in keys.items()} == dict(zip(names, pks, strict=True))
+    assert {name: (e.pk, e.id, e.scope, e.name) for name, e in full.items()} == {
+        name: tuple(key) for name, key in keys.items()
+    }
 
 
 def _pk(entity: Entity | None) -> int | None:

@@ -107,6 +107,17 @@ class EdgeReads:
             where += " AND e.valid_to IS NULL"
         return self._edges(where + " ORDER BY e.pk", [src, dst, put(edge_type)])
 
+    def open_edge_keys(self, keys: Sequence[tuple[int, int, str]]) -> set[tuple[int, int, str]]:
+        """Which of these (src, dst, type) have an open edge, in one statement."""
+        if not keys:
+            return set()
+        rows = self.conn.execute(
+            "SELECT e.src, e.dst, e.type FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS k (src, dst, type) "
+            "JOIN edge e ON e.src = k.src AND e.type = k.type AND e.dst = k.dst WHERE e.valid_to IS NULL",
+            [[k[0] for k in keys], [k[1] for k in keys], [put(k[2]) for k in keys]],
+        )
+        return {(src, dst, got(edge_type)) for src, dst, edge_type in rows}
+
     def edges_of(
         self,
         pks: Sequence[int],

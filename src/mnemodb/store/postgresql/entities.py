@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.records import Entity, Relation
-from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
+from mnemodb.store.base import EntityFieldWeights, EntityKey, EntityLink, EntityText, ScoredPk, TextClause
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.postgresql.words import WordIndex, index_row, ranked, word_index_ddl
@@ -237,6 +237,20 @@ class EntityReads:
             [put_scopes(unique), put_scopes(scopes)],
         ):
             out.setdefault(entity.name, entity)
+        return out
+
+    def entity_keys_named(self, scopes: Sequence[str], names: Sequence[str]) -> dict[str, EntityKey]:
+        """`entities_named`, each entity's key only (no observations to decode)."""
+        unique = list(dict.fromkeys(names))
+        if not unique:
+            return {}
+        out: dict[str, EntityKey] = {}
+        for pk, node_id, scope, name in self.conn.execute(
+            "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
+            "WHERE e.name = ANY(%s::text[]) AND e.scope = ANY(%s::text[]) ORDER BY e.node",
+            [put_scopes(unique), put_scopes(scopes)],
+        ):
+            out.setdefault(got(name), EntityKey(pk, got(node_id), got(scope), got(name)))
         return out
 
     def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:

@@ -3,6 +3,7 @@ into the store's read and write transactions."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -14,6 +15,14 @@ __all__ = ["EdgeReads", "EdgeWrites"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+
+
+def _visible(count: int) -> str:
+    """`edge_visible` where both ends are joined already (`_EDGE_FROM`): their scopes come
+    from the join, not from a lookup of each end again (a 2-hop traversal read each end
+    of every edge three times)."""
+    listed = marks(count)
+    return f"e.scope IN ({listed}) AND s.scope IN ({listed}) AND d.scope IN ({listed})"
 
 
 class EdgeReads:
@@ -71,6 +80,20 @@ class EdgeReads:
             where += " AND e.valid_to IS NULL"
         return self._edges(where + " ORDER BY e.pk", [src, dst, edge_type])
 
+    def open_edge_keys(self, keys: Sequence[tuple[int, int, str]]) -> set[tuple[int, int, str]]:
+        """Which of these (src, dst, type) have an open edge, in one statement: the pairs go
+        in as one JSON array, each looked up in an index of its ends. The types are compared
+        here, as JSON text would cut a type at a U+0000."""
+        if not keys:
+            return set()
+        wanted = set(keys)
+        rows = self.conn.execute(
+            "SELECT e.src, e.dst, e.type FROM json_each(?) k "
+            "JOIN edge e ON e.src = k.value ->> 0 AND e.dst = k.value ->> 1 WHERE e.valid_to IS NULL",
+            [json.dumps(list({(src, dst): None for src, dst, _ in keys}))],
+        )
+        return {key for key in rows if key in wanted}
+
     def edges_of(
         self,
         pks: Sequence[int],
@@ -89,7 +112,7 @@ class EdgeReads:
             filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
             extra += [valid_at, valid_at]
         if scopes is not None:
-            filters += f" AND {edge_visible('e', len(scopes))}"
+            filters += f" AND {_visible(len(scopes))}"
             extra += edge_visible_params(scopes)
         if edge_types:
             filters += f" AND e.type IN ({marks(len(edge_types))})"

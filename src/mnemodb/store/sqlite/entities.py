@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Entity, Relation
-from mnemodb.store.base import EntityFieldWeights, EntityLink, EntityText, ScoredPk, TextClause
+from mnemodb.store.base import EntityFieldWeights, EntityKey, EntityLink, EntityText, ScoredPk, TextClause
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, rows_as
 
 __all__ = ["EntityReads", "EntityWrites"]
@@ -142,6 +142,20 @@ class EntityReads:
                 [*chunk, *scopes],
             ):
                 out.setdefault(entity.name, entity)
+        return out
+
+    def entity_keys_named(self, scopes: Sequence[str], names: Sequence[str]) -> dict[str, EntityKey]:
+        """`entities_named`, each entity's key only (no observations to decode)."""
+        out: dict[str, EntityKey] = {}
+        unique = list(dict.fromkeys(names))
+        for start in range(0, len(unique), 400):
+            chunk = unique[start : start + 400]
+            for row in self.conn.execute(
+                "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
+                f"WHERE e.name IN ({marks(len(chunk))}) AND e.scope IN ({marks(len(scopes))}) ORDER BY e.node",
+                [*chunk, *scopes],
+            ):
+                out.setdefault(row[3], EntityKey(*row))
         return out
 
     def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:

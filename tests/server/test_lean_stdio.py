@@ -26,6 +26,7 @@ from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from inprocess import serve_settings, served
+from mnemodb.server import calls as calls_module
 from mnemodb.server import lean as lean_module
 from mnemodb.server.app import build_server
 from mnemodb.server.calls import ToolCalls
@@ -205,3 +206,63 @@ def test_a_structured_text_reply_is_encoded_once_and_reads_the_same(is_error: bo
     # A text that is not marked, or a result with more in it, goes the plain way.
     plain = tool_result(text, data)
     assert _encoded_result(7, plain) == _encoded({"jsonrpc": "2.0", "id": 7, "result": plain})
+
+
+def _as_is(result: dict[str, Any]) -> dict[str, Any]:
+    return result
+
+
+def _seeded_graph(calls: ToolCalls, entities: int) -> None:
+    batch = [{"name": f"entity {i}", "entityType": "thing", "observations": [f"fact {i}"]} for i in range(entities)]
+    anyio.run(calls.call, "create_entities", {"entities": batch}, _as_is)
+
+
+def test_reads_are_answered_on_the_calling_thread_and_writes_are_not(tmp_path: Path) -> None:
+    with served(serve_settings(tmp_path / "m.db", "knowledge-graph")) as server:
+        profile = build_profile("knowledge-graph", server.settings)
+        heard: list[tuple[str, str]] = []
+        calls = ToolCalls(profile, server.engine, on_tool_call=lambda name, outcome, _: heard.append((name, outcome)))
+        write = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["likes tea"]}]}
+        assert calls.call_here("create_entities", write, _as_is) is None
+        assert calls.call_here("no_such_tool", {}, _as_is) is None
+        assert heard == []
+        anyio.run(calls.call, "create_entities", write, _as_is)
+        here = calls.call_here("open_nodes", {"names": ["Ada"]}, _as_is)
+        assert here is not None and here == anyio.run(calls.call, "open_nodes", {"names": ["Ada"]}, _as_is)
+        assert "likes tea" in json.dumps(here)
+        refused = calls.call_here("open_nodes", {"names": "Ada"}, _as_is)  # not a list
+        assert refused is not None and refused["isError"]
+        assert heard == [
+            ("create_entities", "ok"),
+            ("open_nodes", "ok"),
+            ("open_nodes", "ok"),
+            ("open_nodes", "invalid"),
+        ]
+
+
+def test_a_read_stopped_at_the_quick_limit_is_answered_in_full_by_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "m.db"
+    with served(serve_settings(db, "knowledge-graph")) as server:
+        profile = build_profile("knowledge-graph", server.settings)
+        heard: list[str] = []
+        calls = ToolCalls(profile, server.engine, on_tool_call=lambda _, outcome, __: heard.append(outcome))
+        _seeded_graph(calls, 500)
+        in_full = calls.call_here("read_graph", {}, _as_is)
+        assert in_full is not None and len(json.loads(in_full["content"][0]["text"])["entities"]) == 500
+        # No time at all on the calling thread: the read is stopped (500 entities are many
+        # statements' worth of steps), changes nothing, and is not heard of until it is run.
+        monkeypatch.setattr(calls_module, "QUICK_READ_S", 0.0)
+        heard.clear()
+        assert calls.call_here("read_graph", {}, _as_is) is None
+        assert heard == []
+    messages = [
+        _initialize(LATEST_HANDSHAKE_VERSION),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        _call(2, {"name": "read_graph", "arguments": {}}),
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    replies = _exchange(db, "knowledge-graph", messages, lean=True)
+    assert replies[2] == [{"jsonrpc": "2.0", "id": 2, "result": in_full}]
+    assert replies[3] == [{"jsonrpc": "2.0", "id": 3, "result": {}}]

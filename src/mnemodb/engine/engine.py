@@ -136,10 +136,17 @@ class Engine:
         self.close()
 
     @contextlib.contextmanager
-    def time_limit(self, seconds: float | None) -> Iterator[None]:
-        """Abort and roll back whatever this thread does in the engine after `seconds`."""
+    def time_limit(self, seconds: float | None, *, statements_within: float | None = None) -> Iterator[None]:
+        """Abort and roll back whatever this thread does in the engine after `seconds`.
+
+        `statements_within` stops database statements sooner, for a first try that is run
+        again under the whole limit when stopped (a read), while work sized to the time
+        left (`time_left`: compiling a pattern) is still sized to `seconds`, so that what a
+        call accepts does not depend on which try it is."""
         previous = getattr(self._deadlines, "at", None)
         self._deadlines.at = None if seconds is None else time.monotonic() + seconds
+        if statements_within is not None and (seconds is None or statements_within < seconds):
+            seconds = statements_within
         try:
             with self.store.deadline(seconds):
                 yield

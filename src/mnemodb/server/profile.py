@@ -97,6 +97,15 @@ class Tool:
     output_schema: Mapping[str, Any] | None = None
     error_code: str = "E_TOOL_ERROR"
     """The code a profile with coded errors reports when this tool fails."""
+    reads_only: bool | None = None
+    """Whether a call changes nothing, so that it may be stopped and run again; None: as the
+    annotations' read-only hint says (topodb's tools carry no annotations, as upstream's)."""
+
+    @property
+    def changes_nothing(self) -> bool:
+        if self.reads_only is not None:
+            return self.reads_only
+        return self.annotations is not None and self.annotations.read_only_hint is True
 
 
 def tool(

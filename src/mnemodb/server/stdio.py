@@ -367,14 +367,14 @@ class _Connection:
         self.in_flight: set[str | int] = set()
         self.drained = anyio.Event()
         self.drained.set()
-        self.out_send, self.out_receive = anyio.create_memory_object_stream[bytes](64)
+        # Set once the connection has ended: what is finished after that is not written.
+        self.closed = False
         self.tasks: anyio.abc.TaskGroup | None = None
         self.sdk: _SdkSide | None = None
 
     async def serve(self, wire_in: int) -> None:
         async with anyio.create_task_group() as tg:
             self.tasks = tg
-            tg.start_soon(self.write_out)
             try:
                 async for line in _lines(wire_in):
                     await self.handle_line(line)
@@ -390,18 +390,21 @@ class _Connection:
                     await self.sdk.close()
                 for scope in list(self.lean_calls.values()):
                     scope.cancel()
-                await self.out_send.aclose()
+                self.closed = True
 
-    async def write_out(self) -> None:
-        async with self.out_receive:
-            async for data in self.out_receive:
-                view = memoryview(data)
-                while view:
-                    written = os.write(self.wire_out, view)
-                    view = view[written:]
+    def write(self, data: bytes) -> None:
+        """Write one message (a line). Every write is made whole, on the event loop's thread,
+        so messages never interleave; a queue and a writer task in between cost a call more
+        than its read (two more turns of the loop) and wrote no differently."""
+        if self.closed:
+            return
+        view = memoryview(data)
+        while view:
+            written = os.write(self.wire_out, view)
+            view = view[written:]
 
     async def emit(self, payload: dict[str, Any]) -> None:
-        await self.out_send.send(_encoded(payload))
+        self.write(_encoded(payload))
 
     def started(self, request_id: str | int) -> None:
         self.in_flight.add(request_id)
@@ -487,6 +490,8 @@ class _Connection:
                     return False
                 if not await self.passes_gate(message):
                     return True
+                if self.answer_here(request_id, *call):
+                    return True
                 self.started(request_id)
                 assert self.tasks is not None
                 self.tasks.start_soon(self.serve_call, request_id, *call)
@@ -517,9 +522,8 @@ class _Connection:
             await self.emit(refusal)
         return False
 
-    async def serve_call(self, request_id: str | int, name: str, arguments: Any) -> None:
-        assert self.lean is not None
-        calls = self.lean.calls
+    def encoder(self, request_id: str | int, name: str) -> Callable[[dict[str, Any]], tuple[bytes, bool]]:
+        """What makes the answer line of a call of tool `name`, and says whether it failed."""
 
         def encode(result: dict[str, Any]) -> tuple[bytes, bool]:
             failed = bool(result.get("isError"))
@@ -530,6 +534,30 @@ class _Connection:
                 text = "Internal error: the reply could not be encoded as JSON"
                 return _encoded(_error(-32603, text, request_id, self.rules, with_id=True)), True
 
+        return encode
+
+    def answer_here(self, request_id: str | int, name: str, arguments: Any) -> bool:
+        """Answer a call of a tool that only reads right here, if it is done quickly (see
+        `ToolCalls.call_here`): whether it was answered. Nothing else is read meanwhile, so
+        there is nothing to cancel it and it needs no task; it changes nothing, so resources
+        are not told of it."""
+        assert self.lean is not None
+        try:
+            answer = self.lean.calls.call_here(name, arguments, self.encoder(request_id, name))
+        except ProtocolError as exc:
+            answer = _encoded({"jsonrpc": "2.0", "id": request_id, "error": exc.wire()}), True
+        except Exception:
+            log.exception("tool %s failed unexpectedly", name)
+            answer = _encoded(_error(-32603, "Internal error", request_id, self.rules, with_id=True)), True
+        if answer is None:
+            return False
+        self.write(answer[0])
+        return True
+
+    async def serve_call(self, request_id: str | int, name: str, arguments: Any) -> None:
+        assert self.lean is not None
+        calls = self.lean.calls
+        encode = self.encoder(request_id, name)
         line: bytes | None = None
         with anyio.CancelScope() as scope:
             self.lean_calls[request_id] = scope
@@ -549,8 +577,7 @@ class _Connection:
                 del self.lean_calls[request_id]
         try:
             if line is not None:  # a cancelled call is not answered
-                with contextlib.suppress(anyio.ClosedResourceError):  # the connection ended first
-                    await self.out_send.send(line)
+                self.write(line)
         finally:
             self.answered(request_id)
 
@@ -665,6 +692,6 @@ class _SdkSide:
                                 with_id=True,
                             )
                         )
-                    await connection.out_send.send(text.encode() + b"\n")
+                    connection.write(text.encode() + b"\n")
                 if answered is not None:
                     connection.answered(answered)

@@ -12,6 +12,20 @@ from mnemodb.server.serde_params import JSON_SCHEMA_2020_12, Param, Params, sort
 
 # Tools whose engine refusals keep the engine's `rejected: ` prefix, as topodb-mcp sent them.
 REJECTED_PREFIX = frozenset({"search_memories", "find_by_prop", "traverse"})
+# The tools that change nothing. Upstream's tools carry no annotations, and so neither do
+# these: the server still needs to know which calls it may stop and run again.
+READS = frozenset(
+    {
+        "access_stats",
+        "db_info",
+        "find_by_prop",
+        "get_changes",
+        "get_node",
+        "search_memories",
+        "search_vectors",
+        "traverse",
+    }
+)
 
 _SCOPE_READ = Param(
     "scope",
@@ -99,7 +113,8 @@ def build_tools(bodies: TopodbTools) -> tuple[Tool, ...]:
         *,
         strict: bool = True,
     ) -> Tool:
-        return Tool(name, description, Params(tuple(params), deny_unknown=strict), run, output_schema=output)
+        params_ = Params(tuple(params), deny_unknown=strict)
+        return Tool(name, description, params_, run, output_schema=output, reads_only=name in READS)
 
     node_id = Param("id", "string", "The node's ULID.", required=True)
     tools = [

@@ -69,6 +69,12 @@ def edge_visible_params(scopes: Sequence[str]) -> list[list[str]]:
 _VISIBLE = "ARRAY[e.scope, s.scope, d.scope] <@ %s::text[]"
 
 
+def _props_text(props: Props) -> str:
+    """An edge's properties as stored: most edges have none, and their text is a constant
+    rather than an encoder's call per relation written."""
+    return dumps(dict(props)) if props else "{}"
+
+
 class EdgeReads:
     conn: psycopg.Connection[Any]
 
@@ -193,7 +199,7 @@ class EdgeWrites(EdgeReads):
         *,
         pk: int | None = None,
     ) -> int:
-        values = [put(edge_id), src, dst, put(edge_type), put(scope), dumps(dict(props)), valid_from, at]
+        values = [put(edge_id), src, dst, put(edge_type), put(scope), _props_text(props), valid_from, at]
         if pk is None:
             row = self.conn.execute(
                 "INSERT INTO edge (id, src, dst, type, scope, props, valid_from, created_at) "

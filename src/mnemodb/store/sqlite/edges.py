@@ -25,6 +25,12 @@ def _visible(count: int) -> str:
     return f"e.scope IN ({listed}) AND s.scope IN ({listed}) AND d.scope IN ({listed})"
 
 
+def _props_text(props: Props) -> str:
+    """An edge's properties as stored: most edges have none, and their text is a constant
+    rather than an encoder's call per relation written."""
+    return dumps(dict(props)) if props else "{}"
+
+
 class EdgeReads:
     conn: sqlite3.Connection
 
@@ -152,7 +158,7 @@ class EdgeWrites(EdgeReads):
         cur = self.conn.execute(
             "INSERT INTO edge (pk, id, src, dst, type, scope, props, valid_from, valid_to, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
-            [pk, edge_id, src, dst, edge_type, scope, dumps(dict(props)), valid_from, at],
+            [pk, edge_id, src, dst, edge_type, scope, _props_text(props), valid_from, at],
         )
         return int(cur.lastrowid or 0)
 

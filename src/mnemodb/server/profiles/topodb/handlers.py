@@ -19,6 +19,7 @@ from mnemodb.server.profiles.topodb.batch import parse_batch
 from mnemodb.server.profiles.topodb.wire import (
     CHANGES_DISABLED,
     MAX_K,
+    SortedReply,
     ToolError,
     edge_json,
     f32,
@@ -56,16 +57,18 @@ class TopodbTools:
     def get_node(self, engine: Engine, a: dict[str, Any]) -> Any:
         node_id = parse_id(a["id"])
         node = engine.nodes.get_node(node_id, scopes=read_scopes(a), as_of=a["as_of"])
-        return {"found": False} if node is None else {"found": True, "node": node_json(node)}
+        if node is None:
+            return {"found": False}
+        return SortedReply({"found": True, "node": node_json(node)})
 
     def find_by_prop(self, engine: Engine, a: dict[str, Any]) -> Any:
         value = prop_value(a["value"])
         nodes = engine.nodes.find_by_prop(a["label"], a["prop"], value, scopes=read_scopes(a))
-        return {"nodes": [node_json(n) for n in sorted(nodes, key=lambda n: n.id)]}
+        return SortedReply({"nodes": [node_json(n) for n in sorted(nodes, key=lambda n: n.id)]})
 
     def search_memories(self, engine: Engine, a: dict[str, Any]) -> Any:
         hits = engine.nodes.search_text(a["query"], k=min(a["k"], MAX_K), scopes=read_scopes(a))
-        return {"hits": [{"node": node_json(node), "score": f32(score)} for node, score in hits]}
+        return SortedReply({"hits": [{"node": node_json(node), "score": f32(score)} for node, score in hits]})
 
     def traverse(self, engine: Engine, a: dict[str, Any]) -> Any:
         seed = parse_id(a["seed_id"])
@@ -77,7 +80,9 @@ class TopodbTools:
             scopes=read_scopes(a),
             as_of=a["as_of"],
         )
-        return {"subgraph": {"edges": [edge_json(e) for e in edges], "nodes": [node_json(n) for n in nodes]}}
+        return SortedReply(
+            {"subgraph": {"edges": [edge_json(e) for e in edges], "nodes": [node_json(n) for n in nodes]}}
+        )
 
     def access_stats(self, engine: Engine, a: dict[str, Any]) -> Any:
         node_id = parse_id(a["id"])
@@ -94,7 +99,7 @@ class TopodbTools:
         hits = engine.nodes.search_vectors(
             a["model"], vector, k=min(a["k"], MAX_K), candidates=candidates, scopes=scopes
         )
-        return {"hits": [{"node": node_json(node), "score": f32(score)} for node, score in hits]}
+        return SortedReply({"hits": [{"node": node_json(node), "score": f32(score)} for node, score in hits]})
 
     def get_changes(self, engine: Engine, a: dict[str, Any]) -> Any:
         if not self.allow_unscoped_changes:

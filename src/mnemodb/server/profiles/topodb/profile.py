@@ -19,7 +19,7 @@ from mnemodb.server.profile import (
 )
 from mnemodb.server.profiles.topodb.handlers import TopodbTools
 from mnemodb.server.profiles.topodb.tools import REJECTED_PREFIX, build_tools
-from mnemodb.server.profiles.topodb.wire import ToolError, engine_message
+from mnemodb.server.profiles.topodb.wire import SortedReply, ToolError, engine_message
 from mnemodb.server.schema import Invalid
 from mnemodb.server.serde_params import sorted_json
 
@@ -44,6 +44,9 @@ class TopodbProfile(Profile):
 
     @staticmethod
     def _json(value: Any) -> ToolResult:
+        if isinstance(value, SortedReply):
+            text = json.dumps(value.value, separators=(",", ":"), ensure_ascii=False)
+            return tool_result(StructuredText(text), value.value)
         text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
         return tool_result(StructuredText(text), sorted_json(value))
 

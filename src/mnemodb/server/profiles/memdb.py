@@ -142,7 +142,9 @@ def memory_shape(memory: Memory) -> dict[str, Any]:
 
 
 def search_shape(memory: Memory, relevance: float) -> dict[str, Any]:
-    return {**memory_shape(memory), "relevance": relevance}
+    out = memory_shape(memory)
+    out["relevance"] = relevance
+    return out
 
 
 def relationship_shape(link: MemoryLink) -> dict[str, Any]:
@@ -226,7 +228,7 @@ def delete_memories(engine: Engine, a: dict[str, Any]) -> Any:
 
 def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     _check_query(a["query"])
-    hits = engine.memories.search(a["query"], limit=SEARCH_LIMIT)
+    hits = engine.memories.search(a["query"], limit=SEARCH_LIMIT, explain=False)
     return [search_shape(h.memory, h.score) for h in hits]
 
 

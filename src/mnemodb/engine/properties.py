@@ -341,17 +341,21 @@ class PropertyGraph:
             raise InvalidArgument("query has no searchable terms")
         reads = self._engine.scopes(scopes)
         spec = self.spec
-        if any(not (label == MEMORY and prop == "content") for label, prop in spec.text):
+        # Declared text other than a memory's content: without any (the default spec), the
+        # node text index is empty and is not searched.
+        declared = any(not (label == MEMORY and prop == "content") for label, prop in spec.text)
+        if declared:
             self._catch_up_text()
         ranked: list[tuple[float, str, int]] = []
         with self._engine.store.read() as tx:
             if (MEMORY, "content") in spec.text:
                 for hit in tx.search_text(terms, reads, k, content_only=True, include_archived=include_archived):
                     ranked.append((hit.score, "", hit.pk))
-            for pk, score in self._unarchived(
-                lambda n: tx.node_text_search(terms, reads, n), k, tx, reads, include_archived
-            ):
-                ranked.append((score, "", pk))
+            if declared:
+                for pk, score in self._unarchived(
+                    lambda n: tx.node_text_search(terms, reads, n), k, tx, reads, include_archived
+                ):
+                    ranked.append((score, "", pk))
             views = tx.node_views([pk for _, _, pk in ranked])
         best: dict[int, float] = {}
         for score, _, pk in ranked:  # a memory may match in both indexes: keep its better score

@@ -53,20 +53,22 @@ class EdgeReads:
 
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
         rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
+        # Positional, in `Edge`'s field order (that of `_EDGE_COLUMNS`): a traversal builds
+        # dozens of these per call, and keywords cost a fifth more.
         return [
             Edge(
-                pk=r[0],
-                id=r[1],
-                src=r[2],
-                dst=r[3],
-                type=r[4],
-                scope=r[5],
-                props=props_of(r[6]),
-                valid_from=r[7],
-                valid_to=r[8],
-                created_at=r[9],
-                src_pk=r[10],
-                dst_pk=r[11],
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                {} if r[6] == "{}" else props_of(r[6]),
+                r[7],
+                r[8],
+                r[9],
+                r[10],
+                r[11],
             )
             for r in rows
         ]

@@ -242,12 +242,22 @@ class Clock:
         return self.ms
 
 
-def store(engine: Engine, clock: Clock, conversation: Conversation, *, turns: bool) -> tuple[str, dict[str, str]]:
-    """Store one conversation in a scope of its own: (scope, memory id -> dia_id)."""
-    scope = new_ulid()
-    ids: dict[str, str] = {}
-    for session in conversation.sessions:
-        clock.ms = session.at_ms
+def store_all(
+    engine: Engine, clock: Clock, conversations: Sequence[Conversation], *, turns: bool
+) -> list[tuple[Conversation, str, dict[str, str]]]:
+    """Store each conversation in a scope of its own: (conversation, scope, memory id ->
+    dia_id) each. The sessions of all conversations are stored in the order of their
+    dates: the engine's times never go back (a write is never earlier than the change
+    log's last one), so a conversation stored after another that ends later would get
+    that one's last date on every memory."""
+    scoped: list[tuple[Conversation, str, dict[str, str]]] = [(c, new_ulid(), {}) for c in conversations]
+    sessions = sorted(
+        ((session.at_ms, index, session) for index, (c, _, _) in enumerate(scoped) for session in c.sessions),
+        key=lambda entry: (entry[0], entry[1], entry[2].number),
+    )
+    for at_ms, index, session in sessions:
+        conversation, scope, ids = scoped[index]
+        clock.ms = at_ms
         items = [NewMemory(t.content, props={"dia_id": t.dia_id}) for t in session.turns]
         results = engine.memories.store_many(items, scope=scope, turns=turns)
         for turn, result in zip(session.turns, results, strict=True):
@@ -255,8 +265,10 @@ def store(engine: Engine, clock: Clock, conversation: Conversation, *, turns: bo
                 raise SystemExit(f"{conversation.sample_id} {turn.dia_id}: not stored: {result.error}")
             if not result.value.is_new:
                 raise SystemExit(f"{conversation.sample_id} {turn.dia_id}: merged into an earlier memory")
+            if result.value.memory.created_at != at_ms:
+                raise SystemExit(f"{conversation.sample_id} {turn.dia_id}: stored at another time than its session's")
             ids[result.value.memory.id] = turn.dia_id
-    return scope, ids
+    return scoped
 
 
 # A search: (memory id, the dia_id its props hold, if they came back) of the top ten, best first.
@@ -542,7 +554,7 @@ def run_engine(
     engine = Engine.open(location, clock=clock, embedder=embedder, fusion=parse_fusion(args.search_weights))
     try:
         started = time.perf_counter()
-        scoped = [(c, *store(engine, clock, c, turns=not args.no_turns)) for c in conversations]
+        scoped = store_all(engine, clock, conversations, turns=not args.no_turns)
         out.load_s = time.perf_counter() - started
         if embedder is not None:
             started = time.perf_counter()

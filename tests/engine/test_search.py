@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engine.helpers import open_engine_at
 from mnemodb.engine import Engine, InvalidArgument, SearchHit
 from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.items import ItemPage
+from mnemodb.model.records import ItemFilter, Memory
 from support import SCOPE_A, Clock
 
 
@@ -266,3 +271,46 @@ def test_recall_stays_in_the_read_scopes(eng: Engine) -> None:
     private = eng.memories.store("private yak friend", scope=SCOPE_A).memory
     eng.items.relate(add=[(seed.id, private.id, "knows", {}, None)], scopes=["shared", SCOPE_A])
     assert [r.memory.content for r in eng.memories.recall("yak", 2).memories] == ["yak seed"]
+
+
+# -- the time a question names -----------------------------------------------------------------------
+
+
+def page_contents(page: ItemPage) -> list[str]:
+    return [f.item.content for f in page.found if isinstance(f.item, Memory)]
+
+
+def word_signals(page: ItemPage) -> list[dict[str, Any]]:
+    return [(f.why or {})["words"] for f in page.found]
+
+
+def test_a_memory_written_at_the_time_a_question_names_ranks_above_an_equal_match(tmp_path: Path) -> None:
+    day = 86_400_000
+    march, june = 1_677_628_800_000, 1_685_577_600_000  # 1 March 2023, 1 June 2023 (UTC)
+    clock = Clock(march + 2 * day)
+    with open_engine_at(tmp_path / "dated.db", clock=clock) as eng:
+        eng.memories.store("Dinner with Sam at the harbour")
+        clock.now = june + 2 * day
+        eng.memories.store("Dinner with Sam, at the harbour")
+        clock.now = june + 60 * day
+        # The same words: without a time the newer one ranks first ...
+        assert page_contents(eng.items.search("dinner with Sam", kinds=["memory"])) == [
+            "Dinner with Sam, at the harbour",
+            "Dinner with Sam at the harbour",
+        ]
+        # ... the question naming March finds the one written then, and says so.
+        page = eng.items.search("Who had dinner with Sam in March 2023?", kinds=["memory"], explain=True)
+        assert page_contents(page) == ["Dinner with Sam at the harbour", "Dinner with Sam, at the harbour"]
+        assert [signals["date"] for signals in word_signals(page)] == [1.0, 0.0]
+        # A time outside the filter the caller gave raises nothing.
+        where = ItemFilter(created_from=june)
+        page = eng.items.search("dinner with Sam in March 2023", kinds=["memory"], where=where, explain=True)
+        assert page_contents(page) == ["Dinner with Sam, at the harbour"]
+        assert "date" not in word_signals(page)[0]
+
+
+def test_a_question_naming_no_time_explains_no_date(tmp_path: Path) -> None:
+    with open_engine_at(tmp_path / "undated.db", clock=Clock()) as eng:
+        eng.memories.store("Dinner with Sam")
+        page = eng.items.search("dinner with Sam", kinds=["memory"], explain=True)
+        assert "date" not in word_signals(page)[0]

@@ -44,6 +44,7 @@ from mnemodb.model.records import (
 )
 from mnemodb.model.rules import check_importance
 from mnemodb.search.analyzer import query_terms, tag_candidates
+from mnemodb.search.dates import time_window
 from mnemodb.search.ranking import (
     ACCESS_SATURATION,
     MEMORY_FIELD_WEIGHTS,
@@ -819,19 +820,35 @@ class Items:
         # can add, so once the `top`-th score beats that bound the first places are those
         # of the whole pool, and the pool widens until it does.
         pool = RANKED_POOL if top is None else min(RANKED_POOL, max(top, _FIRST_POOL))
+        # The time the question names, if any: its matches are searched on their own too,
+        # so that one written then is scored even when the whole store's best matches
+        # leave it out, and gets the date bonus (RankWeights.date_match).
+        window = _dated_filter(where, time_window(query, now)) if weights.date_match > 0 else None
+        by_date = (
+            []
+            if window is None
+            else tx.filtered_text_search(terms, reads, RANKED_POOL, window, now, MEMORY_FIELD_WEIGHTS)
+        )
         while True:
             by_text = tx.filtered_text_search(terms, reads, pool, where, now, MEMORY_FIELD_WEIGHTS)
-            strength = text_strengths({hit.pk: hit.score for hit in by_text})
+            strength = text_strengths({hit.pk: hit.score for hit in (*by_text, *by_date)})
             scores: dict[int, float] = {}
             parts: dict[int, dict[str, float]] = {}
-            for pk, _, importance, created_at in (*by_text, *by_tag):
+            for pk, _, importance, created_at in (*by_text, *by_date, *by_tag):
                 if pk in scores:
                     continue
+                in_window = window is not None and window.created_from <= created_at < window.created_to  # type: ignore[operator]
                 if notes is None:
-                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at)
+                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, in_window)
                 else:
                     scores[pk], parts[pk] = relevance(
-                        strength.get(pk, 0.0), pk in tagged, importance, created_at, now, weights
+                        strength.get(pk, 0.0),
+                        pk in tagged,
+                        importance,
+                        created_at,
+                        now,
+                        weights,
+                        in_window if window is not None else None,
                     )
             ranking = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
             if pool >= RANKED_POOL or len(by_text) < pool or top is None:
@@ -1364,6 +1381,16 @@ class Items:
             tuple(followed[pk] for pk in edge_pks),
             {items[pk].id: i for i, pk in enumerate(chain)},
         )
+
+
+def _dated_filter(where: ItemFilter, window: tuple[int, int] | None) -> ItemFilter | None:
+    """`where` narrowed to the creation times [from, to) of `window`, or None when there
+    is no window or `where` already leaves no time in it."""
+    if window is None:
+        return None
+    start = max(window[0], where.created_from if where.created_from is not None else window[0])
+    end = min(window[1], where.created_to if where.created_to is not None else window[1])
+    return replace(where, created_from=start, created_to=end) if start < end else None
 
 
 def _tied_ranks(ranking: Ranking) -> list[int]:

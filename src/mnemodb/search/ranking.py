@@ -1,6 +1,7 @@
 """How a memory's relevance to a query is scored.
 
-relevance = match x importance factor + recency bonus, in [0, 1 + recency_max]:
+relevance = match x importance factor + recency bonus + date bonus, in
+[0, 1 + recency_max + date_match]:
 
 - match, in [0, 1]: the text match relative to the best one in the result set
   (score / best score, so the best text match scores 1 and better matches always score
@@ -10,6 +11,13 @@ relevance = match x importance factor + recency bonus, in [0, 1 + recency_max]:
   so importance orders otherwise similar matches without burying a strong match.
 - recency: `recency_max` for a memory written now, falling linearly to 0 at
   `recency_days`.
+- date: `date_match` for a memory written in the time the query names ("in July 2022",
+  "on 9 November, 2022", "last week"; see `search.dates`), else 0. The text says what,
+  the creation time says when, and a question naming both wants the memory that has
+  both. It is added, not a raise of the match towards 1 as a tag's is: the best text
+  matches all have match 1, and a raise could not tell the one written then among them
+  (LoCoMo dev: R@10 73.1 -> 74.1 as a raise, 74.6 added; 0.25, 0.5 and 1.0 added give
+  74.5, 74.6 and 74.1).
 
 memdb's relevance field keeps its 0..~1.15 range this way, but ranks the right way up.
 """
@@ -28,6 +36,7 @@ DAY_MS = 86_400_000
 @dataclass(frozen=True, slots=True)
 class RankWeights:
     tag_match: float = 0.5
+    date_match: float = 0.5
     importance_floor: float = 0.75
     recency_max: float = 0.15
     recency_days: float = 7.0
@@ -62,27 +71,36 @@ def relevance(
     created_at: int,
     now: int,
     weights: RankWeights = DEFAULT_WEIGHTS,
+    dated: bool | None = None,
 ) -> tuple[float, dict[str, float]]:
-    """The relevance of one candidate and the parts it is made of."""
+    """The relevance of one candidate and the parts it is made of. `dated`: whether the
+    memory was written in the time the query names (None: the query names none)."""
     match = text + (1.0 - text) * weights.tag_match if tag_hit else text
     factor = weights.importance_floor + (1.0 - weights.importance_floor) * max(0, min(10, importance)) / 10
     age_days = max(0.0, (now - created_at) / DAY_MS)
     recency = max(0.0, (weights.recency_days - age_days) / weights.recency_days) * weights.recency_max
-    score = match * factor + recency
-    return score, {"text": text, "tag": 1.0 if tag_hit else 0.0, "importance": factor, "recency": recency}
+    score = match * factor + recency + (weights.date_match if dated else 0.0)
+    parts = {"text": text, "tag": 1.0 if tag_hit else 0.0, "importance": factor, "recency": recency}
+    if dated is not None:
+        parts["date"] = 1.0 if dated else 0.0
+    return score, parts
 
 
-def relevance_scorer(now: int, weights: RankWeights = DEFAULT_WEIGHTS) -> Callable[[float, bool, int, int], float]:
-    """`relevance`'s score alone, as a function of (text, tag_hit, importance, created_at),
-    for scoring many candidates at one time `now`: the same arithmetic, without the parts."""
-    floor, tag_match = weights.importance_floor, weights.tag_match
+def relevance_scorer(
+    now: int, weights: RankWeights = DEFAULT_WEIGHTS
+) -> Callable[[float, bool, int, int, bool], float]:
+    """`relevance`'s score alone, as a function of (text, tag_hit, importance, created_at,
+    dated), for scoring many candidates at one time `now`: the same arithmetic, without
+    the parts."""
+    floor, tag_match, date_match = weights.importance_floor, weights.tag_match, weights.date_match
     days, most = weights.recency_days, weights.recency_max
     factors = [floor + (1.0 - floor) * importance / 10 for importance in range(11)]
 
-    def score(text: float, tag_hit: bool, importance: int, created_at: int) -> float:
+    def score(text: float, tag_hit: bool, importance: int, created_at: int, dated: bool = False) -> float:
         match = text + (1.0 - text) * tag_match if tag_hit else text
         age_days = max(0.0, (now - created_at) / DAY_MS)
-        return match * factors[max(0, min(10, importance))] + max(0.0, (days - age_days) / days) * most
+        bonus = date_match if dated else 0.0
+        return match * factors[max(0, min(10, importance))] + max(0.0, (days - age_days) / days) * most + bonus
 
     return score
 

@@ -1,0 +1,55 @@
+"""The time a question names, as a window of creation times (`search.dates`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from mnemodb.search.dates import TOLD_WITHIN, time_window
+
+
+def ms(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+
+
+NOW = ms(date(2023, 3, 15))
+TOLD = int(TOLD_WITHIN.total_seconds() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("What did Nate cook on 9 November, 2022?", date(2022, 11, 9), date(2022, 11, 10)),
+        ("What did she paint on October 13, 2023?", date(2023, 10, 13), date(2023, 10, 14)),
+        ("Which book did Tim finish on 8th December, 2023?", date(2023, 12, 8), date(2023, 12, 9)),
+        ("Where was the picture shared on December 1,2023 taken?", date(2023, 12, 1), date(2023, 12, 2)),
+        ("Where did Joanna travel to in July 2022?", date(2022, 7, 1), date(2022, 8, 1)),
+        ("What happened in Dec 2022?", date(2022, 12, 1), date(2023, 1, 1)),
+        ("What state did she visit in summer 2021?", date(2021, 6, 1), date(2021, 9, 1)),
+        ("How many times did he go to the beach in 2022?", date(2022, 1, 1), date(2023, 1, 1)),
+        # A month without a year is the latest one that has begun by the time of asking.
+        ("Which spot did Joanna visit in May?", date(2022, 5, 1), date(2022, 6, 1)),
+        ("What did we plan last March?", date(2023, 3, 1), date(2023, 4, 1)),
+        ("What did I eat yesterday?", date(2023, 3, 14), date(2023, 3, 15)),
+        ("What did we talk about two weeks ago?", date(2023, 2, 25), date(2023, 3, 5)),
+        # A day that does not exist still names its month.
+        ("What happened on 31 February, 2023?", date(2023, 2, 1), date(2023, 3, 1)),
+        # Several times: from the earliest to the latest.
+        ("Was it between 1 May, 2022 and 3 June, 2022?", date(2022, 5, 1), date(2022, 6, 4)),
+    ],
+)
+def test_a_named_time_is_its_days_and_the_week_after(query: str, start: date, end: date) -> None:
+    assert time_window(query, NOW) == (ms(start), ms(end) + TOLD)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did Melanie paint?",
+        "May I ask what the plan was?",  # "May" begins a question: no "in/last" before it
+        "How many 2022 tickets are left?",  # a bare number is no year without "in", "of", ...
+    ],
+)
+def test_no_time_named(query: str) -> None:
+    assert time_window(query, NOW) is None

@@ -58,6 +58,9 @@ _PATTERNS = [
     ("ago", re.compile(r"\b(?P<n>\d+|a|an|one|two|three|four|five|six)\s+(?P<unit>day|week|month)s?\s+ago\b", re.I)),
     ("relative", re.compile(r"\b(?P<rel>yesterday|today|(?:last|this)\s+(?:week|weekend|month|year))\b", re.I)),
 ]
+_ALSO_WORDS = frozenset({"may", "march", "mar"})
+"""Month names that are also everyday words ("this may help", "in march order"): without a
+year beside them they name a month only when capitalised."""
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
@@ -85,6 +88,8 @@ def _span(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | N
     except ValueError:
         return None
     if kind == "lastmonth":
+        if groups["month"].lower() in _ALSO_WORDS and not groups["month"][0].isupper():
+            return None
         # The latest such month that has begun: "in May", asked in March, is last May.
         month = _MONTHS[groups["month"].lower()]
         year = today.year if month <= today.month else today.year - 1

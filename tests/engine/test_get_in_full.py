@@ -9,6 +9,7 @@ from engine.test_items import ent, mem, rel
 from mnemodb.engine import Engine
 from mnemodb.engine.items import Patch
 from mnemodb.model.records import Edge, Entity, Memory
+from mnemodb.store.base import EntityKey
 from support import START_MS, Clock
 
 
@@ -22,12 +23,30 @@ def test_items_edges_and_ends_are_those_of_get_then_edges_of(eng: Engine) -> Non
     items = [f for f in found if isinstance(f, Memory | Entity)]
     edges, ends = eng.items.edges_of(items)
     assert sorted(read.edges, key=lambda e: e.pk) == sorted(edges, key=lambda e: e.pk)
-    assert read.ends == ends
+    # The items found are ends in full; another end, read now, is an entity's key only.
+    assert {pk: (i.id, i.name if isinstance(i, Entity) else None) for pk, i in ends.items()} == {
+        pk: (i.id, getattr(i, "name", None)) for pk, i in read.ends.items()
+    }
+    assert all(read.ends[i.pk] == i for i in items)
     assert {e.type for e in read.edges} == {"about", "works_on"}
     assert {pk: i.id for pk, i in read.edge_ends.items()} == {
         works_on.src_pk: ends[works_on.src_pk].id,
         works_on.dst_pk: ends[works_on.dst_pk].id,
     }
+
+
+def test_other_ends_are_entity_keys_and_a_memory_end_is_named_by_the_relation(eng: Engine) -> None:
+    note = mem(eng, "the boiler needs a new valve", about=["Boiler"])
+    ent(eng, "Plumber")
+    rel(eng, "Plumber", "Boiler", "works_on")
+    read = eng.items.get_in_full(["Boiler"])
+    boiler = read.found[0]
+    assert isinstance(boiler, Entity)
+    plumber = eng.items.get(["Plumber"], record_access=False)[0]
+    assert isinstance(plumber, Entity)
+    assert read.ends == {boiler.pk: boiler, plumber.pk: EntityKey(plumber.pk, plumber.id, plumber.scope, "Plumber")}
+    about = next(e for e in read.edges if e.type == "about")
+    assert (about.src_pk, about.src) == (note.pk, note.id)
 
 
 def test_access_counts_are_read_with_the_items_and_the_look_up_is_counted(eng: Engine, clock: Clock) -> None:

@@ -240,6 +240,23 @@ def test_reads_are_answered_on_the_calling_thread_and_writes_are_not(tmp_path: P
         ]
 
 
+def test_memdb_get_memory_is_answered_on_the_calling_thread_as_a_worker_answers_it(tmp_path: Path) -> None:
+    with served(serve_settings(tmp_path / "m.db", "memdb")) as server:
+        profile = build_profile("memdb", server.settings)
+        calls = ToolCalls(profile, server.engine)
+        stored = anyio.run(calls.call, "store_memory", {"content": "tea at four", "tags": ["tea"]}, _as_is)
+        digest = json.loads(stored["content"][0]["text"])["result"]["hash"]
+        assert calls.call_here("store_memory", {"content": "coffee", "tags": ["x"]}, _as_is) is None
+        here = calls.call_here("get_memory", {"hash": digest}, _as_is)
+        assert here is not None and not here["isError"]
+        assert here == anyio.run(calls.call, "get_memory", {"hash": digest}, _as_is)
+        missing = calls.call_here("get_memory", {"hash": "0" * 64}, _as_is)
+        assert missing is not None and missing == anyio.run(calls.call, "get_memory", {"hash": "0" * 64}, _as_is)
+        assert json.loads(missing["content"][0]["text"])["error"]["code"] == "E_NOT_FOUND"
+        # Still listed without annotations, as upstream lists it.
+        assert next(t for t in profile.tools if t.name == "get_memory").annotations is None
+
+
 def test_a_read_stopped_at_the_quick_limit_is_answered_in_full_by_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -56,7 +56,7 @@ from mnemodb.search.ranking import (
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import AccessStats, ReadTx, WriteTx
+    from mnemodb.store.base import AccessStats, EntityKey, ReadTx, WriteTx
 
 __all__ = [
     "EntityNote",
@@ -171,8 +171,10 @@ class InFull:
     """Each reference's memory, entity or relation, None where nothing matches."""
     edges: list[Edge]
     """The relations touching the memories and entities found, with both ends visible."""
-    ends: dict[int, Item]
-    """The items at the ends of `edges` (as of the time asked for), by pk."""
+    ends: dict[int, Item | EntityKey]
+    """The items at the ends of `edges` (as of the time asked for), by pk: the items found
+    in full; the others, read now, only when an entity, and then only its key (a relation
+    holds the id of a memory at its end)."""
     edge_ends: dict[int, Item]
     """The visible items, as they are now, at the ends of the relations found by reference."""
     access: dict[int, AccessStats]
@@ -332,18 +334,25 @@ class Items:
             # The items found are ends already read (and replayed to `as_of`): only the
             # other ends are read here.
             others = list(({e.src_pk for e in edges} | {e.dst_pk for e in edges}) - items.keys())
-            ends: dict[int, Item] = dict(items)
-            for pk, item in self._items(tx, others, reads).items():
-                if as_of is None:
-                    ends[pk] = item
-                elif item.created_at <= at:
-                    ends[pk] = self._as_of(tx, item, at)
+            ends: dict[int, Item | EntityKey] = dict(items)
+            shown = set(items)
+            if as_of is None:
+                # Now, a relation names an entity at its other end and holds a memory's id
+                # itself: the keys of those entities are read, not the items in full.
+                visible = self._visible(tx, others, reads)
+                shown.update(visible)
+                ends.update(tx.entity_keys_by_pk([pk for pk, label in visible.items() if label == ENTITY]))
+            else:
+                for pk, item in self._items(tx, others, reads).items():
+                    if item.created_at <= at:
+                        ends[pk] = self._as_of(tx, item, at)
+                        shown.add(pk)
             relations = [f for f in found if isinstance(f, Edge)]
             edge_ends = self._items(tx, list({pk for e in relations for pk in (e.src_pk, e.dst_pk)}), reads)
             access = {pk: tx.access_of(pk) for pk in items}
         if as_of is None:
             self._engine.record_access(items)
-        return InFull(found, [e for e in edges if e.src_pk in ends and e.dst_pk in ends], ends, edge_ends, access)
+        return InFull(found, [e for e in edges if e.src_pk in shown and e.dst_pk in shown], ends, edge_ends, access)
 
     def edges_of(
         self,

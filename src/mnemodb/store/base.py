@@ -423,6 +423,10 @@ class EntityReads(Protocol):
         """Entities with their observations in order."""
         ...
 
+    def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
+        """`entities_by_pk`, each entity's key only: what labelling a relation's end reads."""
+        ...
+
     def entity_pks(self, scopes: ScopeSet, *, after: int = 0, limit: int | None = None) -> list[int]:
         """The entities names mean, oldest first, from just after pk `after`."""
         ...

@@ -78,6 +78,20 @@ def test_entity_keys_named_past_one_statement(store: Store) -> None:
     }
 
 
+def test_entity_keys_by_pk_are_the_keys_of_the_entities_among_them(store: Store) -> None:
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada", "person", ["an observation"], scope=A)
+        bob = add_entity(tx, "Bob\x00 \u00e9", scope=B)  # a name PostgreSQL must escape
+        memory = add_memory(tx, "not an entity")
+        ids = {pk: node_id(tx, pk) for pk in (ada, bob)}
+    with store.read() as tx:
+        keys = tx.entity_keys_by_pk([bob, memory, ada, bob + 1000])
+        full = tx.entities_by_pk([ada, bob])
+        assert tx.entity_keys_by_pk([]) == {}
+    assert keys == {ada: EntityKey(ada, ids[ada], A, "Ada"), bob: EntityKey(bob, ids[bob], B, "Bob\x00 \u00e9")}
+    assert {pk: (e.pk, e.id, e.scope, e.name) for pk, e in full.items()} == {pk: tuple(k) for pk, k in keys.items()}
+
+
 def _pk(entity: Entity | None) -> int | None:
     return None if entity is None else entity.pk
 

@@ -12,6 +12,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -306,12 +307,17 @@ TOOLS: Sequence[Tool] = (
         store_memories,
         IDEMPOTENT,
     ),
-    _tool(
-        "get_memory",
-        "Get Memory",
-        "Fetch one memory by its SHA-256 hash, with its tags, importance, type and timestamps.",
-        Obj(fields={"hash": HASH}, required=("hash",)),
-        get_memory,
+    # Listed without annotations, as upstream's; a call only reads (the access it counts is
+    # tallied off the read path), so stdio answers it on the reading thread, no worker hop.
+    replace(
+        _tool(
+            "get_memory",
+            "Get Memory",
+            "Fetch one memory by its SHA-256 hash, with its tags, importance, type and timestamps.",
+            Obj(fields={"hash": HASH}, required=("hash",)),
+            get_memory,
+        ),
+        reads_only=True,
     ),
     _tool(
         "delete_memory",

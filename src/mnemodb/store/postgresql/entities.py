@@ -258,6 +258,16 @@ class EntityReads:
             return {}
         return {entity.pk: entity for entity in self._entities("e.node = ANY(%s::bigint[])", [list(pks)])}
 
+    def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
+        if not pks:
+            return {}
+        rows = self.conn.execute(
+            "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
+            "WHERE e.node = ANY(%s::bigint[])",
+            [list(pks)],
+        )
+        return {pk: EntityKey(pk, got(node_id), got(scope), got(name)) for pk, node_id, scope, name in rows}
+
     def entity_pks(self, scopes: Sequence[str], *, after: int = 0, limit: int | None = None) -> list[int]:
         """Entities in creation order (one per name), from just after `after`."""
         canonical, params = oldest_of_each_name("e", scopes)

@@ -166,6 +166,16 @@ class EntityReads:
         found = self._entities("e.node IN (SELECT value FROM json_each(?))", [json.dumps(list(pks))])
         return {entity.pk: entity for entity in found}
 
+    def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
+        if not pks:
+            return {}
+        rows = self.conn.execute(
+            "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
+            "WHERE e.node IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(pks))],
+        )
+        return {row[0]: EntityKey(*row) for row in rows}
+
     def entity_pks(self, scopes: Sequence[str], *, after: int = 0, limit: int | None = None) -> list[int]:
         """Entities in creation order (one per name), from just after `after`."""
         canonical, params = oldest_of_each_name("e", scopes)

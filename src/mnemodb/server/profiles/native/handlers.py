@@ -185,11 +185,7 @@ class NativeTools:
                 mine = [e for e in read.edges if item.pk in (e.src_pk, e.dst_pk)]
                 shape["relations"] = [relation_shape(e, ends) for e in mine]
                 if isinstance(item, Memory):
-                    newer = [
-                        ends[e.src_pk].id
-                        for e in mine
-                        if e.type == SUPERSEDES and e.dst_pk == item.pk and e.valid_to is None
-                    ]
+                    newer = [e.src for e in mine if e.type == SUPERSEDES and e.dst_pk == item.pk and e.valid_to is None]
                     if newer:
                         shape["superseded_by"] = newer
                 count, last = read.access[item.pk]

@@ -13,6 +13,7 @@ from mnemodb.engine.items import Item
 from mnemodb.model.errors import InvalidArgument
 from mnemodb.model.records import Change, Edge, Entity, Memory
 from mnemodb.model.times import iso_utc as iso
+from mnemodb.store.base import EntityKey
 
 PREVIEW_CHARS = 240
 """A memory's text, or an observation, longer than this is cut in previews."""
@@ -67,12 +68,13 @@ def item_shape(item: Item, *, full: bool = False) -> dict[str, Any]:
     return out
 
 
-def _label(item: Item) -> str:
+def _label(item: Item | EntityKey) -> str:
     """How a relation's end is shown: an entity by name, a memory by id."""
-    return item.name if isinstance(item, Entity) else item.id
+    return item.name if isinstance(item, Entity | EntityKey) else item.id
 
 
-def relation_shape(edge: Edge, ends: Mapping[int, Item]) -> dict[str, Any]:
+def relation_shape(edge: Edge, ends: Mapping[int, Item | EntityKey]) -> dict[str, Any]:
+    """A relation; an end missing from `ends` is shown by the id the relation holds."""
     out: dict[str, Any] = {
         "id": edge.id,
         "type": edge.type,

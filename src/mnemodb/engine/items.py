@@ -1299,13 +1299,18 @@ class Items:
         at = engine.clock() if as_of is None else as_of
         with engine.store.read() as tx:
             seeds = [self._need_item(tx, ref, reads) for ref in start]
+            # What is known of each node reached: the seeds in full, the others' labels as
+            # `admit` read them. The items are then read by label, without asking again.
+            known: dict[int, Item] = {s.pk: s for s in seeds}
+            labels: dict[int, str] = {}
 
             def admit(pks: Iterable[int]) -> set[int]:
-                labels = self._visible(tx, pks, reads)
+                visible = self._visible(tx, pks, reads)
+                labels.update(visible)
                 if include_superseded:
-                    return set(labels)
-                superseded = self._superseding(tx, [pk for pk, label in labels.items() if label == MEMORY], at, reads)
-                return {pk for pk in labels if pk not in superseded}
+                    return set(visible)
+                superseded = self._superseding(tx, [pk for pk, label in visible.items() if label == MEMORY], at, reads)
+                return {pk for pk in visible if pk not in superseded}
 
             reached = expand(
                 tx,
@@ -1318,7 +1323,10 @@ class Items:
                 admit=admit,
                 limit=limit + 1,
             )
-            items = self._items(tx, list(reached.depth), reads)
+            unread = [pk for pk in reached.depth if pk not in known]
+            items: dict[int, Item] = dict(known)
+            items.update(tx.memories_by_pk([pk for pk in unread if labels[pk] == MEMORY]))
+            items.update(tx.entities_by_pk([pk for pk in unread if labels[pk] == ENTITY]))
             if as_of is not None:
                 items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
             # Every edge among the items reached, not only those followed: a relation between

@@ -1,0 +1,63 @@
+"""What a detailed look-up and a walk read on a real SQLite file, statement by statement:
+the other ends of a look-up's relations only as entity keys, and a walk's nodes labelled
+once and read once (the statements are caught as the store runs them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.test_items import ent, mem, rel
+from mnemodb.engine import Engine
+from mnemodb.store.sqlite import SqliteStore
+from support import Clock
+
+
+@pytest.fixture
+def lite(tmp_path: Path, clock: Clock) -> Iterator[Engine]:
+    with Engine(SqliteStore(tmp_path / "walk.db"), clock=clock, access_interval=3600) as opened:
+        yield opened
+
+
+def _statements(eng: Engine, read: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """What `read` returns, and the statements it ran (reads on this thread share one connection)."""
+    statements: list[str] = []
+    with eng.store.read() as tx:
+        conn = tx.conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(statements.append)
+    try:
+        return read(), statements
+    finally:
+        conn.set_trace_callback(None)
+
+
+def _chain(eng: Engine) -> None:
+    for name in ("Ada", "Bob", "Cy", "Dee"):
+        ent(eng, name, observations=[f"{name} likes tea"])
+        mem(eng, f"a note on {name}", about=[name])
+    rel(eng, "Ada", "Bob", "knows")
+    rel(eng, "Bob", "Cy", "knows")
+    rel(eng, "Cy", "Dee", "knows")
+
+
+def test_a_walk_labels_each_node_once_and_reads_each_item_once(lite: Engine) -> None:
+    _chain(lite)
+    found, statements = _statements(lite, lambda: lite.items.explore(["Ada"], hops=2))
+    assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy"}
+    labelled = [s for s in statements if s.startswith("SELECT pk, label, scope FROM node")]
+    assert len(labelled) == 2  # one a hop: the nodes it reached
+    entity_reads = [s for s in statements if "FROM entity e JOIN node n" in s]
+    assert len(entity_reads) == 2  # the start by name, then every other entity reached at once
+    assert "'Ada'" in entity_reads[0] and "json_each" in entity_reads[1]
+
+
+def test_a_look_up_reads_the_other_ends_as_entity_keys(lite: Engine) -> None:
+    _chain(lite)
+    read, statements = _statements(lite, lambda: lite.items.get_in_full(["Bob"]))
+    assert {getattr(i, "name", None) for i in read.ends.values()} == {"Ada", "Bob", "Cy"}
+    assert not [s for s in statements if "FROM memory m" in s]  # the note about Bob: by the id its relation holds
+    in_full = [s for s in statements if "LEFT JOIN entity_text" in s]
+    assert len(in_full) == 1 and "'Bob'" in in_full[0]  # Bob himself; Ada and Cy by key

@@ -717,7 +717,13 @@ class Items:
                 ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
             page = ranked[offset : offset + limit]
             items = self._items(tx, [pk for pk, _ in page], reads)
-            superseding = self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
+            # A filter of current items only has left out every memory a reader sees superseded
+            # now: there is nothing to look for.
+            superseding = (
+                {}
+                if where.current_only
+                else self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
+            )
             found = tuple(
                 Found(
                     items[pk],
@@ -884,6 +890,10 @@ class Items:
             matches = None if fuzzy else graph.ranked_by_words(tx, query, reads, limit=RANKED_POOL, first=first)
             if matches is None:
                 matches = graph.ranked(tx, query, reads, fuzzy=fuzzy)
+            if plain:
+                # Archiving and superseding are memories' alone: the matches, readable
+                # entities already, all pass (and a statement is saved).
+                return matches[:RANKED_POOL], False
             admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now, reads)
             kept = [(pk, score) for pk, score in matches if pk in admitted]
             return kept[:RANKED_POOL], len(kept) < len(matches)

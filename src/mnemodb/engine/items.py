@@ -835,11 +835,19 @@ class Items:
             if window is None
             else tx.filtered_text_search(terms, reads, RANKED_POOL, window, now, MEMORY_FIELD_WEIGHTS)
         )
+        # A wider pool starts with the narrower one's matches, the best first, so every
+        # strength (a score over the best one's) stays as it was: what was scored with its
+        # strength keeps its score, and only what had none (a tagged memory) is scored again.
+        scores: dict[int, float] = {}
+        parts: dict[int, dict[str, float]] = {}
+        known: Mapping[int, float] = {}  # the strengths the kept scores were made with
         while True:
             by_text = tx.filtered_text_search(terms, reads, pool, where, now, MEMORY_FIELD_WEIGHTS)
             strength = text_strengths({hit.pk: hit.score for hit in (*by_text, *by_date)})
-            scores: dict[int, float] = {}
-            parts: dict[int, dict[str, float]] = {}
+            for pk in [pk for pk in scores if pk not in known]:
+                del scores[pk]
+                parts.pop(pk, None)
+            known = strength
             for pk, _, importance, created_at in (*by_text, *by_date, *by_tag):
                 if pk in scores:
                     continue

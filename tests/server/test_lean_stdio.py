@@ -208,6 +208,23 @@ def test_a_structured_text_reply_is_encoded_once_and_reads_the_same(is_error: bo
     assert _encoded_result(7, plain) == _encoded({"jsonrpc": "2.0", "id": 7, "result": plain})
 
 
+def test_a_structured_text_reply_has_the_bytes_of_the_plain_encoding() -> None:
+    # Every code point but the surrogates, in strings of the data: the text is quoted as the
+    # standard library quotes it (no ASCII escaping, lowercase \u escapes for controls).
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    data = {"all": every, "controls": "".join(map(chr, range(32))) + '"\\/\x7f', "list": ["\u2028\u2029", "🎉"]}
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    for request_id in ("a-\u00e9", 0, 2**53):
+        result = tool_result(StructuredText(text), data, is_error=False)
+        assert _encoded_result(request_id, result) == _encoded({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def test_a_structured_text_with_a_lone_surrogate_cannot_be_encoded() -> None:
+    text = StructuredText('{"t":"\ud800"}')
+    with pytest.raises((ValueError, TypeError)):
+        _encoded_result(1, tool_result(text, {"t": "\ud800"}))
+
+
 def _as_is(result: dict[str, Any]) -> dict[str, Any]:
     return result
 

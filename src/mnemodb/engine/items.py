@@ -726,7 +726,13 @@ class Items:
                 ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
             page = ranked[offset : offset + limit]
             items = self._items(tx, [pk for pk, _ in page], reads)
-            superseding = self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
+            # A filter of current items only has left out every memory a reader sees superseded
+            # now: there is nothing to look for.
+            superseding = (
+                {}
+                if where.current_only
+                else self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
+            )
             found = tuple(
                 Found(
                     items[pk],
@@ -838,11 +844,19 @@ class Items:
             if window is None
             else tx.filtered_text_search(terms, reads, RANKED_POOL, window, now, MEMORY_FIELD_WEIGHTS)
         )
+        # A wider pool starts with the narrower one's matches, the best first, so every
+        # strength (a score over the best one's) stays as it was: what was scored with its
+        # strength keeps its score, and only what had none (a tagged memory) is scored again.
+        scores: dict[int, float] = {}
+        parts: dict[int, dict[str, float]] = {}
+        known: Mapping[int, float] = {}  # the strengths the kept scores were made with
         while True:
             by_text = tx.filtered_text_search(terms, reads, pool, where, now, MEMORY_FIELD_WEIGHTS)
             strength = text_strengths({hit.pk: hit.score for hit in (*by_text, *by_date)})
-            scores: dict[int, float] = {}
-            parts: dict[int, dict[str, float]] = {}
+            for pk in [pk for pk in scores if pk not in known]:
+                del scores[pk]
+                parts.pop(pk, None)
+            known = strength
             for pk, _, importance, created_at in (*by_text, *by_date, *by_tag):
                 if pk in scores:
                     continue
@@ -893,6 +907,10 @@ class Items:
             matches = None if fuzzy else graph.ranked_by_words(tx, query, reads, limit=RANKED_POOL, first=first)
             if matches is None:
                 matches = graph.ranked(tx, query, reads, fuzzy=fuzzy)
+            if plain:
+                # Archiving and superseding are memories' alone: the matches, readable
+                # entities already, all pass (and a statement is saved).
+                return matches[:RANKED_POOL], False
             admitted = tx.admitted([pk for pk, _ in matches], "entity", where, now, reads)
             kept = [(pk, score) for pk, score in matches if pk in admitted]
             return kept[:RANKED_POOL], len(kept) < len(matches)

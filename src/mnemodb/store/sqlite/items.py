@@ -104,6 +104,9 @@ class ItemReads:
     conn: sqlite3.Connection
     # The last query's scores (see `_text_scores`), by (query, weights, changes so far).
     _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]]] | None = None
+    # The last fast-path call's passing hits and how far down the scores it judged (see
+    # `filtered_text_search`), by (query, weights, changes so far, filter, scopes).
+    _judged: tuple[tuple[Any, ...], list[TextHit], int] | None = None
 
     def filtered_text_search(
         self,
@@ -137,8 +140,14 @@ class ItemReads:
         # at a time, until `limit` pass. Joining and judging every match cost 5 ms a query
         # at 100,000 memories (1,200 matches); scoring them all costs 1.3 ms.
         ranked = self._text_scores(match, weights)
+        # A ranking that widens its pool asks again for more of the same: the rows judged
+        # for the last call are kept, and only those past them are joined.
+        key = (match, tuple(weights), self.conn.total_changes, condition, tuple(params), tuple(scopes))
         hits: list[TextHit] = []
         start, batch = 0, limit
+        if self._judged is not None and self._judged[0] == key:
+            hits, start = list(self._judged[1]), self._judged[2]
+            batch = max(limit - len(hits), 1)
         while start < len(ranked) and len(hits) < limit:
             part = ranked[start : start + min(batch, 500)]
             start += len(part)
@@ -154,6 +163,7 @@ class ItemReads:
                 )
             }
             hits += [TextHit(pk, score, *passed[pk]) for pk, score in part if pk in passed]
+        self._judged = (key, hits, start)
         return hits[:limit]
 
     def _text_scores(self, match: str, weights: MemoryFieldWeights) -> list[tuple[int, float]]:

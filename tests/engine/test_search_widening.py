@@ -1,0 +1,65 @@
+"""A word search whose first cut of memories cannot settle its first places widens the cut,
+keeping what it scored and judged: its pages must still be slices of the whole ranking,
+tagged memories included, and (on SQLite) no memory's row is judged twice in one search."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from mnemodb.engine import Engine
+from mnemodb.engine.items import RANKED_POOL, ItemPage
+from mnemodb.search.ranking import DAY_MS
+from mnemodb.store.sqlite import SqliteStore
+from support import Clock
+
+WORDS = ("harbor", "lantern", "copper", "meadow", "signal")
+MEMORIES = 280
+
+
+def _placed(page: ItemPage) -> list[tuple[int, float | None]]:
+    return [(f.item.pk, f.score) for f in page.found]
+
+
+@pytest.fixture
+def alike(eng: Engine, clock: Clock) -> Engine:
+    """Many memories of nearly equal text strength, of every importance and age, some
+    tagged with a query word while their text holds it once among many words."""
+    rng = random.Random(7)
+    for i in range(MEMORIES):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 12))]
+        tags = ("harbor",) if i % 9 == 0 else ()
+        eng.memories.store(" ".join(words) + f" entry{i}", tags, rng.randint(0, 10))
+        clock.now += rng.randint(0, DAY_MS // 12)
+    return eng
+
+
+@pytest.mark.parametrize("query", ["harbor", "harbor lantern", "copper meadow signal"])
+def test_pages_of_a_widened_cut_are_slices_of_the_whole_ranking(alike: Engine, query: str) -> None:
+    whole = alike.items.search(query, kinds=["memory"], limit=RANKED_POOL - 1, explain=True)
+    assert len(whole.found) > 200
+    for offset, limit in ((0, 1), (0, 10), (0, 60), (20, 90), (100, 99)):
+        page = alike.items.search(query, kinds=["memory"], offset=offset, limit=limit, explain=True)
+        assert _placed(page) == _placed(whole)[offset : offset + limit], (offset, limit)
+        assert [f.why for f in page.found] == [f.why for f in whole.found[offset : offset + limit]]
+        assert page.more == (len(whole.found) > offset + limit)
+
+
+def test_no_memory_row_is_judged_twice_in_one_search(alike: Engine) -> None:
+    store = alike.store
+    if not isinstance(store, SqliteStore):
+        pytest.skip("reads the SQLite store's statements")
+    statements: list[str] = []
+    with store.read() as tx:  # the read connection a search on this thread uses
+        tx.conn.set_trace_callback(statements.append)
+    try:
+        page = alike.items.search("harbor lantern", kinds=["memory"], offset=100, limit=99)
+    finally:
+        with store.read() as tx:
+            tx.conn.set_trace_callback(None)
+    judging = [s for s in statements if "FROM memory m CROSS JOIN node n ON n.pk = m.node WHERE m.node IN" in s]
+    assert len(judging) > 1 and page.found  # the cut was widened
+    judged = [int(pk) for s in judging for pk in re.search(r"m\.node IN \(([\d,]+)\)", s).group(1).split(",")]  # type: ignore[union-attr]
+    assert len(judged) == len(set(judged))

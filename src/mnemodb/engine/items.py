@@ -10,12 +10,13 @@ that an open `supersedes` edge points at, and closed relations.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from mnemodb.engine.changes import ends_readable
 from mnemodb.engine.graph import NewEntity
@@ -1168,17 +1169,18 @@ class Items:
         *,
         scope: str | None = None,
         scopes: Sequence[str] | None = None,
-    ) -> tuple[list[tuple[Edge, bool]], list[Edge], dict[int, Item]]:
+    ) -> tuple[list[tuple[Edge, bool]], list[Edge], dict[int, Item | EntityKey]]:
         """`relate`, and the items at the ends of the relations opened and closed, by pk, as
         the write found them (seen from the read scopes and the scope written to): what a
-        reply names the relations by, without reading them again."""
+        reply names the relations by, without reading them again. An entity named by its
+        name is there by its key only (its id, scope and name), as the write read it."""
         engine = self._engine
         target = engine.scope_to_write(scope)
         reads = engine.scopes(scopes)
         visible = tuple(dict.fromkeys((*reads, target)))
         opened: list[tuple[Edge, bool]] = []
         closed: list[Edge] = []
-        ends: dict[int, Item] = {}
+        ends: dict[int, Item | EntityKey] = {}
         with engine.change() as tx:
             at = engine.clock()
             for i, (ref, valid_to) in enumerate(close):
@@ -1192,6 +1194,16 @@ class Items:
                 ends.update(self._items(tx, [pk for e in closed for pk in (e.src_pk, e.dst_pk)], visible))
             # Every end named once, the plain names of the whole call in one read.
             resolve = self._resolver(tx, [ref for src, dst, *_ in add for ref in (src, dst)], visible)
+            # Which of the call's relations are open already, in one read; `seen` adds those
+            # the call itself opens, and only these are read in full, to be returned as they
+            # are. Ends that do not resolve are refused in the loop, in the call's order.
+            keys: list[tuple[int, int, str]] = []
+            for src_ref, dst_ref, edge_type, *_ in add:
+                with contextlib.suppress(InvalidArgument, NotFound):
+                    src_end, dst_end = resolve(src_ref), resolve(dst_ref)
+                    if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
+                        keys.append((src_end.pk, dst_end.pk, edge_type))
+            seen = tx.open_edge_keys(keys)
             for i, (src_ref, dst_ref, edge_type, props, valid_from) in enumerate(add):
                 try:
                     if not check_text(edge_type, "relation type"):
@@ -1204,10 +1216,13 @@ class Items:
                 except (InvalidArgument, NotFound) as exc:
                     raise type(exc)(f"add[{i}]: {exc} (nothing was written)") from None
                 ends[src.pk], ends[dst.pk] = src, dst
-                existing = tx.find_edges(src.pk, dst.pk, edge_type, open_only=True)
-                if existing:
-                    opened.append((existing[0], False))
-                    continue
+                key = (src.pk, dst.pk, edge_type)
+                if key in seen:
+                    existing = tx.find_edges(src.pk, dst.pk, edge_type, open_only=True)
+                    if existing:
+                        opened.append((existing[0], False))
+                        continue
+                seen.add(key)
                 start = at if valid_from is None else valid_from
                 edge = engine.writes.open_edge(
                     tx,
@@ -1225,9 +1240,13 @@ class Items:
                 opened.append((edge, True))
         return opened, closed, ends
 
-    def _resolver(self, tx: ReadTx, refs: Sequence[str], reads: Sequence[str]) -> Callable[[str], Item | Edge | None]:
+    def _resolver(
+        self, tx: ReadTx, refs: Sequence[str], reads: Sequence[str]
+    ) -> Callable[[str], Item | Edge | EntityKey | None]:
         """`resolve` for the references of one call: each is looked up once, and the plain
-        entity names among them (neither an id nor a hash) together, in one read."""
+        entity names among them (neither an id nor a hash) together, in one read of their
+        keys (a relation is made and named from who its ends are, not from their
+        observations)."""
         names: list[str] = []
         for ref in dict.fromkeys(refs):
             try:
@@ -1236,12 +1255,12 @@ class Items:
                 continue  # refused when its turn comes, in the order the call gave
             if not is_ulid(ref.upper()) and not _HASH.fullmatch(ref):
                 names.append(ref)
-        named: dict[str, Item | Edge | None] = dict.fromkeys(names)
+        named: dict[str, Item | Edge | EntityKey | None] = dict.fromkeys(names)
         if names:
-            named.update(tx.entities_named(reads, names))
-        known: dict[str, Item | Edge | None] = {}
+            named.update(tx.entity_keys_named(reads, names))
+        known: dict[str, Item | Edge | EntityKey | None] = {}
 
-        def resolve(ref: str) -> Item | Edge | None:
+        def resolve(ref: str) -> Item | Edge | EntityKey | None:
             if ref not in known:
                 check_text(ref, "reference")
                 known[ref] = named[ref] if ref in named else self.resolve(tx, ref, reads)
@@ -1249,8 +1268,16 @@ class Items:
 
         return resolve
 
+    @overload
     @staticmethod
-    def _item_found(found: Item | Edge | None, ref: str) -> Item:
+    def _item_found(found: Item | Edge | None, ref: str) -> Item: ...
+
+    @overload
+    @staticmethod
+    def _item_found(found: Item | Edge | EntityKey | None, ref: str) -> Item | EntityKey: ...
+
+    @staticmethod
+    def _item_found(found: Item | Edge | EntityKey | None, ref: str) -> Item | EntityKey:
         """What `_need_item` says of a reference `resolve` found (or did not)."""
         if found is None:
             raise NotFound(

@@ -518,11 +518,15 @@ class PropertyGraph:
             raise InvalidArgument("empty op batch")
         _check_embeddings(commands)
         produced: list[str | None] = []
+        # The ends the batch's links name by id, read together up front (a node a command
+        # removes is dropped from them); those named by back-reference are read one by one.
+        named = [ref for c in commands if isinstance(c, Link) for ref in (c.src, c.dst) if isinstance(ref, str)]
         with self._engine.change() as tx:
             at = self._engine.clock()
+            link_ends = tx.nodes_by_ids(named) if named else None
             seq = 0
             for command in commands:
-                new_id, seq = self._run(tx, command, produced, at, seq)
+                new_id, seq = self._run(tx, command, produced, at, seq, link_ends)
                 produced.append(new_id)
         return produced, seq
 
@@ -545,11 +549,13 @@ class PropertyGraph:
         *,
         end: str | None = None,
         edge: str | None = None,
+        known: Mapping[str, Node] | None = None,
     ) -> Node:
         node_id = self._resolve(ref, produced)
         # The node's row only: every command reads its key, label and scope, none the
-        # properties a view adds (a memory's text, an entity's name).
-        node = tx.node_by_id(node_id)
+        # properties a view adds (a memory's text, an entity's name). A link's end may have
+        # been read with the batch's others (`known`: a node missing there is missing).
+        node = tx.node_by_id(node_id) if known is None or isinstance(ref, Ref) else known.get(node_id)
         # Under a token's grant, a node of a scope it may not use does not exist for it (the
         # same answer as for an id nobody has, so the id's existence is not told either).
         if node is None or self._engine.hidden(node.scope):
@@ -567,8 +573,16 @@ class PropertyGraph:
         self.apply(tx, SetProps(node_id, props), at)
 
     def _run(
-        self, tx: WriteTx, command: Command, produced: Sequence[str | None], at: int, seq: int
+        self,
+        tx: WriteTx,
+        command: Command,
+        produced: Sequence[str | None],
+        at: int,
+        seq: int,
+        link_ends: dict[str, Node] | None = None,
     ) -> tuple[str | None, int]:
+        """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
+        the nodes the batch's links name by id, read before it ran."""
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
@@ -579,15 +593,15 @@ class PropertyGraph:
                     raise InvalidArgument("edge type must not be empty")
                 props = check_props(props)
                 edge_id = new_ulid()
-                a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id)
-                b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id)
+                a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id, known=link_ends)
+                b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id, known=link_ends)
                 if a.scope != b.scope and SHARED not in (a.scope, b.scope):
                     raise CommandFailed(
                         "CreateEdge", "cross-scope edge requires at least one Shared endpoint", edge=edge_id
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
-                engine.writes.open_edge(
+                _, logged = engine.writes.open_edge_logged(
                     tx,
                     a.pk,
                     b.pk,
@@ -601,7 +615,7 @@ class PropertyGraph:
                     edge_id=edge_id,
                     end_ids=(a.id, b.id),
                 )
-                return edge_id, tx.current_seq()  # the entry `Writes.open_edge` just appended
+                return edge_id, logged
             case SetProps(node=ref, props=props):
                 props = {
                     **check_props({k: v for k, v in props.items() if v is not None}),
@@ -611,6 +625,8 @@ class PropertyGraph:
                 return None, self._set_props(tx, node, props, at)
             case RemoveNode(node=ref):
                 node = self._node(tx, ref, produced, "RemoveNode")
+                if link_ends is not None:
+                    link_ends.pop(node.id, None)
                 return None, self._engine.writes.remove_node(tx, node, at)
             case CloseEdge(edge=ref, valid_to=valid_to):
                 edge_id = self._resolve(ref, produced)

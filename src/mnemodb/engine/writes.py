@@ -151,6 +151,41 @@ class Writes:
         their own protocol's terms check it first; the check here stands either way. A
         caller that knows the ids of the two ends passes them (`end_ids`): the edge is then
         made from what was written, not read back."""
+        return self.open_edge_logged(
+            tx,
+            src,
+            dst,
+            src_scope,
+            dst_scope,
+            edge_type,
+            scope,
+            props,
+            valid_from,
+            at,
+            edge_id=edge_id,
+            extra=extra,
+            end_ids=end_ids,
+        )[0]
+
+    def open_edge_logged(
+        self,
+        tx: WriteTx,
+        src: int,
+        dst: int,
+        src_scope: str,
+        dst_scope: str,
+        edge_type: str,
+        scope: str,
+        props: Props,
+        valid_from: int,
+        at: int,
+        *,
+        edge_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        end_ids: tuple[str, str] | None = None,
+    ) -> tuple[Edge, int]:
+        """`open_edge`, and the seq of the edge's change-log entry (no read of the log's end
+        to learn it)."""
         check_edge_ends(src_scope, dst_scope)
         self._engine.check_edge_scope(scope, src_scope, dst_scope)
         new_id = edge_id or new_ulid()
@@ -165,8 +200,7 @@ class Writes:
             edge = Edge(
                 pk, new_id, end_ids[0], end_ids[1], edge_type, scope, dict(props), valid_from, None, at, src, dst
             )
-        self._engine.log(tx, ops.edge_created(edge), at)
-        return edge
+        return edge, self._engine.log(tx, ops.edge_created(edge), at)
 
     def close_edge(self, tx: WriteTx, edge: Edge, valid_to: int, at: int) -> int:
         """Mark an open edge no longer true from `valid_to`; the seq of its log entry."""

@@ -313,6 +313,10 @@ class NodeReads(Protocol):
         """The node's own row: its stored props only (see `node_views` for the full view)."""
         ...
 
+    def nodes_by_ids(self, node_ids: Sequence[str]) -> dict[str, Node]:
+        """`node_by_id` for many ids in one read: the node of each id that exists, by id."""
+        ...
+
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         """Nodes as the property graph shows them: a memory's or entity's fields are among
         its props (`model.ops.node_props`)."""

@@ -249,3 +249,16 @@ def test_bump_access_is_not_logged_and_keeps_the_version(store: Store) -> None:
     with store.read() as tx:
         assert tx.current_seq() == 0
         assert tx.node_versions([pk])[pk] == version
+
+
+def test_nodes_by_ids_reads_what_node_by_id_reads_for_many_ids_at_once(store: Store) -> None:
+    with store.write() as tx:
+        pks = [add_node(tx, props={"i": i} if i % 2 else {}) for i in range(450)]  # more than one chunk
+        ids = [node_id(tx, pk) for pk in pks]
+    missing = new_ulid()
+    with store.read() as tx:
+        found = tx.nodes_by_ids([*ids, ids[3], missing])
+        one_by_one = {i: tx.node_by_id(i) for i in ids}
+        assert tx.nodes_by_ids([]) == {}
+    assert found == one_by_one
+    assert dict(found[ids[1]].props) == {"i": 1} and dict(found[ids[2]].props) == {}

@@ -136,6 +136,18 @@ class NodeReads:
             return None
         return Node(row[0], got(row[1]), got(row[2]), got(row[3]), json.loads(row[4]), row[5], row[6])
 
+    def nodes_by_ids(self, node_ids: Sequence[str]) -> dict[str, Node]:
+        if not node_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT pk, id, scope, label, props, created_at, updated_at FROM node WHERE id = ANY(%s)",
+            [[put(i) for i in dict.fromkeys(node_ids)]],
+        )
+        return {
+            got(row[1]): Node(row[0], got(row[1]), got(row[2]), got(row[3]), json.loads(row[4]), row[5], row[6])
+            for row in rows
+        }
+
     def node_pk(self, node_id: str) -> int | None:
         row = self.conn.execute("SELECT pk FROM node WHERE id = %s", [put(node_id)]).fetchone()
         return None if row is None else int(row[0])

@@ -85,6 +85,19 @@ class NodeReads:
             return None
         return Node(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
 
+    def nodes_by_ids(self, node_ids: Sequence[str]) -> dict[str, Node]:
+        out: dict[str, Node] = {}
+        for chunk in chunks(list(dict.fromkeys(node_ids)), 400):
+            for row in self.conn.execute(
+                "SELECT pk, id, scope, label, props, created_at, updated_at FROM node "
+                f"WHERE id IN ({marks(len(chunk))})",
+                chunk,
+            ):
+                # Most nodes a batch links have no properties of their own: no decoder's call.
+                props = {} if row[4] == "{}" else json.loads(row[4])
+                out[row[1]] = Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
+        return out
+
     def node_pk(self, node_id: str) -> int | None:
         row = self.conn.execute("SELECT pk FROM node WHERE id = ?", [node_id]).fetchone()
         return None if row is None else int(row[0])

@@ -7,13 +7,15 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnemodb.engine.items import Item
 from mnemodb.model.errors import InvalidArgument
-from mnemodb.model.records import Change, Edge, Entity, Memory
+from mnemodb.model.records import Change, Edge, Memory
 from mnemodb.model.times import iso_utc as iso
-from mnemodb.store.base import EntityKey
+
+if TYPE_CHECKING:
+    from mnemodb.store.base import EntityKey
 
 PREVIEW_CHARS = 240
 """A memory's text, or an observation, longer than this is cut in previews."""
@@ -69,8 +71,8 @@ def item_shape(item: Item, *, full: bool = False) -> dict[str, Any]:
 
 
 def _label(item: Item | EntityKey) -> str:
-    """How a relation's end is shown: an entity by name, a memory by id."""
-    return item.name if isinstance(item, Entity | EntityKey) else item.id
+    """How a relation's end is shown: an entity (or its key) by name, a memory by id."""
+    return item.id if isinstance(item, Memory) else item.name
 
 
 def relation_shape(edge: Edge, ends: Mapping[int, Item | EntityKey]) -> dict[str, Any]:

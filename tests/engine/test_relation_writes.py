@@ -1,0 +1,122 @@
+"""What writing many relations in one call reads: the ends and the relations already open
+are read once for the call, not once per relation (native `relate`, a property-graph batch
+of links), and what comes back is what one read per relation gave."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.helpers import sqlite_only
+from mnemodb.engine import Engine
+from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.properties import CommandFailed, CreateNode, Link, RemoveNode
+from mnemodb.model.records import Memory, Props
+from mnemodb.store.sqlite import SqliteStore
+from support import Clock
+
+NAMES = [f"Entity {i}" for i in range(70)]
+
+
+@pytest.fixture
+def sqlite_eng(tmp_path: Path, clock: Clock) -> Iterator[tuple[Engine, SqliteStore]]:
+    store = SqliteStore(tmp_path / "relations.db")
+    with Engine(store, clock=clock, access_interval=3600) as opened:
+        opened.graph.create_entities([NewEntity(name, "thing") for name in NAMES])
+        yield opened, store
+
+
+def _statements(store: SqliteStore, run: Callable[[], object]) -> list[str]:
+    """The statements `run` had the store's writing connection run."""
+    with store.write() as tx:
+        conn = tx.conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        run()
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
+def _reads(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+
+
+@sqlite_only("the statements a call runs")
+def test_relating_by_name_reads_as_much_for_thirty_relations_as_for_three(
+    sqlite_eng: tuple[Engine, SqliteStore],
+) -> None:
+    eng, store = sqlite_eng
+
+    def relate(first: int, count: int) -> Callable[[], object]:
+        add: list[tuple[str, str, str, Props, int | None]] = [
+            (NAMES[i], NAMES[i + 1], "follows", {}, None) for i in range(first, first + count)
+        ]
+        return lambda: eng.items.relate_with_ends(add)
+
+    few = _statements(store, relate(0, 3))
+    many = _statements(store, relate(10, 30))
+    assert len(_reads(many)) == len(_reads(few))
+    assert sum("INSERT INTO edge" in s for s in many) == 30
+    # The open relations, for the whole call.
+    assert sum(re.search(r"\b(FROM|JOIN) edge\b", s) is not None for s in _reads(many)) == 1
+
+
+def test_relate_returns_open_relations_as_they_are_and_names_ends_by_name(eng: Engine, clock: Clock) -> None:
+    made = eng.graph.create_entities([NewEntity(name, "thing") for name in NAMES[:6]])
+    [(old, _)], _ = eng.items.relate([(NAMES[1], NAMES[2], "knows", {"since": 1990}, 5)])
+    clock.now += 10
+    opened, _, ends = eng.items.relate_with_ends(
+        [
+            (NAMES[0], NAMES[1], "knows", {}, None),
+            (NAMES[1], NAMES[2], "knows", {}, None),  # open already: returned as it is
+            (NAMES[1], NAMES[2], "likes", {}, None),  # another type: a new relation
+            (NAMES[0], NAMES[1], "knows", {}, None),  # given twice: made once
+            (NAMES[2], NAMES[1], "knows", {}, None),  # the other way: a new relation
+        ]
+    )
+    assert [new for _, new in opened] == [True, False, True, False, True]
+    assert opened[1][0] == old and dict(old.props) == {"since": 1990} and old.valid_from == 5
+    assert opened[3][0] == opened[0][0]
+    assert {pk: (end.id, end.name) for pk, end in ends.items() if not isinstance(end, Memory)} == {
+        entity.pk: (entity.id, entity.name) for entity in made[:3]
+    }
+    with eng.store.read() as tx:
+        assert [tx.edge_by_id(e.id) for e, _ in opened] == [e for e, _ in opened]
+    assert eng.stats().edges == 4
+
+
+@sqlite_only("the statements a call runs")
+def test_a_batch_of_links_reads_its_ends_once(sqlite_eng: tuple[Engine, SqliteStore]) -> None:
+    eng, store = sqlite_eng
+    ids = [n for n in eng.nodes.submit([CreateNode("Thing") for _ in range(40)])[0] if n]
+
+    def links(first: int, count: int) -> Callable[[], object]:
+        return lambda: eng.nodes.submit([Link(ids[i], ids[i + 1], "next") for i in range(first, first + count)])
+
+    few = _statements(store, links(0, 3))
+    many = _statements(store, links(5, 30))
+    assert len(_reads(many)) == len(_reads(few))
+    assert sum("FROM node" in s for s in _reads(many)) == 1
+
+
+def test_a_batch_of_links_gives_the_seq_of_its_last_entry_and_misses_a_node_it_removed(eng: Engine) -> None:
+    produced, _ = eng.nodes.submit([CreateNode("Thing") for _ in range(3)])
+    a, b, c = (n for n in produced if n)
+    made, seq = eng.nodes.submit([Link(a, b, "x"), Link(b, c, "x")])
+    assert seq == eng.current_seq()
+    assert [c.target for c in eng.changes(seq - 1, 10)] == made
+    with pytest.raises(CommandFailed) as caught:
+        eng.nodes.submit([Link(a, c, "y"), RemoveNode(c), Link(b, c, "y")])
+    assert (caught.value.op, caught.value.subject, caught.value.end, caught.value.reason) == (
+        "CreateEdge",
+        c,
+        "to",
+        "not found",
+    )
+    assert eng.nodes.get_node(c) is not None  # nothing of the failed batch was written
+    assert eng.current_seq() == seq

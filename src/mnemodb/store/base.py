@@ -383,6 +383,20 @@ class EdgeReads(Protocol):
         first, each once; filtered by validity, visibility and type when given."""
         ...
 
+    def edges_reached(
+        self,
+        pks: Sequence[int],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: ScopeSet | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[tuple[Edge, Node]]:
+        """`edges_of`, each with the view (`node_views`) of the end it leads to from `pks`:
+        one pair per way the edge is followed (an edge between two of `pks` twice when
+        `both`), oldest edge first, leaving its source before entering its target."""
+        ...
+
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges with both ends among `pks`, oldest first."""
         ...

@@ -6,15 +6,35 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
-from mnemodb.model.records import Direction, Edge, Props
+from mnemodb.model.records import Direction, Edge, Node, Props
+from mnemodb.store.sqlite.nodes import node_view
 from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, props_of
 
 __all__ = ["EdgeReads", "EdgeWrites"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+
+
+def _reaching(way: int, far: str, near: str) -> str:
+    """The head of `edges_reached`'s statement for one way of following an edge (0: out of
+    its source, 1: into its target): each edge with the view of its `far` end (the
+    columns of `nodes.node_view`), up to the list of `near` ends."""
+    return (
+        f"SELECT {_EDGE_COLUMNS}, {far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, "
+        f"{far}.updated_at, m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {way} "
+        f"FROM {_EDGE_FROM} LEFT JOIN memory m ON m.node = {far}.pk LEFT JOIN entity n ON n.node = {far}.pk "
+        f"WHERE e.{near} IN ("
+    )
+
+
+# (the directions that take this way, the head of its statement)
+_REACHING = ((("out", "both"), _reaching(0, "d", "src")), (("in", "both"), _reaching(1, "s", "dst")))
+# `edges_reached`'s rows in edge order, out before in.
+_EDGE_AND_WAY = itemgetter(0, 25)
 
 
 def _visible(count: int) -> str:
@@ -136,6 +156,59 @@ class EdgeReads:
                 for edge in self._edges(f"e.dst IN ({chunk_marks}){filters}", [*chunk, *extra]):
                     found[edge.pk] = edge
         return [found[k] for k in sorted(found)]
+
+    def edges_reached(
+        self,
+        pks: Sequence[int],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[tuple[Edge, Node]]:
+        """One hop of a traversal in one statement (per 400 nodes): `edges_of`, each with
+        the view of the end it reaches, one pair per way it is followed (an edge between
+        two of `pks` twice), oldest edge first and leaving before entering."""
+        if not pks:
+            return []
+        filters = ""
+        extra: list[Any] = []
+        if valid_at is not None:
+            filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+            extra += [valid_at, valid_at]
+        if scopes is not None:
+            filters += f" AND {_visible(len(scopes))}"
+            extra += edge_visible_params(scopes)
+        if edge_types:
+            filters += f" AND e.type IN ({marks(len(edge_types))})"
+            extra += list(edge_types)
+        heads = [head for directions, head in _REACHING if direction in directions]
+        rows: list[Any] = []
+        for chunk in chunks(pks, 400):
+            tail = f"{marks(len(chunk))}){filters}"
+            params = [value for _ in heads for value in (*chunk, *extra)]
+            rows += self.conn.execute(" UNION ALL ".join(head + tail for head in heads), params).fetchall()
+        rows.sort(key=_EDGE_AND_WAY)
+        return [
+            (
+                Edge(
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    {} if r[6] == "{}" else props_of(r[6]),
+                    r[7],
+                    r[8],
+                    r[9],
+                    r[10],
+                    r[11],
+                ),
+                node_view(r[12:25]),
+            )
+            for r in rows
+        ]
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both endpoints are in `pks`."""

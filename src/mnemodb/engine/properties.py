@@ -396,9 +396,8 @@ class PropertyGraph:
                 if not frontier:
                     break
                 next_frontier: list[int] = []
-                for edge, view in tx.edges_reached(
-                    frontier, direction, valid_at=at, scopes=reads, edge_types=edge_types
-                ):
+                ends = {pk: views[pk].id for pk in frontier}  # each entered, so visible
+                for edge, view in tx.edges_reached(ends, direction, valid_at=at, scopes=reads, edge_types=edge_types):
                     pk = view.pk
                     if view.scope not in reads or (as_of is not None and view.created_at > at):
                         continue

@@ -385,16 +385,18 @@ class EdgeReads(Protocol):
 
     def edges_reached(
         self,
-        pks: Sequence[int],
+        ends: Mapping[int, str],
         direction: Direction,
         *,
         valid_at: int | None = None,
         scopes: ScopeSet | None = None,
         edge_types: Sequence[str] | None = None,
     ) -> list[tuple[Edge, Node]]:
-        """`edges_of`, each with the view (`node_views`) of the end it leads to from `pks`:
-        one pair per way the edge is followed (an edge between two of `pks` twice when
-        `both`), oldest edge first, leaving its source before entering its target."""
+        """`edges_of` the nodes `ends` (pk -> id, each visible in `scopes` already: its
+        scope is not looked up again), each with the view (`node_views`) of the end it
+        leads to: one pair per way the edge is followed (an edge between two of `ends`
+        twice when `both`), oldest edge first, leaving its source before entering its
+        target."""
         ...
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

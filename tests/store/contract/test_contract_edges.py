@@ -190,7 +190,7 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
         edges = {e.pk: e for e in reader.edges_of([ada, note, thing, hidden], "both")}
 
         def reached(pks: list[int], direction: Direction, **filters: Any) -> list[tuple[int, int]]:
-            found = reader.edges_reached(pks, direction, **filters)
+            found = reader.edges_reached({pk: views[pk].id for pk in pks}, direction, **filters)
             for edge, view in found:  # each pair whole: the edge as edges_of reads it, the view as node_views
                 assert edge == edges[edge.pk]
                 assert view == views[view.pk]
@@ -223,6 +223,6 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
             (later, note),
         ]
         assert reached([ada], "out") == [(owns, thing), (to_hidden, hidden), (later, note)]
-        assert reader.edges_reached([], "both") == []
+        assert reader.edges_reached({}, "both") == []
     assert dict(views[ada].props) == {"name": "Ada", "entityType": "person", "born": 1815}
     assert dict(views[note].props) == {"content": "Ada wrote the first program", "importance": 4, "memory_type": "fact"}

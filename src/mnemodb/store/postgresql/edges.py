@@ -167,7 +167,7 @@ class EdgeReads:
 
     def edges_reached(
         self,
-        pks: Sequence[int],
+        ends: Mapping[int, str],
         direction: Direction,
         *,
         valid_at: int | None = None,
@@ -175,9 +175,10 @@ class EdgeReads:
         edge_types: Sequence[str] | None = None,
     ) -> list[tuple[Edge, Node]]:
         """One hop of a traversal in one statement: `edges_of`, each with the view of the
-        end it reaches, one pair per way it is followed (an edge between two of `pks`
-        twice), oldest edge first and leaving before entering."""
-        if not pks:
+        end it reaches, one pair per way it is followed (an edge between two of `ends`
+        twice), oldest edge first and leaving before entering. Both ends are joined here
+        (a round trip costs more than two lookups), so `ends`' ids are not needed."""
+        if not ends:
             return []
         filters = ""
         extra: list[Any] = []
@@ -196,7 +197,7 @@ class EdgeReads:
             f"{_FAR_FROM.format(far=far)} WHERE e.{near} = ANY(%s::bigint[]){filters}"
             for way, far, near in ways
         ]
-        params = [value for _ in ways for value in (list(pks), *extra)]
+        params = [value for _ in ways for value in (list(ends), *extra)]
         rows = self.conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1, way", params).fetchall()
         return [
             (

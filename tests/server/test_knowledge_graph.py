@@ -728,6 +728,33 @@ def test_get_subgraph_by_depth(chain: Graph) -> None:
     assert missing == {"entities": [], "relations": []}
 
 
+def test_get_subgraph_keeps_every_relation_among_its_entities_oldest_first(kg: Graph) -> None:
+    kg.create(*(ent(name, "t") for name in "ABCDEF"))
+    # C -> D joins two entities of the last hop; F -> A is the oldest relation of A, read
+    # in the first hop; E is three hops from A.
+    kg.relate(("F", "A", "r"), ("C", "D", "r"), ("A", "B", "r"), ("B", "C", "r"), ("B", "D", "r"), ("D", "E", "r"))
+
+    def subgraph(name: str, depth: int) -> tuple[list[str], list[tuple[str, str, str]]]:
+        result = kg.ok("get_subgraph", {"entityNames": [name], "depth": depth})
+        return names(result["entities"]), triples(result["relations"])
+
+    assert subgraph("B", 1) == (
+        ["A", "B", "C", "D"],
+        [("C", "D", "r"), ("A", "B", "r"), ("B", "C", "r"), ("B", "D", "r")],
+    )
+    assert subgraph("A", 2) == (
+        ["A", "B", "C", "D", "F"],
+        [("F", "A", "r"), ("C", "D", "r"), ("A", "B", "r"), ("B", "C", "r"), ("B", "D", "r")],
+    )
+    everything = (
+        ["A", "B", "C", "D", "E", "F"],
+        [("F", "A", "r"), ("C", "D", "r"), ("A", "B", "r"), ("B", "C", "r"), ("B", "D", "r"), ("D", "E", "r")],
+    )
+    assert subgraph("A", 3) == everything
+    assert subgraph("A", 10) == everything  # stops once a hop adds no one
+    assert subgraph("E", 0) == (["E"], [])
+
+
 # -- filter_by_type, filter_relations, filter_observations --------------------------------------------------------
 
 

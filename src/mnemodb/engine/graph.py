@@ -689,17 +689,27 @@ class KnowledgeGraph:
         with self._engine.store.read() as tx:
             found = tx.entities_named(reads, [self._check_text(n, "entity name") for n in names])
             members = {e.pk for e in found.values()}
+            # Each hop reads the relations of the entities the last one added only: the
+            # relations of every member but the last hop's are then read once, and those
+            # among the last hop's are read at the end (a read of every member's relations
+            # each hop, and of all of them again at the end, read each several times).
+            touching: dict[int, Relation] = {}
+            frontier = sorted(members)
             for _ in range(max(0, depth)):
-                grown = set(members)
-                for relation in tx.relations_touching(sorted(members), reads):
-                    grown.update((relation.src_pk, relation.dst_pk))
-                if grown == members:
+                if not frontier:
                     break
-                members = grown
+                added: set[int] = set()
+                for relation in tx.relations_touching(frontier, reads):
+                    touching[relation.pk] = relation
+                    added.update(end for end in (relation.src_pk, relation.dst_pk) if end not in members)
+                members |= added
+                frontier = sorted(added)
             pks = sorted(members)
             entities = tx.entities_by_pk(pks)
-            relations = tx.relations_touching(pks, reads, both_ends=True)
-        return Graph(self._ordered(entities, pks), tuple(relations))
+            for relation in tx.relations_touching(frontier, reads, both_ends=True):
+                touching[relation.pk] = relation
+        # Every relation read has both ends among the members: each hop took in its ends.
+        return Graph(self._ordered(entities, pks), tuple(touching[pk] for pk in sorted(touching)))
 
     def of_type(self, entity_type: str, *, scopes: Sequence[str] | None = None) -> Graph:
         """Entities whose type equals `entity_type` (ignoring case), and the relations among them."""

@@ -387,6 +387,22 @@ class EdgeReads(Protocol):
         first, each once; filtered by validity, visibility and type when given."""
         ...
 
+    def edges_reached(
+        self,
+        ends: Mapping[int, str],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: ScopeSet | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[tuple[Edge, Node]]:
+        """`edges_of` the nodes `ends` (pk -> id, each visible in `scopes` already: its
+        scope is not looked up again), each with the view (`node_views`) of the end it
+        leads to: one pair per way the edge is followed (an edge between two of `ends`
+        twice when `both`), oldest edge first, leaving its source before entering its
+        target."""
+        ...
+
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges with both ends among `pks`, oldest first."""
         ...

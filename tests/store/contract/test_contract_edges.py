@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mnemodb.model.ids import new_ulid
-from mnemodb.model.records import Edge
+from mnemodb.model.records import Direction, Edge
 from mnemodb.store.base import Store
-from store.contract.rows import T0, A, B, C, add_edge, add_node, node_id
+from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
 def test_an_edge_reads_back_with_every_field(store: Store) -> None:
@@ -167,3 +169,60 @@ def test_edges_of_types_newest_first_valid_and_limited(store: Store) -> None:
         ]
         assert [e.pk for e in tx.edges_of_types(None, [A], valid_at=None, limit=2)] == [closed, third]
         assert tx.edges_of_types(["z"], [A], valid_at=None, limit=10) == []
+
+
+def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_far_end(store: Store) -> None:
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada", "person", props={"born": 1815})
+        note = add_memory(tx, "Ada wrote the first program", importance=4, memory_type="fact")
+        thing = add_node(tx, props={"k": "v"})
+        hidden = add_node(tx, scope=C)
+        about = add_edge(tx, note, ada, "about")
+        owns = add_edge(tx, ada, thing, "owns", props={"since": 1840})
+        back = add_edge(tx, thing, note, "cites")
+        loop = add_edge(tx, thing, thing, "self")
+        to_hidden = add_edge(tx, ada, hidden, "owns")
+        closed = add_edge(tx, thing, ada, "owned_by")
+        tx.close_edge(closed, T0 + 10)
+        later = add_edge(tx, ada, note, "later", valid_from=T0 + 50)
+    with store.read() as reader:
+        views = reader.node_views([ada, note, thing, hidden])
+        edges = {e.pk: e for e in reader.edges_of([ada, note, thing, hidden], "both")}
+
+        def reached(pks: list[int], direction: Direction, **filters: Any) -> list[tuple[int, int]]:
+            found = reader.edges_reached({pk: views[pk].id for pk in pks}, direction, **filters)
+            for edge, view in found:  # each pair whole: the edge as edges_of reads it, the view as node_views
+                assert edge == edges[edge.pk]
+                assert view == views[view.pk]
+            return [(edge.pk, view.pk) for edge, view in found]
+
+        now = {"scopes": [A], "valid_at": T0 + 20}
+        assert reached([ada], "out", **now) == [(owns, thing)]
+        assert reached([ada], "in", **now) == [(about, note)]
+        assert reached([ada], "both", **now) == [(about, note), (owns, thing)]
+        # An edge between two of the nodes is followed both ways, leaving before entering;
+        # so is a loop.
+        assert reached([ada, thing], "both", **now) == [
+            (about, note),
+            (owns, thing),
+            (owns, ada),
+            (back, note),
+            (loop, thing),
+            (loop, thing),
+        ]
+        assert reached([thing], "both", scopes=[A], valid_at=T0 + 5) == [
+            (owns, ada),
+            (back, note),
+            (loop, thing),
+            (loop, thing),
+            (closed, ada),
+        ]
+        assert reached([ada], "both", scopes=[A, C], valid_at=T0 + 60, edge_types=["owns", "later"]) == [
+            (owns, thing),
+            (to_hidden, hidden),
+            (later, note),
+        ]
+        assert reached([ada], "out") == [(owns, thing), (to_hidden, hidden), (later, note)]
+        assert reader.edges_reached({}, "both") == []
+    assert dict(views[ada].props) == {"name": "Ada", "entityType": "person", "born": 1815}
+    assert dict(views[note].props) == {"content": "Ada wrote the first program", "importance": 4, "memory_type": "fact"}

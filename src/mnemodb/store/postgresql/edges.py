@@ -14,8 +14,8 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import Direction, Edge, Props
-from mnemodb.store.postgresql.nodes import put_scopes
+from mnemodb.model.records import Direction, Edge, Node, Props
+from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps, props_of
 
@@ -67,6 +67,14 @@ def edge_visible_params(scopes: Sequence[str]) -> list[list[str]]:
 
 # Here both ends are joined already: their scopes come from the join.
 _VISIBLE = "ARRAY[e.scope, s.scope, d.scope] <@ %s::text[]"
+# The far end's view (`nodes.node_view`) beside each edge, `far` being `s` or `d`.
+_FAR_VIEW = (
+    "{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
+    "m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type"
+)
+_FAR_FROM = "LEFT JOIN memory m ON m.node = {far}.pk LEFT JOIN entity n ON n.node = {far}.pk"
+# The directions that follow an edge out of its source (0) and into its target (1).
+_WAYS = (("out", "both"), ("in", "both"))
 
 
 def _props_text(props: Props) -> str:
@@ -156,6 +164,61 @@ class EdgeReads:
             where += " AND e.type = ANY(%s::text[])"
             params.append(put_scopes(edge_types))
         return self._edges(where + " ORDER BY e.pk", params)
+
+    def edges_reached(
+        self,
+        ends: Mapping[int, str],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[tuple[Edge, Node]]:
+        """One hop of a traversal in one statement: `edges_of`, each with the view of the
+        end it reaches, one pair per way it is followed (an edge between two of `ends`
+        twice), oldest edge first and leaving before entering. Both ends are joined here
+        (a round trip costs more than two lookups), so `ends`' ids are not needed."""
+        if not ends:
+            return []
+        filters = ""
+        extra: list[Any] = []
+        if valid_at is not None:
+            filters += f" AND {_VALID_AT}"
+            extra += [valid_at, valid_at]
+        if scopes is not None:
+            filters += f" AND {_VISIBLE}"
+            extra.append(put_scopes(scopes))
+        if edge_types:
+            filters += " AND e.type = ANY(%s::text[])"
+            extra.append(put_scopes(edge_types))
+        ways = [(way, far, near) for way, far, near in ((0, "d", "src"), (1, "s", "dst")) if direction in _WAYS[way]]
+        parts = [
+            f"SELECT {_EDGE_COLUMNS}, {_FAR_VIEW.format(far=far)}, {way} AS way FROM {_EDGE_FROM} "
+            f"{_FAR_FROM.format(far=far)} WHERE e.{near} = ANY(%s::bigint[]){filters}"
+            for way, far, near in ways
+        ]
+        params = [value for _ in ways for value in (list(ends), *extra)]
+        rows = self.conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1, way", params).fetchall()
+        return [
+            (
+                Edge(
+                    pk=r[0],
+                    id=got(r[1]),
+                    src=got(r[2]),
+                    dst=got(r[3]),
+                    type=got(r[4]),
+                    scope=got(r[5]),
+                    props=props_of(r[6]),
+                    valid_from=r[7],
+                    valid_to=r[8],
+                    created_at=r[9],
+                    src_pk=r[10],
+                    dst_pk=r[11],
+                ),
+                node_view(r[12:25]),
+            )
+            for r in rows
+        ]
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both ends are in `pks`, oldest first."""

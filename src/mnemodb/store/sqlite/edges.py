@@ -5,16 +5,41 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
-from mnemodb.model.records import Direction, Edge, Props
+from mnemodb.model.records import Direction, Edge, Node, Props
+from mnemodb.store.sqlite.nodes import node_view
 from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, props_of
 
 __all__ = ["EdgeReads", "EdgeWrites"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+
+
+def _reaching(way: int, far: str, near: str) -> str:
+    """The head of `edges_reached`'s statement for one way of following an edge (0: out of
+    its source, 1: into its target): each edge with the view of its `far` end (the
+    columns of `nodes.node_view`), up to the list of `near` ends. The near end is not
+    joined: the caller knows its id, and that it is visible."""
+    return (
+        "SELECT e.pk, e.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst, "
+        f"{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
+        f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {way} "
+        f"FROM edge e JOIN node {far} ON {far}.pk = e.{'dst' if far == 'd' else 'src'} "
+        f"LEFT JOIN memory m ON m.node = {far}.pk LEFT JOIN entity n ON n.node = {far}.pk WHERE e.{near} IN ("
+    )
+
+
+# (the directions that take this way, the head of its statement, the far end's alias)
+_REACHING = (
+    (("out", "both"), _reaching(0, "d", "src"), "d"),
+    (("in", "both"), _reaching(1, "s", "dst"), "s"),
+)
+# `edges_reached`'s rows in edge order, out before in.
+_EDGE_AND_WAY = itemgetter(0, 23)
 
 
 def _visible(count: int) -> str:
@@ -136,6 +161,59 @@ class EdgeReads:
                 for edge in self._edges(f"e.dst IN ({chunk_marks}){filters}", [*chunk, *extra]):
                     found[edge.pk] = edge
         return [found[k] for k in sorted(found)]
+
+    def edges_reached(
+        self,
+        ends: Mapping[int, str],
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> list[tuple[Edge, Node]]:
+        """One hop of a traversal in one statement (per 400 nodes): `edges_of`, each with
+        the view of the end it reaches, one pair per way it is followed (an edge between
+        two of `ends` twice), oldest edge first and leaving before entering."""
+        if not ends:
+            return []
+        valid = ""
+        valid_params: list[Any] = []
+        if valid_at is not None:
+            valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+            valid_params = [valid_at, valid_at]
+        typed = f" AND e.type IN ({marks(len(edge_types))})" if edge_types else ""
+        listed = marks(len(scopes)) if scopes is not None else ""
+        ways = [(head, far) for directions, head, far in _REACHING if direction in directions]
+        rows: list[Any] = []
+        for chunk in chunks(list(ends), 400):
+            parts: list[str] = []
+            params: list[Any] = []
+            for head, far in ways:
+                visible = f" AND e.scope IN ({listed}) AND {far}.scope IN ({listed})" if scopes is not None else ""
+                parts.append(f"{head}{marks(len(chunk))}){valid}{visible}{typed}")
+                params += [*chunk, *valid_params, *(scopes or ()), *(scopes or ()), *(edge_types or ())]
+            rows += self.conn.execute(" UNION ALL ".join(parts), params).fetchall()
+        rows.sort(key=_EDGE_AND_WAY)
+        return [
+            (
+                Edge(
+                    r[0],
+                    r[1],
+                    ends[r[8]] if r[23] == 0 else r[11],
+                    r[11] if r[23] == 0 else ends[r[9]],
+                    r[2],
+                    r[3],
+                    {} if r[4] == "{}" else props_of(r[4]),
+                    r[5],
+                    r[6],
+                    r[7],
+                    r[8],
+                    r[9],
+                ),
+                node_view(r[10:23]),
+            )
+            for r in rows
+        ]
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both endpoints are in `pks`."""

@@ -69,6 +69,11 @@ def _view(row: Sequence[Any]) -> Node:
     return Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
 
 
+# A node's view from `_VIEW_COLUMNS`, or other columns in their order: for the mixins that
+# read nodes beside their own rows (an edge and the node it leads to).
+node_view = _view
+
+
 def _same_scalar(shown: Any, value: str | int | bool) -> bool:
     """`shown` equals `value` with the same type (True is not 1)."""
     return type(shown) is type(value) and shown == value

@@ -62,6 +62,8 @@ def test_an_opening_label_names_the_author() -> None:
     assert author("Melanie: I painted a sunset") == ("melanie",)
     assert author("  Dr Ana Ruiz: the scan is clear") == ("dr", "ana", "ruiz")
     assert author("Anna-Lena: hi") == ("anna", "lena")
+    assert author("[10:32] Melanie: on my way") == ("melanie",)  # a time first is passed over
+    assert author("(8 May 2023) Melanie: on my way") == ("melanie",)
 
 
 def test_text_without_an_opening_label_names_no_author() -> None:
@@ -71,3 +73,4 @@ def test_text_without_an_opening_label_names_no_author() -> None:
     assert author("One Two Three Four: more than three words") == ()
     assert author("I painted a sunset") == ()
     assert author("The: only stop words") == ()
+    assert author("[10:32] (Mon) Melanie: two brackets") == ()

@@ -67,8 +67,10 @@ def query_terms(text: str, *, drop_stopwords: bool = True, max_terms: int | None
 
 
 # A label that opens a text and names who wrote it, as a transcript does: "Melanie: ...",
-# "Dr Ana Ruiz: ...". One to three words, each capitalised, then a colon and a space.
-_AUTHOR = re.compile(r"\s*((?:[^\W\d_][\w.'\u2019-]*)(?: [^\W\d_][\w.'\u2019-]*){0,2}):\s")
+# "Dr Ana Ruiz: ...". One to three words, each capitalised, then a colon and a space;
+# transcripts often put a time in brackets first ("[10:32] Ana: ...", "(8 May 2023) Ana:
+# ..."), which is passed over.
+_AUTHOR = re.compile(r"\s*(?:[\[(][^\[\]()]{1,40}[\])]\s*)?((?:[^\W\d_][\w.'\u2019-]*)(?: [^\W\d_][\w.'\u2019-]*){0,2}):\s")
 
 
 def author(text: str) -> tuple[str, ...]:

@@ -70,7 +70,8 @@ def query_terms(text: str, *, drop_stopwords: bool = True, max_terms: int | None
 # "Dr Ana Ruiz: ...". One to three words, each capitalised, then a colon and a space;
 # transcripts often put a time in brackets first ("[10:32] Ana: ...", "(8 May 2023) Ana:
 # ..."), which is passed over.
-_AUTHOR = re.compile(r"\s*(?:[\[(][^\[\]()]{1,40}[\])]\s*)?((?:[^\W\d_][\w.'\u2019-]*)(?: [^\W\d_][\w.'\u2019-]*){0,2}):\s")
+_LABEL_WORD = r"[^\W\d_][\w.'\u2019-]*"
+_AUTHOR = re.compile(rf"\s*(?:[\[(][^\[\]()]{{1,40}}[\])]\s*)?({_LABEL_WORD}(?: {_LABEL_WORD}){{0,2}}):\s")
 
 
 def author(text: str) -> tuple[str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -314,3 +315,30 @@ def test_a_question_naming_no_time_explains_no_date(tmp_path: Path) -> None:
         eng.memories.store("Dinner with Sam")
         page = eng.items.search("dinner with Sam", kinds=["memory"], explain=True)
         assert "date" not in word_signals(page)[0]
+
+
+# -- the author a question names -------------------------------------------------------------------
+
+
+def test_a_turn_by_the_person_a_question_names_ranks_above_one_addressing_them(tmp_path: Path) -> None:
+    clock = Clock(1_700_000_000_000)
+    with open_engine_at(tmp_path / "authors.db", clock=clock) as eng:
+        eng.memories.store("Melanie: I painted the lake at dawn with the kids, and it took us all morning")
+        clock.now += 60_000
+        eng.memories.store("Caroline: Melanie, you painted the lake at dawn")
+        # By words alone the newer turn, which only addresses Melanie, ranks first ...
+        eng.weights = replace(eng.weights, author_match=0.0)
+        question = "What has melanie painted?"
+        assert page_contents(eng.items.search(question, kinds=["memory"]))[0].startswith("Caroline")
+        # ... the rule raises the turn Melanie wrote, and says so.
+        eng.weights = replace(eng.weights, author_match=0.5)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page) == [
+            "Melanie: I painted the lake at dawn with the kids, and it took us all morning",
+            "Caroline: Melanie, you painted the lake at dawn",
+        ]
+        assert [signals["author"] for signals in word_signals(page)] == [1.0, 0.0]
+        # A question naming nobody's label leaves the words' order.
+        page = eng.items.search("who painted the lake at dawn?", kinds=["memory"], explain=True)
+        assert page_contents(page)[0].startswith("Caroline")
+        assert [signals["author"] for signals in word_signals(page)] == [0.0, 0.0]

@@ -8,7 +8,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemodb.search.analyzer import STOPWORDS, query_terms, tag_candidates, words
+from mnemodb.search.analyzer import STOPWORDS, author, query_terms, tag_candidates, words
 
 ALPHABET = st.sampled_from([*"abcXYZ019 .,;:'-_/\t\néüßçÅñ東京日本", "don't", "e-mail", "v2.0"])
 
@@ -53,3 +53,24 @@ def test_tag_candidates_include_words_pieces_and_dotted_names() -> None:
     for expected in ("deploy", "v2.0", "node.js", "o'brien's", "team-a", "team", "a", "js"):
         assert expected in found, expected
     assert len(found) == len(set(found))
+
+
+# -- the author a text's opening label names -----------------------------------------------------
+
+
+def test_an_opening_label_names_the_author() -> None:
+    assert author("Melanie: I painted a sunset") == ("melanie",)
+    assert author("  Dr Ana Ruiz: the scan is clear") == ("dr", "ana", "ruiz")
+    assert author("Anna-Lena: hi") == ("anna", "lena")
+    assert author("[10:32] Melanie: on my way") == ("melanie",)  # a time first is passed over
+    assert author("(8 May 2023) Melanie: on my way") == ("melanie",)
+
+
+def test_text_without_an_opening_label_names_no_author() -> None:
+    assert author("Wow, Melanie: what a painting") == ()  # a comma: a sentence, not a label
+    assert author("note: buy milk") == ()  # not capitalised
+    assert author("Melanie:no space after the colon") == ()
+    assert author("One Two Three Four: more than three words") == ()
+    assert author("I painted a sunset") == ()
+    assert author("The: only stop words") == ()
+    assert author("[10:32] (Mon) Melanie: two brackets") == ()

@@ -44,10 +44,11 @@ from mnemodb.model.records import (
     Scalar,
 )
 from mnemodb.model.rules import check_importance
-from mnemodb.search.analyzer import query_terms, tag_candidates
+from mnemodb.search.analyzer import STOPWORDS, author, query_terms, tag_candidates, words
 from mnemodb.search.dates import time_window
 from mnemodb.search.ranking import (
     ACCESS_SATURATION,
+    AUTHOR_POOL,
     MEMORY_FIELD_WEIGHTS,
     FusionWeights,
     relevance,
@@ -881,6 +882,8 @@ class Items:
             if tagged.issubset(strength) and ranking[top - 1][1] > strength[by_text[-1].pk] + weights.recency_max:
                 break
             pool = min(RANKED_POOL, pool * 2)
+        if weights.author_match > 0 and ranking:
+            ranking = _by_author(tx, ranking, query, weights.author_match, parts if notes is not None else None)
         if notes is not None:
             notes["words"].update(parts)
         return ranking
@@ -1453,6 +1456,26 @@ def _dated_filter(where: ItemFilter, window: tuple[int, int] | None) -> ItemFilt
     start = max(window[0], where.created_from if where.created_from is not None else window[0])
     end = min(window[1], where.created_to if where.created_to is not None else window[1])
     return replace(where, created_from=start, created_to=end) if start < end else None
+
+
+def _by_author(
+    tx: ReadTx, ranking: Ranking, query: str, raise_by: float, parts: dict[int, dict[str, float]] | None
+) -> Ranking:
+    """The ranking with its first `AUTHOR_POOL` memories whose opening label names someone
+    the query names raised by `raise_by` of their score (RankWeights.author_match); with
+    `parts`, each of those memories' explanation tells whether its author was named."""
+    named = set(words(query)) - STOPWORDS
+    head = ranking[:AUTHOR_POOL]
+    memories = tx.memories_by_pk([pk for pk, _ in head])
+    out: Ranking = []
+    for pk, score in head:
+        memory = memories.get(pk)
+        by_named = memory is not None and not named.isdisjoint(author(memory.content))
+        out.append((pk, score * (1.0 + raise_by) if by_named else score))
+        if parts is not None and pk in parts:
+            parts[pk]["author"] = 1.0 if by_named else 0.0
+    out.sort(key=lambda kv: (-kv[1], -kv[0]))
+    return out + ranking[AUTHOR_POOL:]
 
 
 def _tied_ranks(ranking: Ranking) -> list[int]:

@@ -207,7 +207,7 @@ class Memories:
             scores: dict[int, float] = {}
             for pk, _, importance, created_at in (*by_text, *by_tag):
                 if pk not in scores:
-                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at)
+                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, False)
             best = sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]
             memories = tx.memories_by_pk(best)
         if not explain:

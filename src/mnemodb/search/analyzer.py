@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["STOPWORDS", "query_terms", "tag_candidates", "words"]
+__all__ = ["STOPWORDS", "author", "query_terms", "tag_candidates", "words"]
 
 # Letters, digits and marks are word characters for unicode61; so is nothing else.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -64,3 +64,25 @@ def query_terms(text: str, *, drop_stopwords: bool = True, max_terms: int | None
     if max_terms is not None:
         terms = terms[:max_terms]
     return terms
+
+
+# A label that opens a text and names who wrote it, as a transcript does: "Melanie: ...",
+# "Dr Ana Ruiz: ...". One to three words, each capitalised, then a colon and a space;
+# transcripts often put a time in brackets first ("[10:32] Ana: ...", "(8 May 2023) Ana:
+# ..."), which is passed over.
+_LABEL_WORD = r"[^\W\d_][\w.'\u2019-]*"
+_AUTHOR = re.compile(rf"\s*(?:[\[(][^\[\]()]{{1,40}}[\])]\s*)?({_LABEL_WORD}(?: {_LABEL_WORD}){{0,2}}):\s")
+
+
+def author(text: str) -> tuple[str, ...]:
+    """The lower-cased words of the label naming who wrote `text` ("Melanie: I painted
+    a sunset" -> ("melanie",)), or () when it opens with none. A label made only of stop
+    words ("I: ...") names nobody a query could name."""
+    found = _AUTHOR.match(text)
+    if found is None:
+        return ()
+    label = found.group(1)
+    if not all(part[0].isupper() for part in label.split(" ")):
+        return ()
+    named = tuple(words(label))
+    return named if any(w not in STOPWORDS for w in named) else ()

@@ -72,7 +72,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -460,6 +460,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SETTING;SETTING",
         help="after the main run, ask again under each of these fusion settings and print one line each",
     )
+    parser.add_argument(
+        "--no-ablation",
+        action="store_true",
+        help="with --method items, do not ask again without each of the ranking's newer rules "
+        "(" + ", ".join(RANKING_RULES) + ") and without all of them (the old ranking)",
+    )
     pg.add_option(parser)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     return parser
@@ -515,6 +521,14 @@ class Outcome:
     load_s: float = 0.0
     embedded: int = 0
     embed_s: float = 0.0
+    # The same questions under the ranking without some of its rules: (label, by category, overall).
+    ablations: list[tuple[str, dict[int, list[dict[str, float]]], list[dict[str, float]]]] = field(default_factory=list)
+
+
+RANKING_RULES = {"date": "date_match", "author": "author_match"}
+"""The ranking's rules added after the retrieval issue's baseline (search.ranking.RankWeights
+fields), each reported switched off alone and all together (the old ranking) with
+--method items, so a run shows what each buys on its own."""
 
 
 def run_mcp(
@@ -568,6 +582,20 @@ def run_engine(
             query(engine, args.method, q.text, scope)
         search = engine_search(engine, args.method)
         out.unmapped = ask(search, clock, scoped, asked_at, out.by_category, out.overall, out.latencies)
+        if sweep and args.method == "items" and not args.no_ablation:
+            ranked_with = engine.weights
+            off_each = [(f"without {name}", {field_name: 0.0}) for name, field_name in RANKING_RULES.items()]
+            off_all = (
+                "old ranking (none of: " + ", ".join(RANKING_RULES) + ")",
+                dict.fromkeys(RANKING_RULES.values(), 0.0),
+            )
+            for label, zeroed in (*off_each, off_all):
+                engine.weights = replace(ranked_with, **zeroed)
+                by_category: dict[int, list[dict[str, float]]] = {c: [] for c in CATEGORIES}
+                overall: list[dict[str, float]] = []
+                ask(search, clock, scoped, asked_at, by_category, overall, [])
+                out.ablations.append((label, by_category, overall))
+            engine.weights = ranked_with
         settings = filter(None, (s.strip() for s in args.sweep.split(";"))) if sweep else ()
         for setting in settings:
             engine.fusion = parse_fusion(setting)
@@ -629,6 +657,21 @@ def report(
         f"R@k, All@10, NDCG@10 (binary) and MRR@10 in %, from the top {TOP_K} of one query per question; "
         "R@5 from the first five of the same list"
     )
+    if first.ablations:
+        print()
+        print("the same questions with rules of the ranking switched off (overall; R@10 by category):")
+        ours = mean_percent(overall)
+        for label, cats, rows in first.ablations[:-1]:
+            cells = mean_percent(rows)
+            per = " ".join(f"{c}:{mean_percent(cats[c])['R@10']:.1f}" for c in CATEGORIES if cats[c])
+            print(
+                f"  {label:<16} R@10 {cells['R@10']:.1f} ({cells['R@10'] - ours['R@10']:+.1f}), "
+                f"NDCG@10 {cells['NDCG@10']:.1f} ({cells['NDCG@10'] - ours['NDCG@10']:+.1f}); {per}"
+            )
+        label, old_by_category, old_overall = first.ablations[-1]
+        print()
+        print(f"{label}:")
+        print(table(old_by_category, old_overall))
     print()
     print(
         f"query latency: p50 {p50(latencies):.2f} ms, p95 {p95(latencies):.2f} ms over {len(latencies)} queries "
@@ -662,6 +705,13 @@ def report(
             "overall": mean_percent(overall),
             "by_category": {str(c): mean_percent(by_category[c]) for c in CATEGORIES if by_category[c]},
             "latency_ms": {"p50": round(p50(latencies), 3), "p95": round(p95(latencies), 3)},
+            "ablations": {
+                label: {
+                    "overall": mean_percent(rows),
+                    "by_category": {str(c): mean_percent(cats[c]) for c in CATEGORIES if cats[c]},
+                }
+                for label, cats, rows in first.ablations
+            },
             "meta": {
                 "data": args.data.name,
                 "method": args.method,

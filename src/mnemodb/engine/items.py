@@ -1466,11 +1466,12 @@ def _by_author(
     `parts`, each of those memories' explanation tells whether its author was named."""
     named = set(words(query)) - STOPWORDS
     head = ranking[:AUTHOR_POOL]
-    memories = tx.memories_by_pk([pk for pk, _ in head])
+    # A label ends with a colon: only the contents that hold one are read.
+    labelled = tx.memory_contents([pk for pk, _ in head], ":")
     out: Ranking = []
     for pk, score in head:
-        memory = memories.get(pk)
-        by_named = memory is not None and not named.isdisjoint(author(memory.content))
+        content = labelled.get(pk)
+        by_named = content is not None and not named.isdisjoint(author(content))
         out.append((pk, score * (1.0 + raise_by) if by_named else score))
         if parts is not None and pk in parts:
             parts[pk]["author"] = 1.0 if by_named else 0.0

@@ -284,6 +284,11 @@ class MemoryReads(Protocol):
         """`memory_by_pk` for many; pks that are not memories are left out."""
         ...
 
+    def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
+        """The content of each memory in `pks` whose content holds `holding` (a plain
+        substring, case-sensitive); pks that are not such memories are left out."""
+        ...
+
     def latest_memory(self, scope: str, before_pk: int, created_since: int) -> int | None:
         """The newest memory of `scope` with a pk below `before_pk` created at or after
         `created_since`: the turn a new turn follows (`MemoryWrites.insert_memory`)."""

@@ -236,3 +236,17 @@ def test_writes_to_a_missing_memory_change_nothing(store: Store) -> None:
         assert tx.count_memories([A]) == 1
         assert tx.count_tags([A]) == 1
         assert tx.memories_with_tags(["u", "v"], [A], 10) == []
+
+
+def test_memory_contents_reads_only_the_memories_whose_content_holds_the_text(store: Store) -> None:
+    with store.write() as tx:
+        labelled = add_memory(tx, "Melanie: I painted a sunset", at=T0)
+        plain = add_memory(tx, "the kettle is broken", at=T0 + 1)
+        nul = add_memory(tx, "Tom:\x00 a NUL after the label", at=T0 + 2)
+        entity = add_entity(tx, "Melanie: the painter", at=T0 + 3)
+    with store.read() as tx:
+        found = tx.memory_contents([labelled, plain, nul, entity, 99_999], ":")
+        assert found == {labelled: "Melanie: I painted a sunset", nul: "Tom:\x00 a NUL after the label"}
+        assert tx.memory_contents([labelled, plain], "kettle") == {plain: "the kettle is broken"}
+        assert tx.memory_contents([labelled], "MELANIE") == {}  # a plain substring: case counts
+        assert tx.memory_contents([], ":") == {}

@@ -204,6 +204,15 @@ class MemoryReads:
             return {}
         return {memory.pk: memory for memory in self._memories("m.node = ANY(%s)", [list(pks)])}
 
+    def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
+        if not pks:
+            return {}
+        rows = self.conn.execute(
+            "SELECT node, content FROM memory WHERE node = ANY(%s) AND strpos(content, %s) > 0",
+            [list(pks), put(holding)],
+        ).fetchall()
+        return {int(pk): got(content) for pk, content in rows}
+
     def search_text(
         self,
         terms: Sequence[str],

@@ -116,6 +116,17 @@ class MemoryReads:
                 out[memory.pk] = memory
         return out
 
+    def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for chunk in chunks(pks, 500):
+            out.update(
+                self.conn.execute(
+                    f"SELECT node, content FROM memory WHERE node IN ({marks(len(chunk))}) AND instr(content, ?) > 0",
+                    [*chunk, holding],
+                ).fetchall()
+            )
+        return out
+
     def search_text(
         self,
         terms: Sequence[str],

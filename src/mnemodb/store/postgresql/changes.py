@@ -248,6 +248,16 @@ class LogWrites(LogReads):
         assert row is not None
         return int(row[0])
 
+    def append_changes(
+        self,
+        at: int,
+        entries: Sequence[tuple[str | None, str, str | None, Mapping[str, Any]]],
+        *,
+        actor: str | None = None,
+    ) -> None:
+        for scope, op, target, data in entries:
+            self.append_change(at, scope, op, target, data, actor=actor)
+
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data (its seq, time, op and target stay): how a forgotten
         item's text leaves the log."""

@@ -13,7 +13,7 @@ import pytest
 from engine.helpers import sqlite_only
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity, NewRelation
-from mnemodb.engine.properties import CommandFailed, CreateNode, Link, RemoveNode
+from mnemodb.engine.properties import CommandFailed, CreateNode, Link, Ref, RemoveNode, SetProps
 from mnemodb.model import ops
 from mnemodb.model.errors import NotFound
 from mnemodb.model.records import Memory, Props
@@ -192,3 +192,34 @@ def test_a_relation_that_fails_late_in_a_call_writes_and_logs_nothing(eng: Engin
     with pytest.raises(NotFound):
         eng.graph.create_relations([NewRelation(NAMES[0], NAMES[1], "knows"), NewRelation(NAMES[1], "nobody", "x")])
     assert (eng.current_seq(), eng.stats().edges) == (before, edges)
+
+
+def test_a_batch_logs_links_between_other_commands_in_its_order(eng: Engine) -> None:
+    produced, _ = eng.nodes.submit([CreateNode("Thing") for _ in range(3)])
+    a, b, c = (n for n in produced if n)
+    before = eng.current_seq()
+    made, seq = eng.nodes.submit(
+        [
+            CreateNode("Thing"),
+            Link(Ref(0), a, "x"),
+            Link(a, b, "x", {"w": 2}),
+            SetProps(a, {"colour": "red"}),
+            Link(b, c, "x"),
+            Link(c, Ref(0), "y"),
+        ]
+    )
+    assert seq == eng.current_seq() == before + 6
+    changes = eng.changes(before + 1, 10)
+    assert [(ch.seq, ch.target) for ch in changes] == [
+        (before + 1, made[0]),
+        (before + 2, made[1]),
+        (before + 3, made[2]),
+        (before + 4, a),
+        (before + 5, made[4]),
+        (before + 6, made[5]),
+    ]
+    with eng.store.read() as tx:
+        edge = tx.edge_by_id(str(made[2]))
+    assert edge is not None and dict(changes[2].data) == ops.edge_record(edge)
+    _, only_links = eng.nodes.submit([Link(a, c, "z"), Link(b, a, "z")])
+    assert only_links == eng.current_seq() == before + 8

@@ -887,9 +887,10 @@ class ChangeLogWrites(Protocol):
         entries: Sequence[tuple[str | None, str, str | None, Mapping[str, Any]]],
         *,
         actor: str | None = None,
-    ) -> None:
+    ) -> int:
         """Append entries (scope, op, target, data), all at `at` and by `actor`, in their
-        order: what `append_change` of each in turn appends, their seqs unreturned."""
+        order: what `append_change` of each in turn appends; the seq of the last (the log's
+        last seq when there are none)."""
         ...
 
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:

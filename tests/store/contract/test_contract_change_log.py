@@ -49,7 +49,7 @@ def test_append_returns_the_next_seq_and_entries_read_back(store: Store) -> None
 def test_append_changes_appends_in_order_after_the_last_entry(store: Store) -> None:
     with store.write() as tx:
         tx.append_change(T0, A, "create_node", "n1", {"label": "Thing"})
-        tx.append_changes(
+        last = tx.append_changes(
             T0 + 1,
             [
                 (A, "create_edge", "e1", {"src": "n1", "props": {"w": 1.5}}),
@@ -58,7 +58,8 @@ def test_append_changes_appends_in_order_after_the_last_entry(store: Store) -> N
             ],
             actor="token-a",
         )
-        tx.append_changes(T0 + 2, [])
+        none = tx.append_changes(T0 + 2, [])
+    assert (last, none) == (4, 4)
     with store.write() as tx:
         assert tx.append_change(T0 + 3, A, "delete_node", "n1", {}) == 5
     with store.read() as tx:

@@ -12,8 +12,10 @@ import pytest
 
 from engine.helpers import sqlite_only
 from mnemodb.engine import Engine
-from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.properties import CommandFailed, CreateNode, Link, RemoveNode
+from mnemodb.engine.graph import NewEntity, NewRelation
+from mnemodb.engine.properties import CommandFailed, CreateNode, Link, Ref, RemoveNode, SetProps
+from mnemodb.model import ops
+from mnemodb.model.errors import NotFound
 from mnemodb.model.records import Memory, Props
 from mnemodb.store.sqlite import SqliteStore
 from support import Clock
@@ -120,3 +122,104 @@ def test_a_batch_of_links_gives_the_seq_of_its_last_entry_and_misses_a_node_it_r
     )
     assert eng.nodes.get_node(c) is not None  # nothing of the failed batch was written
     assert eng.current_seq() == seq
+
+
+def test_relate_logs_each_change_in_the_call_s_order_with_consecutive_seqs(eng: Engine, clock: Clock) -> None:
+    eng.graph.create_entities([NewEntity(name, "thing") for name in NAMES[:5]])
+    [(old, _)], _ = eng.items.relate([(NAMES[0], NAMES[1], "knows", {}, None)])
+    [(kept, _)], _ = eng.items.relate([(NAMES[1], NAMES[2], "knows", {}, None)])
+    clock.now += 10
+    before = eng.current_seq()
+    opened, closed = eng.items.relate(
+        [
+            (NAMES[2], NAMES[3], "knows", {"weight": 2}, None),
+            (NAMES[1], NAMES[2], "knows", {}, None),  # open already: not logged
+            (NAMES[3], NAMES[4], "likes", {}, 7),
+            (NAMES[2], NAMES[3], "knows", {}, None),  # given twice: made and logged once
+            (NAMES[4], NAMES[0], "knows", {}, None),
+        ],
+        [(old.id, None)],
+    )
+    assert [new for _, new in opened] == [True, False, True, False, True]
+    assert opened[1][0] == kept
+    made = [edge for edge, new in opened if new]
+    changes = eng.changes(before + 1, 10)
+    assert [c.seq for c in changes] == list(range(before + 1, before + 5))
+    assert [(c.op, c.target, c.at) for c in changes] == [
+        (ops.CLOSE_EDGE, old.id, clock.now),
+        *((ops.CREATE_EDGE, edge.id, clock.now) for edge in made),
+    ]
+    assert [dict(c.data) for c in changes[1:]] == [ops.edge_record(edge) for edge in made]
+    assert dict(changes[0].data) == {"id": old.id, "valid_to": closed[0].valid_to}
+
+
+def test_create_relations_logs_each_new_relation_in_order(eng: Engine) -> None:
+    ents = eng.graph.create_entities([NewEntity(name, "thing") for name in NAMES[:4]])
+    before = eng.current_seq()
+    made = eng.graph.create_relations(
+        [
+            NewRelation(NAMES[0], NAMES[1], "knows"),
+            NewRelation(NAMES[1], NAMES[2], "knows"),
+            NewRelation(NAMES[0], NAMES[1], "knows"),  # given twice: made once
+            NewRelation(NAMES[2], NAMES[3], "likes"),
+        ]
+    )
+    changes = eng.changes(before + 1, 10)
+    with eng.store.read() as tx:
+        edges = [tx.edge_by_pk(relation.pk) for relation in made]
+    assert [c.seq for c in changes] == list(range(before + 1, before + 4))
+    assert [(c.op, c.target, dict(c.data)) for c in changes] == [
+        (ops.CREATE_EDGE, edge.id, ops.edge_record(edge)) for edge in edges if edge is not None
+    ]
+    assert [(e.src, e.dst, e.type) for e in edges if e is not None] == [
+        (ents[0].id, ents[1].id, "knows"),
+        (ents[1].id, ents[2].id, "knows"),
+        (ents[2].id, ents[3].id, "likes"),
+    ]
+
+
+def test_a_relation_that_fails_late_in_a_call_writes_and_logs_nothing(eng: Engine) -> None:
+    eng.graph.create_entities([NewEntity(name, "thing") for name in NAMES[:4]])
+    before, edges = eng.current_seq(), eng.stats().edges
+    with pytest.raises(NotFound, match=r"add\[2\]"):
+        eng.items.relate(
+            [
+                (NAMES[0], NAMES[1], "knows", {}, None),
+                (NAMES[1], NAMES[2], "knows", {}, None),
+                (NAMES[2], "nobody at all", "knows", {}, None),
+            ]
+        )
+    with pytest.raises(NotFound):
+        eng.graph.create_relations([NewRelation(NAMES[0], NAMES[1], "knows"), NewRelation(NAMES[1], "nobody", "x")])
+    assert (eng.current_seq(), eng.stats().edges) == (before, edges)
+
+
+def test_a_batch_logs_links_between_other_commands_in_its_order(eng: Engine) -> None:
+    produced, _ = eng.nodes.submit([CreateNode("Thing") for _ in range(3)])
+    a, b, c = (n for n in produced if n)
+    before = eng.current_seq()
+    made, seq = eng.nodes.submit(
+        [
+            CreateNode("Thing"),
+            Link(Ref(0), a, "x"),
+            Link(a, b, "x", {"w": 2}),
+            SetProps(a, {"colour": "red"}),
+            Link(b, c, "x"),
+            Link(c, Ref(0), "y"),
+        ]
+    )
+    assert seq == eng.current_seq() == before + 6
+    changes = eng.changes(before + 1, 10)
+    assert [(ch.seq, ch.target) for ch in changes] == [
+        (before + 1, made[0]),
+        (before + 2, made[1]),
+        (before + 3, made[2]),
+        (before + 4, a),
+        (before + 5, made[4]),
+        (before + 6, made[5]),
+    ]
+    with eng.store.read() as tx:
+        edge = tx.edge_by_id(str(made[2]))
+    assert edge is not None and dict(changes[2].data) == ops.edge_record(edge)
+    _, only_links = eng.nodes.submit([Link(a, c, "z"), Link(b, a, "z")])
+    assert only_links == eng.current_seq() == before + 8

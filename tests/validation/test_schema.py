@@ -511,6 +511,31 @@ def test_unknown_keys_are_refused_by_a_strict_object_and_dropped_otherwise() -> 
     assert loose.validate({"a": "x", "b": 1}) == {"a": "x"}
 
 
+def test_an_unknown_key_is_refused_whatever_the_defaults_fill_in() -> None:
+    # As many keys given as the cleaned object has (defaults fill the absent fields): the
+    # unknown one is still found.
+    spec = Obj(fields={"a": Str(), "b": Int(default=1), "c": Bool(default=False)}, required=("a",))
+    with pytest.raises(Invalid) as caught:
+        spec.validate({"a": "x", "zz": 2, "yy": 3})
+    assert caught.value.issues == [
+        {"code": "unrecognized_keys", "keys": ["zz", "yy"], "path": [], "message": 'Unrecognized keys: "zz", "yy"'}
+    ]
+    assert spec.validate({"a": "x"}) == {"a": "x", "b": 1, "c": False}
+
+
+def test_a_pattern_field_checks_every_item_of_a_long_array() -> None:
+    spec = Arr(items=Obj(fields={"name": Str(min_length=1, pattern=r"\S", pattern_message="blank")}))
+    values = [{"name": "ok"} if i % 3 else {"name": " \t"} for i in range(60)]
+    with pytest.raises(Invalid) as caught:
+        Obj(fields={"items": spec}).validate({"items": values})
+    assert [(i["path"], i["message"]) for i in caught.value.issues] == [
+        (["items", i, "name"], "blank") for i in range(0, 60, 3)
+    ]
+    assert Obj(fields={"items": spec}).validate({"items": [{"name": "\U0001f600"}]}) == {
+        "items": [{"name": "\U0001f600"}]
+    }
+
+
 def test_nested_issues_carry_the_whole_path() -> None:
     spec = Obj(fields={"items": Arr(items=Obj(fields={"id": Int(minimum=1)}, required=("id",)))})
     with pytest.raises(Invalid) as raised:

@@ -358,6 +358,15 @@ class Engine:
         grant = current_grant()
         return tx.append_change(at, scope, name, target, data, actor=None if grant is None else grant.name)
 
+    def log_many(self, tx: WriteTx, entries: Sequence[ops.Op], at: int) -> int:
+        """`log` of each entry in turn, in one statement where the store can: what a call
+        that writes many relations logs them with. The seq of the last entry (the log's
+        last seq when there are none)."""
+        for scope, *_ in entries:
+            self.check_writable(scope)
+        grant = current_grant()
+        return tx.append_changes(at, entries, actor=None if grant is None else grant.name)
+
     def record_access(self, pks: Iterable[int]) -> None:
         self.access.record(pks, self.clock())
 

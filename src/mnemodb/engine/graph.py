@@ -224,6 +224,7 @@ class KnowledgeGraph:
             # What is there already, for the whole call in one read; `seen` keeps what the
             # call itself opens (a relation given twice is made once).
             seen = tx.open_edge_keys(keys)
+            logged: list[ops.Op] = []  # appended together once every relation is written
             for item, key in zip(items, keys, strict=True):
                 if key in seen:
                     continue
@@ -247,10 +248,12 @@ class KnowledgeGraph:
                     at,
                     extra=item.extra,
                     end_ids=(src.id, dst.id),  # the edge built from what was written, not read back
+                    log_later=logged,
                 )
                 created.append(
                     Relation(src.name, dst.name, item.relation_type, edge.pk, src.pk, dst.pk, dict(item.extra))
                 )
+            self._engine.log_many(tx, logged, at)
         return created
 
     def add_observations(

@@ -1207,6 +1207,9 @@ class Items:
                     if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
                         keys.append((src_end.pk, dst_end.pk, edge_type))
             seen = tx.open_edge_keys(keys)
+            # The new relations' log entries, checked as each is written and appended
+            # together once all are (in the call's order, after those of the closes).
+            logged: list[ops.Op] = []
             for i, (src_ref, dst_ref, edge_type, props, valid_from) in enumerate(add):
                 try:
                     if not check_text(edge_type, "relation type"):
@@ -1239,8 +1242,10 @@ class Items:
                     start,
                     at,
                     end_ids=(src.id, dst.id),
+                    log_later=logged,
                 )
                 opened.append((edge, True))
+            engine.log_many(tx, logged, at)
         return opened, closed, ends
 
     def _resolver(

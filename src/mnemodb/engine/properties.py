@@ -517,9 +517,17 @@ class PropertyGraph:
             at = self._engine.clock()
             link_ends = tx.nodes_by_ids(named) if named else None
             seq = 0
+            # The log entries of a run of links, checked as each is written and appended
+            # together before the next other command (or at the end): the log's order.
+            links_logged: list[ops.Op] = []
             for command in commands:
-                new_id, seq = self._run(tx, command, produced, at, seq, link_ends)
+                if links_logged and not isinstance(command, Link):
+                    seq = self._engine.log_many(tx, links_logged, at)
+                    links_logged.clear()
+                new_id, seq = self._run(tx, command, produced, at, seq, link_ends, links_logged)
                 produced.append(new_id)
+            if links_logged:
+                seq = self._engine.log_many(tx, links_logged, at)
         return produced, seq
 
     def _resolve(self, ref: NodeRef, produced: Sequence[str | None]) -> str:
@@ -572,9 +580,11 @@ class PropertyGraph:
         at: int,
         seq: int,
         link_ends: dict[str, Node] | None = None,
+        links_logged: list[ops.Op] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
-        the nodes the batch's links name by id, read before it ran."""
+        the nodes the batch's links name by id, read before it ran. A link's log entry goes
+        to `links_logged` when given, for the caller to append (its seq is then `seq`)."""
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
@@ -593,6 +603,23 @@ class PropertyGraph:
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
+                if links_logged is not None:
+                    engine.writes.open_edge(
+                        tx,
+                        a.pk,
+                        b.pk,
+                        a.scope,
+                        b.scope,
+                        edge_type,
+                        edge_scope,
+                        dict(props),
+                        start,
+                        at,
+                        edge_id=edge_id,
+                        end_ids=(a.id, b.id),
+                        log_later=links_logged,
+                    )
+                    return edge_id, seq
                 _, logged = engine.writes.open_edge_logged(
                     tx,
                     a.pk,

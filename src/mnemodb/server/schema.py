@@ -154,7 +154,12 @@ class Str(Field):
             return value
         if self.trim:
             value = value.strip()
-        length = js_length(value) if self.utf16 else len(value)
+        if self.min_length is None and self.max_length is None:
+            length = 0  # not needed
+        elif not self.utf16 or value.isascii():
+            length = len(value)
+        else:
+            length = js_length(value)
         if self.min_length is not None and length < self.min_length:
             issues.append(
                 {
@@ -177,7 +182,7 @@ class Str(Field):
                     "message": f"Too big: expected string to have <={self.max_length} characters",
                 }
             )
-        if self.pattern is not None and _js_regex(self.pattern, self.pattern_flags).search(value) is None:
+        if self.pattern is not None and self._compiled.search(value) is None:
             shown = f"/{self.pattern}/{self.pattern_flags}"
             issues.append(
                 {
@@ -190,6 +195,12 @@ class Str(Field):
                 }
             )
         return value
+
+    @functools.cached_property
+    def _compiled(self) -> re.Pattern[str]:
+        """The pattern, compiled once a field (`pattern` is set wherever this is read)."""
+        assert self.pattern is not None
+        return _js_regex(self.pattern, self.pattern_flags)
 
 
 @dataclass(frozen=True)
@@ -356,14 +367,17 @@ class Obj(Field):
             issues.append(_invalid_type("object", value, path))
             return value
         out: dict[str, Any] = {}
-        for name, spec in self.fields.items():
+        fields = self.fields
+        present = 0
+        for name, spec in fields.items():
             if name in value:
+                present += 1
                 out[name] = spec.check(value[name], (*path, name), issues)
             elif name in self.required:
                 issues.append(_invalid_type(_expected(spec), _MISSING, (*path, name)))
             elif spec.default is not _MISSING:
                 out[name] = spec.default
-        unknown = [k for k in value if k not in self.fields]
+        unknown = [k for k in value if k not in fields] if present < len(value) else []
         if unknown and self.strict:
             listed = ", ".join(f'"{k}"' for k in unknown)
             issues.append(

@@ -886,6 +886,18 @@ class ChangeLogWrites(Protocol):
         seq, the last one plus one (see `ChangeLogReads`)."""
         ...
 
+    def append_changes(
+        self,
+        at: int,
+        entries: Sequence[tuple[str | None, str, str | None, Mapping[str, Any]]],
+        *,
+        actor: str | None = None,
+    ) -> int:
+        """Append entries (scope, op, target, data), all at `at` and by `actor`, in their
+        order: what `append_change` of each in turn appends; the seq of the last (the log's
+        last seq when there are none)."""
+        ...
+
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data, keeping its seq, time, op and target: how a forgotten
         item's text leaves the log."""

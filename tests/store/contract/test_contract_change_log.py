@@ -46,6 +46,40 @@ def test_append_returns_the_next_seq_and_entries_read_back(store: Store) -> None
     assert every[2] == Change(3, T0 + 2, B, "delete_node", "n1", {"why": ["x", 1, True, None, 1.5]})
 
 
+def test_append_changes_appends_in_order_after_the_last_entry(store: Store) -> None:
+    with store.write() as tx:
+        tx.append_change(T0, A, "create_node", "n1", {"label": "Thing"})
+        last = tx.append_changes(
+            T0 + 1,
+            [
+                (A, "create_edge", "e1", {"src": "n1", "props": {"w": 1.5}}),
+                (None, "set_meta", None, {}),
+                (B, "x", "e2", {}),
+            ],
+            actor="token-a",
+        )
+        none = tx.append_changes(T0 + 2, [])
+    assert (last, none) == (4, 4)
+    with store.write() as tx:
+        assert tx.append_change(T0 + 3, A, "delete_node", "n1", {}) == 5
+    with store.read() as tx:
+        every = tx.changes(0, None)
+    assert every[1:4] == [
+        Change(2, T0 + 1, A, "create_edge", "e1", {"src": "n1", "props": {"w": 1.5}}, "token-a"),
+        Change(3, T0 + 1, None, "set_meta", None, {}, "token-a"),
+        Change(4, T0 + 1, B, "x", "e2", {}, "token-a"),
+    ]
+    assert [c.seq for c in every] == [1, 2, 3, 4, 5]
+
+
+def test_appended_changes_roll_back_with_their_transaction(store: Store) -> None:
+    with contextlib.suppress(_Abort), store.write() as tx:
+        tx.append_changes(T0, [(A, "create_node", "n1", {}), (A, "create_node", "n2", {})])
+        raise _Abort
+    with store.read() as tx:
+        assert tx.current_seq() == 0
+
+
 def test_rewrite_change_keeps_seq_time_op_and_target(store: Store) -> None:
     with store.write() as tx:
         tx.append_change(T0, A, "create_node", "n1", {"content": "secret"})

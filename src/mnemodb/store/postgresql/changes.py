@@ -248,6 +248,18 @@ class LogWrites(LogReads):
         assert row is not None
         return int(row[0])
 
+    def append_changes(
+        self,
+        at: int,
+        entries: Sequence[tuple[str | None, str, str | None, Mapping[str, Any]]],
+        *,
+        actor: str | None = None,
+    ) -> int:
+        seq = None
+        for scope, op, target, data in entries:
+            seq = self.append_change(at, scope, op, target, data, actor=actor)
+        return self.current_seq() if seq is None else seq
+
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data (its seq, time, op and target stay): how a forgotten
         item's text leaves the log."""

@@ -186,6 +186,21 @@ class LogWrites(LogReads):
         )
         return int(cur.lastrowid or 0)
 
+    def append_changes(
+        self,
+        at: int,
+        entries: Sequence[tuple[str | None, str, str | None, Mapping[str, Any]]],
+        *,
+        actor: str | None = None,
+    ) -> int:
+        # One prepared statement for the lot; seqs follow on as `append_change`'s do.
+        self.conn.executemany(
+            "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)",
+            [(at, scope, op, target, pack(at, scope, target, data), actor) for scope, op, target, data in entries],
+        )
+        # (executemany leaves no lastrowid; writers are serialised, so the last is the greatest.)
+        return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0])
+
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data (its seq, time, op and target stay): how a forgotten
         item's text leaves the log."""

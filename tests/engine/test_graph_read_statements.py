@@ -12,6 +12,8 @@ import pytest
 
 from engine.test_items import ent, mem, rel
 from mnemodb.engine import Engine
+from mnemodb.model.ids import SHARED
+from mnemodb.model.records import Direction
 from mnemodb.store.sqlite import SqliteStore
 from support import Clock
 
@@ -61,3 +63,27 @@ def test_a_look_up_reads_the_other_ends_as_entity_keys(lite: Engine) -> None:
     assert not [s for s in statements if "FROM memory m" in s]  # the note about Bob: by the id its relation holds
     in_full = [s for s in statements if "LEFT JOIN entity_text" in s]
     assert len(in_full) == 1 and "'Bob'" in in_full[0]  # Bob himself; Ada and Cy by key
+
+
+def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> None:
+    _chain(lite)
+    found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))
+    assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy", "Dee"}
+    edge_reads = [s for s in statements if "FROM edge e" in s]
+    hops = [s for s in edge_reads if "'supersedes'" not in s and "UNION ALL" in s]
+    assert len(hops) == 2 and all("e.src IN (" in s and "e.dst IN (" in s for s in hops)  # both ways at once
+    assert len(edge_reads) == 5  # and a check for newer memories a hop, and the relations among the items
+
+
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+def test_one_statement_finds_each_relation_once_whichever_way(lite: Engine, direction: Direction) -> None:
+    _chain(lite)
+    with lite.store.read() as tx:
+        people = tx.entities_named([SHARED], ["Bob", "Cy"])
+        # Bob -> Cy is found by both ends; the filters go to both ways of the lookup.
+        edges = tx.edges_of([people["Bob"].pk, people["Cy"].pk], direction, edge_types=["knows"], valid_at=lite.clock())
+        ends = tx.entities_by_pk([pk for e in edges for pk in (e.src_pk, e.dst_pk)])
+    ways = {"out": {("Bob", "Cy"), ("Cy", "Dee")}, "in": {("Ada", "Bob"), ("Bob", "Cy")}}
+    expected = ways["out"] | ways["in"] if direction == "both" else ways[direction]
+    assert [e.pk for e in edges] == sorted({e.pk for e in edges})  # each once, oldest first
+    assert {(ends[e.src_pk].name, ends[e.dst_pk].name) for e in edges} == expected

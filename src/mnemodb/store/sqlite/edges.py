@@ -17,6 +17,8 @@ __all__ = ["EdgeReads", "EdgeWrites"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+_ENDS: dict[Direction, tuple[str, ...]] = {"out": ("src",), "in": ("dst",), "both": ("src", "dst")}
+"""The end a lookup matches, for each direction."""
 
 
 def _reaching(way: int, far: str, near: str) -> str:
@@ -77,7 +79,11 @@ class EdgeReads:
         )
 
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
-        rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
+        return self._edge_rows(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params)
+
+    def _edge_rows(self, sql: str, params: Sequence[Any]) -> list[Edge]:
+        """The edges a statement selecting `_EDGE_COLUMNS` finds."""
+        rows = self.conn.execute(sql, params).fetchall()
         # Positional, in `Edge`'s field order (that of `_EDGE_COLUMNS`): a traversal builds
         # dozens of these per call, and keywords cost a fifth more.
         return [
@@ -153,13 +159,12 @@ class EdgeReads:
         found: dict[int, Edge] = {}
         for chunk in chunks(pks, 400):
             chunk_marks = marks(len(chunk))
-            # Two indexed lookups (edge_src, edge_dst) rather than one OR, which would scan.
-            if direction in ("out", "both"):
-                for edge in self._edges(f"e.src IN ({chunk_marks}){filters}", [*chunk, *extra]):
-                    found[edge.pk] = edge
-            if direction in ("in", "both"):
-                for edge in self._edges(f"e.dst IN ({chunk_marks}){filters}", [*chunk, *extra]):
-                    found[edge.pk] = edge
+            # Two indexed lookups (edge_src, edge_dst) rather than one OR, which could scan;
+            # both ways in one statement, as a UNION ALL (an edge found twice is kept once).
+            ways = [f"e.{end} IN ({chunk_marks}){filters}" for end in _ENDS[direction]]
+            sql = " UNION ALL ".join(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {way}" for way in ways)
+            for edge in self._edge_rows(sql, [*chunk, *extra] * len(ways)):
+                found[edge.pk] = edge
         return [found[k] for k in sorted(found)]
 
     def edges_reached(

@@ -1,0 +1,41 @@
+"""The native profile's reply text: compact JSON with non-ASCII characters as they are,
+the same text as the standard library's but for how a float is spelt."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from mnemodb.server.profiles.native.profile import _json
+
+
+def standard(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"items": [{"name": "Größe — 大きさ 🙂", "observations": ["ünï"], "hops": 1, "score": 0.6180339887}]},
+        {"items": [{"content": 'quote " backslash \\ tab \t newline \n nul \x00 unit \x1f del \x7f'}]},
+        {"items": [], "separators": "\u2028\u2029", "small": 0.125, "whole": 1.0, "none": None, "next_cursor": None},
+        {"items": [{"ref": "missing", "error": "not found"}], "big": 2**63 - 1, "low": -(2**63)},
+    ],
+)
+def test_same_text_as_the_standard_library(value: Any) -> None:
+    assert _json(value) == standard(value)
+
+
+@pytest.mark.parametrize("value", [{"id": 2**70}, {"content": "lone \ud800 surrogate"}, {1: "integer key"}])
+def test_what_orjson_refuses_is_written_by_the_standard_library(value: Any) -> None:
+    assert _json(value) == standard(value)
+
+
+def test_floats_read_back_as_the_same_numbers() -> None:
+    rng = random.Random(18)
+    values = [1e-05, 2.5e-07, 1e16, 1e22, -0.0, *(rng.random() * 10 ** rng.randint(-9, 20) for _ in range(20_000))]
+    assert json.loads(_json(values)) == values
+    assert _json([1e-05, 2.5e-07]) == "[0.00001,2.5e-7]"  # where the spelling differs from json.dumps

@@ -524,7 +524,7 @@ class PropertyGraph:
                 if links_logged and not isinstance(command, Link):
                     seq = self._engine.log_many(tx, links_logged, at)
                     links_logged.clear()
-                new_id, seq = self._run(tx, command, produced, at, seq, link_ends, links_logged)
+                new_id, seq = self._run(tx, command, produced, at, seq, links_logged, link_ends)
                 produced.append(new_id)
             if links_logged:
                 seq = self._engine.log_many(tx, links_logged, at)
@@ -566,7 +566,11 @@ class PropertyGraph:
         """Run one command inside the caller's transaction (no back-references): the id it made."""
         if isinstance(command, SetEmbedding):
             _check_embeddings([command])
-        return self._run(tx, command, [], at, 0)[0]
+        link_logged: list[ops.Op] = []
+        new_id, _ = self._run(tx, command, [], at, 0, link_logged)
+        if link_logged:
+            self._engine.log_many(tx, link_logged, at)
+        return new_id
 
     def apply_props(self, tx: WriteTx, node_id: str, props: Mapping[str, Scalar | None], at: int) -> None:
         """Set (and, for None, remove) properties of a node inside the caller's transaction."""
@@ -579,12 +583,12 @@ class PropertyGraph:
         produced: Sequence[str | None],
         at: int,
         seq: int,
+        links_logged: list[ops.Op],
         link_ends: dict[str, Node] | None = None,
-        links_logged: list[ops.Op] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
         the nodes the batch's links name by id, read before it ran. A link's log entry goes
-        to `links_logged` when given, for the caller to append (its seq is then `seq`)."""
+        to `links_logged`, for the caller to append (the seq returned for it is `seq`)."""
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
@@ -603,24 +607,7 @@ class PropertyGraph:
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
-                if links_logged is not None:
-                    engine.writes.open_edge(
-                        tx,
-                        a.pk,
-                        b.pk,
-                        a.scope,
-                        b.scope,
-                        edge_type,
-                        edge_scope,
-                        dict(props),
-                        start,
-                        at,
-                        edge_id=edge_id,
-                        end_ids=(a.id, b.id),
-                        log_later=links_logged,
-                    )
-                    return edge_id, seq
-                _, logged = engine.writes.open_edge_logged(
+                engine.writes.open_edge(
                     tx,
                     a.pk,
                     b.pk,
@@ -633,8 +620,9 @@ class PropertyGraph:
                     at,
                     edge_id=edge_id,
                     end_ids=(a.id, b.id),
+                    log_later=links_logged,
                 )
-                return edge_id, logged
+                return edge_id, seq
             case SetProps(node=ref, props=props):
                 props = {
                     **check_props({k: v for k, v in props.items() if v is not None}),

@@ -154,71 +154,6 @@ class Writes:
         made from what was written, not read back. A caller writing many relations in one
         transaction may pass `log_later`: the entry is then checked now and added to it, for
         the caller to log with the others in one go (`Engine.log_many`), in the same order."""
-        if log_later is None:
-            return self.open_edge_logged(
-                tx,
-                src,
-                dst,
-                src_scope,
-                dst_scope,
-                edge_type,
-                scope,
-                props,
-                valid_from,
-                at,
-                edge_id=edge_id,
-                extra=extra,
-                end_ids=end_ids,
-            )[0]
-        edge = self._edge_row(
-            tx, src, dst, src_scope, dst_scope, edge_type, scope, props, valid_from, at, edge_id, extra, end_ids
-        )
-        op = ops.edge_created(edge)
-        self._engine.check_writable(op[0])
-        log_later.append(op)
-        return edge
-
-    def open_edge_logged(
-        self,
-        tx: WriteTx,
-        src: int,
-        dst: int,
-        src_scope: str,
-        dst_scope: str,
-        edge_type: str,
-        scope: str,
-        props: Props,
-        valid_from: int,
-        at: int,
-        *,
-        edge_id: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-        end_ids: tuple[str, str] | None = None,
-    ) -> tuple[Edge, int]:
-        """`open_edge`, and the seq of the edge's change-log entry (no read of the log's end
-        to learn it)."""
-        edge = self._edge_row(
-            tx, src, dst, src_scope, dst_scope, edge_type, scope, props, valid_from, at, edge_id, extra, end_ids
-        )
-        return edge, self._engine.log(tx, ops.edge_created(edge), at)
-
-    def _edge_row(
-        self,
-        tx: WriteTx,
-        src: int,
-        dst: int,
-        src_scope: str,
-        dst_scope: str,
-        edge_type: str,
-        scope: str,
-        props: Props,
-        valid_from: int,
-        at: int,
-        edge_id: str | None,
-        extra: Mapping[str, Any] | None,
-        end_ids: tuple[str, str] | None,
-    ) -> Edge:
-        """The scope rules and the row of a new edge, unlogged; the edge."""
         check_edge_ends(src_scope, dst_scope)
         self._engine.check_edge_scope(scope, src_scope, dst_scope)
         new_id = edge_id or new_ulid()
@@ -233,6 +168,12 @@ class Writes:
             edge = Edge(
                 pk, new_id, end_ids[0], end_ids[1], edge_type, scope, dict(props), valid_from, None, at, src, dst
             )
+        op = ops.edge_created(edge)
+        if log_later is None:
+            self._engine.log(tx, op, at)
+        else:
+            self._engine.check_writable(op[0])
+            log_later.append(op)
         return edge
 
     def close_edge(self, tx: WriteTx, edge: Edge, valid_to: int, at: int) -> int:

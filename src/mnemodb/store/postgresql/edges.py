@@ -83,28 +83,30 @@ def _props_text(props: Props) -> str:
     return dumps(dict(props)) if props else "{}"
 
 
+def _edge_of(r: Sequence[Any]) -> Edge:
+    """An edge from the first columns of a row that starts with `_EDGE_COLUMNS`."""
+    return Edge(
+        pk=r[0],
+        id=got(r[1]),
+        src=got(r[2]),
+        dst=got(r[3]),
+        type=got(r[4]),
+        scope=got(r[5]),
+        props=props_of(r[6]),
+        valid_from=r[7],
+        valid_to=r[8],
+        created_at=r[9],
+        src_pk=r[10],
+        dst_pk=r[11],
+    )
+
+
 class EdgeReads:
     conn: psycopg.Connection[Any]
 
     def _edges(self, where: str, params: Sequence[Any]) -> list[Edge]:
         rows = self.conn.execute(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {where}", params).fetchall()
-        return [
-            Edge(
-                pk=r[0],
-                id=got(r[1]),
-                src=got(r[2]),
-                dst=got(r[3]),
-                type=got(r[4]),
-                scope=got(r[5]),
-                props=props_of(r[6]),
-                valid_from=r[7],
-                valid_to=r[8],
-                created_at=r[9],
-                src_pk=r[10],
-                dst_pk=r[11],
-            )
-            for r in rows
-        ]
+        return [_edge_of(r) for r in rows]
 
     def edge_by_pk(self, pk: int) -> Edge | None:
         found = self._edges("e.pk = %s", [pk])
@@ -199,26 +201,7 @@ class EdgeReads:
         ]
         params = [value for _ in ways for value in (list(ends), *extra)]
         rows = self.conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1, way", params).fetchall()
-        return [
-            (
-                Edge(
-                    pk=r[0],
-                    id=got(r[1]),
-                    src=got(r[2]),
-                    dst=got(r[3]),
-                    type=got(r[4]),
-                    scope=got(r[5]),
-                    props=props_of(r[6]),
-                    valid_from=r[7],
-                    valid_to=r[8],
-                    created_at=r[9],
-                    src_pk=r[10],
-                    dst_pk=r[11],
-                ),
-                node_view(r[12:25]),
-            )
-            for r in rows
-        ]
+        return [(_edge_of(r), node_view(r[12:25])) for r in rows]
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both ends are in `pks`, oldest first."""

@@ -167,6 +167,9 @@ class LogReads:
         return None if row is None else str(row[0])
 
 
+_APPEND = "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)"
+
+
 class LogWrites(LogReads):
     def append_change(
         self,
@@ -181,7 +184,7 @@ class LogWrites(LogReads):
         # INTEGER PRIMARY KEY without AUTOINCREMENT takes MAX(seq)+1. Writers are serialised
         # by BEGIN IMMEDIATE and a rolled-back insert leaves no row, so the log has no gaps.
         cur = self.conn.execute(
-            "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)",
+            _APPEND,
             [at, scope, op, target, pack(at, scope, target, data), actor],
         )
         return int(cur.lastrowid or 0)
@@ -195,7 +198,7 @@ class LogWrites(LogReads):
     ) -> int:
         # One prepared statement for the lot; seqs follow on as `append_change`'s do.
         self.conn.executemany(
-            "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)",
+            _APPEND,
             [(at, scope, op, target, pack(at, scope, target, data), actor) for scope, op, target, data in entries],
         )
         # (executemany leaves no lastrowid; writers are serialised, so the last is the greatest.)

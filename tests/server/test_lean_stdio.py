@@ -33,7 +33,7 @@ from mnemodb.server.calls import ToolCalls
 from mnemodb.server.lean import LeanServer
 from mnemodb.server.profile import StructuredText, tool_result
 from mnemodb.server.profiles import build_profile
-from mnemodb.server.stdio import _encoded, _encoded_result, serve_stdio
+from mnemodb.server.stdio import _encoded, _encoded_result, _parsed, serve_stdio
 from support import REPLY_TIMEOUT_S
 
 pytestmark = pytest.mark.inprocess
@@ -217,6 +217,42 @@ def test_a_structured_text_reply_has_the_bytes_of_the_plain_encoding() -> None:
     for request_id in ("a-\u00e9", 0, 2**53):
         result = tool_result(StructuredText(text), data, is_error=False)
         assert _encoded_result(request_id, result) == _encoded({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+@pytest.mark.parametrize(
+    "request_id", [0, -1, 2**63 - 1, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**40, "", "x\u00e9\n"]
+)
+def test_a_structured_text_reply_writes_any_id_as_the_plain_encoding(request_id: str | int) -> None:
+    result = tool_result(StructuredText('{"a":1}'), {"a": 1}, is_error=False)
+    assert _encoded_result(request_id, result) == _encoded({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+LINES = [
+    b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get","arguments":{"refs":["x"]}}}',
+    *(str(n).encode() for n in (2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**40, -(10**40))),
+    b'{"id":123456789012345678901234567890}',
+    b"[0.1, 5e-324, 1.7976931348623157e308, 2.2250738585072011e-308, -0.0, 1E2, 1e400, -1e400, 1.5e-400]",
+    b'{"a":1,"a":2.0}',
+    rb'"\ud83d\ude00 \u00e9 \u0000 \/"',
+    rb'"\ud800"',
+    rb'{"id":"\udfff"}',
+    b'\xef\xbb\xbf{"id":1}',
+    b" \t[ ]\r",
+]
+REFUSED = [b"NaN", b"[Infinity]", b"-Infinity", b"{bad", b"\xff\xfe", b"1 2", b'"\x01"', b"[" * 100_000]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_a_line_is_read_as_the_standard_library_reads_it(line: bytes) -> None:
+    expected = json.loads(line.decode("utf-8-sig"))
+    # repr: an integer past 64 bits must stay an integer, and -0.0 a negative zero.
+    assert repr(_parsed(line)) == repr(expected)
+
+
+@pytest.mark.parametrize("line", REFUSED, ids=range(len(REFUSED)))
+def test_a_line_that_is_no_json_is_refused(line: bytes) -> None:
+    with pytest.raises((ValueError, RecursionError)):
+        _parsed(line)
 
 
 def test_a_structured_text_with_a_lone_surrogate_cannot_be_encoded() -> None:

@@ -95,6 +95,23 @@ _LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# A run of digits that may be an integer past 64 bits, which orjson reads as a float.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _parsed(line: bytes) -> Any:
+    """The JSON value of a line, as the standard library reads it, or ValueError (or
+    UnicodeDecodeError, RecursionError) when it is none. orjson reads what it can read the
+    same way at a third of the time: UTF-8 text without a BOM, no lone surrogate escape,
+    no number out of a double's range nor an integer past 64 bits. The rest, and whatever
+    it refuses, is read by the standard library, which decides what it is."""
+    if not _LONG_DIGITS.search(line):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return orjson.loads(line)
+    # Strict UTF-8: json.loads of bytes would let the bytes of a lone surrogate through.
+    return json.loads(line.decode("utf-8-sig"), parse_constant=_reject_constant)
+
+
 def _holds_lone_surrogate(payload: Any) -> bool:
     stack = [payload]
     while stack:  # iterative: a message may nest hundreds of levels deep
@@ -292,7 +309,12 @@ def _encoded_result(request_id: str | int, result: dict[str, Any]) -> bytes:
         or set(block or ()) != {"type", "text"}
     ):
         return _encoded({"jsonrpc": "2.0", "id": request_id, "result": result})
-    head = json.dumps({"jsonrpc": "2.0", "id": request_id}, separators=(",", ":"), ensure_ascii=False)[:-1]
+    # The id as the standard library writes it (a string has no lone surrogate: such input
+    # is refused), by orjson unless it is an integer past 64 bits.
+    try:
+        quoted_id = orjson.dumps(request_id)
+    except orjson.JSONEncodeError:
+        quoted_id = json.dumps(request_id).encode()
     # The text quoted by orjson: the same bytes as the standard library's encoder without
     # ASCII escaping (every code point but a lone surrogate, which either refuses), at a
     # tenth of its time for a reply of 57 KB.
@@ -300,7 +322,8 @@ def _encoded_result(request_id: str | int, result: dict[str, Any]) -> bytes:
     failed = b"true" if result["isError"] else b"false"
     return b"".join(
         (
-            head.encode(),
+            b'{"jsonrpc":"2.0","id":',
+            quoted_id,
             b',"result":{"content":[{"type":"text","text":',
             quoted,
             b'}],"structuredContent":',
@@ -441,8 +464,7 @@ class _Connection:
         if not line.strip() and not rules.blank_line_is_parse_error:
             return
         try:
-            # Strict UTF-8: json.loads of bytes would let the bytes of a lone surrogate through.
-            payload = json.loads(line.decode("utf-8-sig"), parse_constant=_reject_constant)
+            payload = _parsed(line)
         except (ValueError, UnicodeDecodeError, RecursionError):
             await self.emit(_error(-32700, "Parse error", None, rules, with_id=False))
             return

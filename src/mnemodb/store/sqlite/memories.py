@@ -147,12 +147,15 @@ class MemoryReads:
         match = f"{{content}} : ({match})" if content_only else f"{{content summary}} : ({match})"
         live = include_archived or not archived_in(self.conn, scopes)
         if live and self._holds_only(scopes):
-            # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
-            # instead of scoring and joining every match before sorting; the rows kept
-            # are joined in the same statement (a second one cost 0.08 ms a query).
+            # Every memory is readable: the matches are ranked alone and only the top rows
+            # kept, instead of joining every match before sorting; the rows kept are joined
+            # in the same statement (a second one cost 0.08 ms a query). The order names
+            # the rowid too, so SQLite's own top-N sort keeps them: FTS5's `ORDER BY rank`
+            # sorts every match in a statement of its own and seeks each back, 0.12 ms more
+            # a query at 10,000 memories (0.54 against 0.42 ms), for the same rows.
             rows = self.conn.execute(
                 "SELECT f.rowid, -f.rank, m.importance, n.created_at FROM "
-                "(SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f "
+                "(SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
                 "CROSS JOIN memory m ON m.node = f.rowid CROSS JOIN node n ON n.pk = f.rowid ORDER BY f.rank, f.rowid",
                 [match, limit],
             ).fetchall()

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Memory
+from mnemodb.model.records import Memory, MemoryView
 from mnemodb.store.base import TextHit, TimeRange
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
@@ -114,6 +114,24 @@ class MemoryReads:
         for chunk in chunks(pks, 500):
             for memory in self._memories(f"m.node IN ({marks(len(chunk))})", chunk):
                 out[memory.pk] = memory
+        return out
+
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+        out: dict[int, MemoryView] = {}
+        for chunk in chunks(pks, 500):
+            rows = self.conn.execute(
+                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
+                f"FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
+                chunk,
+            ).fetchall()
+            if not rows:
+                continue
+            tags = self._tags_of([r[0] for r in rows])
+            untagged: tuple[str, ...] = ()
+            for pk, content, summary, importance, memory_type, created_at, last_at, digest in rows:
+                out[pk] = MemoryView(
+                    pk, content, summary, tags.get(pk, untagged), importance, memory_type, created_at, last_at, digest
+                )
         return out
 
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:

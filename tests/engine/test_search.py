@@ -146,6 +146,29 @@ def test_results_are_capped_by_limit_and_ordered(eng: Engine) -> None:
     assert len(eng.memories.search("lambda", limit=1)) == 1
 
 
+def test_search_views_are_the_search_read_as_shown_fields(eng: Engine, clock: Clock) -> None:
+    for i in range(40):
+        eng.memories.store(
+            f"omega {'filler ' * (i % 4)}number {i}", ["omega"] if i % 5 == 0 else ["other"], importance=i % 11
+        )
+        clock.now += 3_600_000
+    eng.memories.store("omega with a summary", ["x"], summary="omega summary")
+    eng.items.archive(eng.memories.store("an archived omega", ["x"]).memory.id)
+    eng.memories.search("number 7")  # read once: its last access shows
+    eng.access.flush()
+    for query, limit in (("omega", 100), ("omega", 7), ("omega filler", 12), ("number 7", 100), ("nothing", 5)):
+        hits = eng.memories.search(query, limit=limit, explain=False, record_access=False)
+        views = eng.memories.search_views(query, limit=limit)
+        assert [(view.pk, score) for view, score in views] == [(h.memory.pk, h.score) for h in hits]
+        for (view, _), hit in zip(views, hits, strict=True):
+            m = hit.memory
+            shown = (m.content, m.summary, m.tags, m.importance, m.memory_type, m.created_at, m.last_accessed_at)
+            assert (view.content, view.summary, view.tags, view.importance, view.memory_type) == shown[:5]
+            assert (view.created_at, view.last_accessed_at, view.hash) == (*shown[5:], m.hash)
+    assert any(view.last_accessed_at is not None for view, _ in eng.memories.search_views("number 7"))
+    assert "an archived omega" not in [view.content for view, _ in eng.memories.search_views("omega")]
+
+
 def test_a_negative_limit_does_not_drop_one_result(eng: Engine) -> None:
     for i in range(3):
         eng.memories.store(f"kappa {i}")

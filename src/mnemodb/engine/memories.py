@@ -9,8 +9,8 @@ every change is logged by `Engine.log`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mnemodb.graph.traversal import expand
 from mnemodb.model.checks import check_query, check_text
@@ -24,6 +24,7 @@ from mnemodb.model.records import (
     ItemResult,
     Memory,
     MemoryLink,
+    MemoryView,
     NewMemory,
     Props,
     Recall,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from mnemodb.store.base import ReadTx, WriteTx
 
 __all__ = ["Memories"]
+
+R = TypeVar("R")
 
 _DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming": "in", "in": "in", "both": "both"}
 
@@ -185,31 +188,10 @@ class Memories:
         """Memories matching the query's words or tags, most relevant first; archived
         memories only with `include_archived`. Without `explain`, the hits' `components`
         are left empty (the scores are the same)."""
-        if limit < 1:
-            raise InvalidArgument("limit must be at least 1")
-        read = self._engine.scopes(scopes)
-        terms = query_terms(check_query(query))
-        tag_terms = tag_candidates(query)
-        if not terms and not tag_terms:
+        ranked = self._rank(query, scopes, limit, include_archived, lambda tx, pks: tx.memories_by_pk(pks))
+        if ranked is None:
             return []
-        # Rank light candidate rows first; only the winners are read in full. The pool is
-        # wider than the limit so importance and recency can lift a slightly weaker match.
-        pool = limit + max(limit // 2, 25)
-        now = self._engine.clock()
-        with self._engine.store.read() as tx:
-            by_text = tx.search_text(terms, read, pool, include_archived=include_archived)
-            by_tag = tx.memories_with_tags(tag_terms, read, pool, include_archived=include_archived)
-            strength = text_strengths({hit.pk: hit.score for hit in by_text})
-            tagged = {c[0] for c in by_tag}
-            # Every candidate is scored, the winners alone explained: the parts of a score
-            # cost as much again as the score (0.1 ms a search of 10,000 memories).
-            score = relevance_scorer(now, self._engine.weights)
-            scores: dict[int, float] = {}
-            for pk, _, importance, created_at in (*by_text, *by_tag):
-                if pk not in scores:
-                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, False)
-            best = sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]
-            memories = tx.memories_by_pk(best)
+        best, scores, memories, strength, tagged, now = ranked
         if not explain:
             hits = [SearchHit(memories[pk], scores[pk]) for pk in best if pk in memories]
         else:
@@ -229,6 +211,58 @@ class Memories:
         if record_access:
             self._engine.record_access(h.memory.pk for h in hits)
         return hits
+
+    def search_views(
+        self, query: str, *, scopes: Sequence[str] | None = None, limit: int = 100
+    ) -> list[tuple[MemoryView, float]]:
+        """`search` without archived memories or explanations, each winner read as the
+        fields a listing shows (`MemoryView`) with its relevance: the same memories, in
+        the same order, with the same scores."""
+        ranked = self._rank(query, scopes, limit, False, lambda tx, pks: tx.memory_views(pks))
+        if ranked is None:
+            return []
+        best, scores, views = ranked[:3]
+        found = [(views[pk], scores[pk]) for pk in best if pk in views]
+        self._engine.record_access(view.pk for view, _ in found)
+        return found
+
+    def _rank(
+        self,
+        query: str,
+        scopes: Sequence[str] | None,
+        limit: int,
+        include_archived: bool,
+        read_winners: Callable[[ReadTx, Sequence[int]], Mapping[int, R]],
+    ) -> tuple[list[int], dict[int, float], Mapping[int, R], dict[int, float], set[int], int] | None:
+        """A search's winners, best first: their pks, every candidate's score, the winners
+        as `read_winners` reads them (in the same read), the text strengths, the pks found
+        by tag and the time scored at. None when the query has no word or tag to look for."""
+        if limit < 1:
+            raise InvalidArgument("limit must be at least 1")
+        read = self._engine.scopes(scopes)
+        terms = query_terms(check_query(query))
+        tag_terms = tag_candidates(query)
+        if not terms and not tag_terms:
+            return None
+        # Rank light candidate rows first; only the winners are read in full. The pool is
+        # wider than the limit so importance and recency can lift a slightly weaker match.
+        pool = limit + max(limit // 2, 25)
+        now = self._engine.clock()
+        with self._engine.store.read() as tx:
+            by_text = tx.search_text(terms, read, pool, include_archived=include_archived)
+            by_tag = tx.memories_with_tags(tag_terms, read, pool, include_archived=include_archived)
+            strength = text_strengths({hit.pk: hit.score for hit in by_text})
+            tagged = {c[0] for c in by_tag}
+            # Every candidate is scored, the winners alone explained: the parts of a score
+            # cost as much again as the score (0.1 ms a search of 10,000 memories).
+            score = relevance_scorer(now, self._engine.weights)
+            scores: dict[int, float] = {}
+            for pk, _, importance, created_at in (*by_text, *by_tag):
+                if pk not in scores:
+                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, False)
+            best = sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]
+            winners = read_winners(tx, best)
+        return best, scores, winners, strength, tagged, now
 
     def recall(
         self,

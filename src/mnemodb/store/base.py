@@ -67,6 +67,7 @@ from mnemodb.model.records import (
     Entity,
     ItemFilter,
     Memory,
+    MemoryView,
     Node,
     Props,
     Relation,
@@ -282,6 +283,11 @@ class MemoryReads(Protocol):
 
     def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
         """`memory_by_pk` for many; pks that are not memories are left out."""
+        ...
+
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+        """The shown fields of each memory in `pks` (tags sorted), as `memories_by_pk`
+        reads them; pks that are not memories are left out."""
         ...
 
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:

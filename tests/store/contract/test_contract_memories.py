@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemodb.model.records import Memory
+from mnemodb.model.records import Memory, MemoryView
 from mnemodb.store.base import Store, TimeRange
 from store.contract.rows import T0, A, B, C, add_entity, add_memory, add_node, digest
 
@@ -45,6 +45,39 @@ def test_missing_or_other_nodes_are_no_memories(store: Store) -> None:
         found = tx.memories_by_pk([memory, entity, memory + entity + 100])
     assert list(found) == [memory]
     assert isinstance(found[memory], Memory)
+
+
+def test_memory_views_show_the_fields_of_the_memories(store: Store) -> None:
+    with store.write() as tx:
+        full = add_memory(
+            tx, "the kettle is broken", at=T0 + 5, tags=["kitchen", "appliance"], summary="kettle", importance=7
+        )
+        bare = add_memory(tx, "a plain one", at=T0 + 9, memory_type="fact")
+        entity = add_entity(tx, "Ada")
+    store.bump_access({bare: (2, T0 + 40)})
+    with store.read() as tx:
+        views = tx.memory_views([bare, entity, full, full + bare + entity + 100])
+        memories = tx.memories_by_pk([full, bare])
+    assert sorted(views) == sorted([full, bare])
+    for pk, view in views.items():
+        memory = memories[pk]
+        assert view == MemoryView(
+            pk,
+            memory.content,
+            memory.summary,
+            memory.tags,
+            memory.importance,
+            memory.memory_type,
+            memory.created_at,
+            memory.last_accessed_at,
+            memory.hash,
+        )
+    assert views[full].tags == ("appliance", "kitchen")
+    assert (views[full].summary, views[bare].summary) == ("kettle", None)
+    assert (views[full].last_accessed_at, views[bare].last_accessed_at) == (None, T0 + 40)
+    assert views[bare].created_at == T0 + 9
+    with store.read() as tx:
+        assert tx.memory_views([]) == {}
 
 
 def test_memory_by_hash_is_the_oldest_in_the_scopes(store: Store) -> None:

@@ -82,6 +82,21 @@ def test_equal_matches_tie_in_ascending_pk(store: Store) -> None:
     assert_best_first(every)
 
 
+def test_a_limit_keeps_the_first_of_the_whole_ranking(store: Store) -> None:
+    # Texts of three lengths, four of each: three groups of equal scores, so that most
+    # limits cut through a group of ties.
+    with store.write() as tx:
+        for i in range(12):
+            add_memory(tx, " ".join(["lantern", *(["filler"] * (i % 3 * 4)), f"serial{i}"]))
+    with store.read() as tx:
+        every = tx.search_text(["lantern"], [A], 20)
+        limited = {limit: tx.search_text(["lantern"], [A], limit) for limit in range(1, 13)}
+    assert len(every) == 12
+    assert_best_first(every)
+    for limit, hits in limited.items():
+        assert pks_of(hits) == pks_of(every)[:limit]
+
+
 def test_the_memory_text_index_follows_updates_and_deletes(store: Store) -> None:
     with store.write() as tx:
         pk = add_memory(tx, "the violin is tuned", summary="music")

@@ -229,8 +229,23 @@ def delete_memories(engine: Engine, a: dict[str, Any]) -> Any:
 
 def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     _check_query(a["query"])
-    hits = engine.memories.search(a["query"], limit=SEARCH_LIMIT, explain=False)
-    return [search_shape(h.memory, h.score) for h in hits]
+    # The winners are read as the fields shown (a hundred full records cost about a fifth
+    # of the search) and shaped here, in `search_shape`'s key order.
+    found = engine.memories.search_views(a["query"], limit=SEARCH_LIMIT)
+    out = []
+    for view, relevance in found:
+        shaped: dict[str, Any] = {"id": view.pk, "content": view.content}
+        if view.summary is not None:
+            shaped["summary"] = view.summary
+        shaped["tags"] = list(view.tags)
+        shaped["importance"] = view.importance
+        shaped["memory_type"] = view.memory_type
+        shaped["created_at"] = _second(view.created_at // 1000)
+        shaped["accessed_at"] = _second((view.last_accessed_at or view.created_at) // 1000)
+        shaped["hash"] = view.hash
+        shaped["relevance"] = relevance
+        out.append(shaped)
+    return out
 
 
 def recall(engine: Engine, a: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import Memory
+from mnemodb.model.records import Memory, MemoryView
 from mnemodb.store.base import TextHit, TimeRange
 from mnemodb.store.postgresql import words
 from mnemodb.store.postgresql.nodes import put_scopes
@@ -203,6 +203,32 @@ class MemoryReads:
         if not pks:
             return {}
         return {memory.pk: memory for memory in self._memories("m.node = ANY(%s)", [list(pks)])}
+
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+        if not pks:
+            return {}
+        rows = self.conn.execute(
+            "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
+            f"FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
+            [list(pks)],
+        ).fetchall()
+        if not rows:
+            return {}
+        tags = self._tags_of([r[0] for r in rows])
+        return {
+            r[0]: MemoryView(
+                pk=r[0],
+                content=got(r[1]),
+                summary=got(r[2]),
+                tags=tags.get(r[0], ()),
+                importance=r[3],
+                memory_type=got(r[4]),
+                created_at=r[5],
+                last_accessed_at=r[6],
+                hash=got(r[7]),
+            )
+            for r in rows
+        }
 
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
         if not pks:

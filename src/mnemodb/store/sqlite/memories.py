@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Memory
+from mnemodb.model.records import Memory, MemoryView
 from mnemodb.store.base import TextHit, TimeRange
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
@@ -116,6 +116,24 @@ class MemoryReads:
                 out[memory.pk] = memory
         return out
 
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+        out: dict[int, MemoryView] = {}
+        for chunk in chunks(pks, 500):
+            rows = self.conn.execute(
+                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
+                f"FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
+                chunk,
+            ).fetchall()
+            if not rows:
+                continue
+            tags = self._tags_of([r[0] for r in rows])
+            untagged: tuple[str, ...] = ()
+            for pk, content, summary, importance, memory_type, created_at, last_at, digest in rows:
+                out[pk] = MemoryView(
+                    pk, content, summary, tags.get(pk, untagged), importance, memory_type, created_at, last_at, digest
+                )
+        return out
+
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
         out: dict[int, str] = {}
         for chunk in chunks(pks, 500):
@@ -147,12 +165,15 @@ class MemoryReads:
         match = f"{{content}} : ({match})" if content_only else f"{{content summary}} : ({match})"
         live = include_archived or not archived_in(self.conn, scopes)
         if live and self._holds_only(scopes):
-            # Every memory is readable: FTS5 ranks alone and keeps only its top rows,
-            # instead of scoring and joining every match before sorting; the rows kept
-            # are joined in the same statement (a second one cost 0.08 ms a query).
+            # Every memory is readable: the matches are ranked alone and only the top rows
+            # kept, instead of joining every match before sorting; the rows kept are joined
+            # in the same statement (a second one cost 0.08 ms a query). The order names
+            # the rowid too, so SQLite's own top-N sort keeps them: FTS5's `ORDER BY rank`
+            # sorts every match in a statement of its own and seeks each back, 0.12 ms more
+            # a query at 10,000 memories (0.54 against 0.42 ms), for the same rows.
             rows = self.conn.execute(
                 "SELECT f.rowid, -f.rank, m.importance, n.created_at FROM "
-                "(SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f "
+                "(SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
                 "CROSS JOIN memory m ON m.node = f.rowid CROSS JOIN node n ON n.pk = f.rowid ORDER BY f.rank, f.rowid",
                 [match, limit],
             ).fetchall()

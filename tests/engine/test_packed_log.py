@@ -19,6 +19,9 @@ from mnemodb.engine.properties import CloseEdge, CreateNode, Link, Ref, RemoveNo
 from mnemodb.model.packed_changes import is_packed, pack, unpack
 from mnemodb.model.records import NewMemory
 from mnemodb.store import open_store
+from mnemodb.store.postgresql import changes as postgresql_changes
+from mnemodb.store.postgresql import schema as postgresql_schema
+from mnemodb.store.sqlite import schema as sqlite_schema
 from stores import chosen_backend, store_location
 from support import Clock
 
@@ -137,9 +140,18 @@ def stored(db_path: Path) -> list[tuple[int, int, str | None, str | None, str]]:
         return [tuple(row) for row in conn.execute(f"SELECT seq, at, scope, target, data FROM {table} ORDER BY seq")]
 
 
+def _before_packing(migrations: tuple[Any, ...], packs: Any) -> int:
+    """The schema version before the migration that packs the log (`packs` is in it)."""
+    return next(
+        number
+        for number, step in enumerate(migrations)
+        if step is packs or (isinstance(step, str) and isinstance(packs, str) and packs in step)
+    )
+
+
 def as_an_older_schema_wrote_it(db_path: Path) -> None:
     """The log rewritten whole (every entry's data a JSON object, as before packing) and
-    the database marked one schema older, with the index that schema had."""
+    the database marked as of the schema before packing, with the index that schema had."""
     rows = stored(db_path)
     with raw_log(db_path) as (conn, table, mark):
         for seq, at, scope, target, data in rows:
@@ -147,11 +159,12 @@ def as_an_older_schema_wrote_it(db_path: Path) -> None:
             conn.execute(f"UPDATE {table} SET data = {mark} WHERE seq = {mark}", [whole, seq])
         conn.execute(f"CREATE INDEX change_log_op ON {table} (op, seq)")
         if isinstance(conn, sqlite3.Connection):
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            conn.execute(f"PRAGMA user_version = {version - 1}")
+            version = _before_packing(sqlite_schema.MIGRATIONS, "packed_change(")
+            conn.execute(f"PRAGMA user_version = {version}")
         else:
             meta = table.replace("change_log", "meta")
-            conn.execute(f"UPDATE {meta} SET value = (value::int - 1)::text WHERE key = 'schema_version'")
+            version = _before_packing(postgresql_schema.MIGRATIONS, postgresql_changes.pack_log)
+            conn.execute(f"UPDATE {meta} SET value = '{version}' WHERE key = 'schema_version'")
 
 
 def test_a_packed_log_reads_as_the_whole_one_did_and_an_upgrade_packs_a_whole_one(db_path: Path) -> None:

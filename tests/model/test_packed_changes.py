@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -159,3 +160,24 @@ def test_data_of_any_other_shape_is_kept_whole(what: str, scope: str, target: st
 def test_each_shape_has_its_own_keys() -> None:
     keys = [tuple(key for key, _ in shape) for shape in SHAPES]
     assert len(set(keys)) == len(keys)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {},
+        {"since": 2020, "weight": 0.1, "tiny": 1.5e-05, "big": 1e300, "negative zero": -0.0, "on": True},
+        {"text": 'Ünïcode, "quotes", \\ back\nslash, \u2028, \x00 and 🙂'},
+        {"lone surrogate": "\ud800", "a long integer": 2**70},
+    ],
+    ids=["none", "numbers", "text", "what orjson refuses"],
+)
+def test_packed_text_is_the_standard_librarys_json(props: dict[str, Any]) -> None:
+    # The log's text is byte for byte what `json` writes compactly, non-ASCII as it is.
+    op = ops.edge_created(replace(EDGE_RECORD, props=props))
+    _scope, _name, target, data = op
+    text = round_trip(op)
+    expected = [7, NODE, OTHER, "knows", props]
+    assert text == json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
+    whole = pack(AT, "another scope", target, data)
+    assert whole == json.dumps(data, separators=(",", ":"), ensure_ascii=False)

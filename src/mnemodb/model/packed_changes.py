@@ -96,10 +96,31 @@ _KEYS: dict[int, tuple[str, ...]] = {id(shape): tuple(key for key, _ in shape) f
 """Each shape's keys, by the shape's identity (nested shapes included): every write packs,
 so they are not rebuilt per entry."""
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# The standard library's own C encoder with `_ENCODER`'s settings, made once: `encode`
+# makes a new one for every value, half the time of a new edge's entry (3.8 -> 1.6 us).
+# No check for cycles, which data read from JSON cannot have. Used only where it is there
+# and writes what `encode` writes.
+_PROBE: Final = [7, "é\u2028\x00", {"a": [1.5e-05, -0.0, True, None]}]
+
+
+def _c_encoder() -> Any:
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encode = make(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+        return encode if "".join(encode(_PROBE, 0)) == _ENCODER.encode(_PROBE) else None
+    except (TypeError, ValueError):
+        return None
+
+
+_C_ENCODE = _c_encoder()
 
 
 def _dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
+    if _C_ENCODE is None:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 def _same(value: Any, expected: Any) -> bool:

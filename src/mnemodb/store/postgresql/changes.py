@@ -23,7 +23,7 @@ from mnemodb.model.records import Change, ChangeFilter
 from mnemodb.store.postgresql.nodes import CHANGE_COLUMNS, change_of, put_scopes
 from mnemodb.store.postgresql.sql import got, put
 
-__all__ = ["ACTOR_DDL", "DDL", "LogReads", "LogWrites", "pack_log"]
+__all__ = ["ACTOR_DDL", "ACTOR_PARTIAL_DDL", "DDL", "LogReads", "LogWrites", "pack_log"]
 
 DDL = """
 CREATE TABLE change_log (
@@ -53,6 +53,17 @@ CREATE INDEX change_log_scope_op_at ON change_log (scope, op, at, seq);
 CREATE INDEX change_log_scope_actor_at ON change_log (scope, left(actor, 200), at, seq);
 CREATE INDEX change_log_op_at ON change_log (op, at, seq);
 CREATE INDEX change_log_actor_at ON change_log (left(actor, 200), at, seq);
+"""
+
+# Schema 5: the actor indexes hold only entries made under a grant (without tokens no
+# entry has an actor, yet each was written to both). A page filtered by a grant's name
+# walks them as before (`actor = %s` implies NOT NULL); one asking for the entries made
+# without a grant walks `change_log_scope_at` or `change_log_at`.
+ACTOR_PARTIAL_DDL = """
+DROP INDEX change_log_scope_actor_at;
+DROP INDEX change_log_actor_at;
+CREATE INDEX change_log_scope_actor_at ON change_log (scope, left(actor, 200), at, seq) WHERE actor IS NOT NULL;
+CREATE INDEX change_log_actor_at ON change_log (left(actor, 200), at, seq) WHERE actor IS NOT NULL;
 """
 
 # Entries packed by one statement of the migration that packs a log.

@@ -65,6 +65,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     changes.ACTOR_DDL + memories.ARCHIVE_DDL,
     # 4: the change log packed: each entry's data without what its row already says.
     changes.pack_log,
+    # 5: the actor indexes only of entries made under a grant.
+    changes.ACTOR_PARTIAL_DDL,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -434,6 +434,17 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE change_log SET data = packed_change(at, scope, target, data) WHERE data LIKE '{%';
     DROP INDEX change_log_op;
     """,
+    # 17: the actor indexes hold only entries made under a grant. Without tokens no entry
+    # has an actor, yet every entry was written to both (2 of the log's 7 indexes: 0.002 ms
+    # of the 0.025 ms SQLite spends on a new relation, and their pages). A page filtered by
+    # a grant's name walks them as before (`actor = ?` implies NOT NULL); one asking for
+    # the entries made without a grant walks `change_log_scope_at` or `change_log_at`.
+    """
+    DROP INDEX change_log_scope_actor_at;
+    DROP INDEX change_log_actor_at;
+    CREATE INDEX change_log_scope_actor_at ON change_log (scope, actor, at) WHERE actor IS NOT NULL;
+    CREATE INDEX change_log_actor_at ON change_log (actor, at) WHERE actor IS NOT NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

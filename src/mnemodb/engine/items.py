@@ -341,7 +341,7 @@ class Items:
             if as_of is None:
                 # Now, a relation names an entity at its other end and holds a memory's id
                 # itself: the keys of those entities are read, not the items in full.
-                visible = self._visible(tx, others, reads)
+                visible = self._visible(tx, others, reads) if others else {}
                 shown.update(visible)
                 ends.update(tx.entity_keys_by_pk([pk for pk, label in visible.items() if label == ENTITY]))
             else:
@@ -350,7 +350,9 @@ class Items:
                         ends[pk] = self._as_of(tx, item, at)
                         shown.add(pk)
             relations = [f for f in found if isinstance(f, Edge)]
-            edge_ends = self._items(tx, list({pk for e in relations for pk in (e.src_pk, e.dst_pk)}), reads)
+            # Most look-ups name items, not relations: then there are no relation ends to read.
+            ended = list({pk for e in relations for pk in (e.src_pk, e.dst_pk)})
+            edge_ends = self._items(tx, ended, reads) if ended else {}
             access = {pk: tx.access_of(pk) for pk in items}
         if as_of is None:
             self._engine.record_access(items)

@@ -65,6 +65,22 @@ def test_a_look_up_reads_the_other_ends_as_entity_keys(lite: Engine) -> None:
     assert len(in_full) == 1 and "'Bob'" in in_full[0]  # Bob himself; Ada and Cy by key
 
 
+def test_a_look_up_reads_the_other_ends_and_its_access_counts_in_one_statement(lite: Engine) -> None:
+    _chain(lite)
+    lite.items.get(["Bob", "Bob", "Cy"])
+    lite.access.flush()
+    read, statements = _statements(lite, lambda: lite.items.get_in_full(["Bob"]))
+    bob = read.found[0]
+    assert bob is not None and read.access[bob.pk].reads == 2
+    assert {getattr(i, "name", None) for i in read.ends.values()} == {"Ada", "Bob", "Cy"}
+    # The item by name, its relations, then its ends and access statistics: nothing else.
+    assert [s.split(" FROM ")[0] for s in statements if s.startswith("SELECT")] == [
+        "SELECT n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.items",
+        "SELECT e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst",
+        "SELECT n.pk, n.label, n.scope, n.id, e.scope, e.name, a.count, a.last_at",
+    ]
+
+
 def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> None:
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))

@@ -338,20 +338,30 @@ class Items:
             others = list(({e.src_pk for e in edges} | {e.dst_pk for e in edges}) - items.keys())
             ends: dict[int, Item | EntityKey] = dict(items)
             shown = set(items)
+            access: dict[int, AccessStats] = {}
             if as_of is None:
                 # Now, a relation names an entity at its other end and holds a memory's id
-                # itself: the keys of those entities are read, not the items in full.
-                visible = self._visible(tx, others, reads)
-                shown.update(visible)
-                ends.update(tx.entity_keys_by_pk([pk for pk, label in visible.items() if label == ENTITY]))
+                # itself: the keys of those entities are read, not the items in full, in the
+                # statement that reads the items' access statistics.
+                looked = tx.looked_up([*items, *others]) if items else {}
+                for pk in others:
+                    other = looked.get(pk)
+                    if other is not None and other.label in (MEMORY, ENTITY) and other.scope in reads:
+                        shown.add(pk)
+                        if other.label == ENTITY and other.key is not None:
+                            ends[pk] = other.key
+                access = {pk: looked[pk].access for pk in items}  # read in this snapshot: they exist
             else:
                 for pk, item in self._items(tx, others, reads).items():
                     if item.created_at <= at:
                         ends[pk] = self._as_of(tx, item, at)
                         shown.add(pk)
             relations = [f for f in found if isinstance(f, Edge)]
-            edge_ends = self._items(tx, list({pk for e in relations for pk in (e.src_pk, e.dst_pk)}), reads)
-            access = {pk: tx.access_of(pk) for pk in items}
+            # Most look-ups name items, not relations: then there are no relation ends to read.
+            ended = list({pk for e in relations for pk in (e.src_pk, e.dst_pk)})
+            edge_ends = self._items(tx, ended, reads) if ended else {}
+            if as_of is not None:
+                access = {pk: tx.access_of(pk) for pk in items}
         if as_of is None:
             self._engine.record_access(items)
         return InFull(found, [e for e in edges if e.src_pk in shown and e.dst_pk in shown], ends, edge_ends, access)

@@ -94,6 +94,7 @@ __all__ = [
     "EntityTextSearch",
     "EntityWrites",
     "ItemReads",
+    "LookedUp",
     "MemoryFieldWeights",
     "MemoryReads",
     "MemoryWrites",
@@ -201,6 +202,16 @@ class AccessStats(NamedTuple):
     reads: int
     last_at: int
     """When it was last read (ms; 0 when never)."""
+
+
+class LookedUp(NamedTuple):
+    """What a detailed look-up reads of a node it shows, in one statement: its label and
+    scope, its key when it is an entity (None otherwise), and its access statistics."""
+
+    label: str
+    scope: str
+    key: EntityKey | None
+    access: AccessStats
 
 
 class ScopeName(NamedTuple):
@@ -339,6 +350,11 @@ class NodeReads(Protocol):
 
     def labels_of(self, pks: Sequence[int]) -> dict[int, NodeLabel]:
         """Each existing node's label and scope."""
+        ...
+
+    def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:
+        """`labels_of`, `entity_keys_by_pk` and `access_of` of each existing node at once:
+        a look-up's items and the other ends of their relations in one statement."""
         ...
 
     def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: ScopeSet) -> list[int]:

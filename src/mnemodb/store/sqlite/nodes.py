@@ -15,7 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Change, Node, Props, Scalar
-from mnemodb.store.base import AccessStats, Coverage, EmbeddingChanges, NodeLabel, ScoredPk, StoredVector
+from mnemodb.store.base import (
+    AccessStats,
+    Coverage,
+    EmbeddingChanges,
+    EntityKey,
+    LookedUp,
+    NodeLabel,
+    ScoredPk,
+    StoredVector,
+)
 from mnemodb.store.sqlite.changes import CHANGE_COLUMNS, change_of
 from mnemodb.store.sqlite.sql import chunks, dumps, fts_any, marks
 
@@ -116,6 +125,25 @@ class NodeReads:
             ):
                 out[pk] = NodeLabel(label, scope)
         return out
+
+    def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:
+        if not pks:
+            return {}
+        rows = self.conn.execute(
+            "SELECT n.pk, n.label, n.scope, n.id, e.scope, e.name, a.count, a.last_at FROM node n "
+            "LEFT JOIN entity e ON e.node = n.pk LEFT JOIN node_access a ON a.node = n.pk "
+            "WHERE n.pk IN (SELECT value FROM json_each(?))",
+            [json.dumps(list(pks))],
+        )
+        return {
+            pk: LookedUp(
+                label,
+                scope,
+                None if name is None else EntityKey(pk, node_id, entity_scope, name),
+                AccessStats(0, 0) if count is None else AccessStats(int(count), int(last_at)),
+            )
+            for pk, label, scope, node_id, entity_scope, name, count, last_at in rows
+        }
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         out: dict[int, Node] = {}

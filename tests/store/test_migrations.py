@@ -22,6 +22,7 @@ from mnemodb.engine.properties import SetEmbedding
 from mnemodb.model import ops
 from mnemodb.model.times import epoch_ms
 from mnemodb.store.sqlite import SqliteStore
+from mnemodb.store.sqlite.changes import define_log_functions
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from support import SCOPE_A, sha256
 
@@ -272,6 +273,50 @@ def test_entities_of_schema_11_are_found_by_their_words_and_forgotten_when_delet
         assert found(engine, "phone") == ["Customer Desk"]
     with connect(db_path) as conn:
         conn.execute("INSERT INTO entity_words (entity_words) VALUES ('integrity-check')")
+
+
+def test_entities_of_schema_17_are_found_by_their_names_alone(db_path: Path) -> None:
+    """Schema 18 indexes names apart from the rest of an entity's text: the names an older
+    file holds are in it at once, and it follows later renames and deletions."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with connect(db_path) as conn:
+        define_log_functions(conn)
+        for migration in MIGRATIONS[:17]:
+            conn.executescript(migration)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute("PRAGMA user_version = 17")
+        conn.execute("BEGIN")
+        for pk, name, observations in ((10, "Tom Becker", ["knows Rebecca"]), (11, "Rebecca Stone", [])):
+            conn.execute(
+                "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) "
+                "VALUES (?, ?, 'shared', 'Entity', '{}', ?, ?)",
+                [pk, f"01HV7N8Q3Y2J6W5X4Z9A0B1C{pk + 50}", T1, T1],
+            )
+            conn.execute("INSERT INTO entity (node, scope, name, entity_type) VALUES (?, 'shared', ?, 'x')", [pk, name])
+            conn.execute(
+                "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, 'x', ?, ?)",
+                [pk, name, " ".join(observations), json.dumps(observations)],
+            )
+            conn.execute(
+                "INSERT INTO entity_words (rowid, name, type, obs) VALUES (?, ?, 'x', ?)",
+                [pk, name, " ".join(observations)],
+            )
+        conn.execute("COMMIT")
+
+    def named(engine: Engine, query: str) -> list[str]:
+        return sorted(e.name for e in engine.graph.search(query).entities)
+
+    with Engine.open(str(db_path)) as engine:
+        assert pragma(db_path, "user_version") == SCHEMA_VERSION
+        assert named(engine, "name:becca") == ["Rebecca Stone"]
+        assert named(engine, "becca") == ["Rebecca Stone", "Tom Becker"]
+        engine.graph.delete_entities(["Rebecca Stone"])
+        assert named(engine, "name:becca") == []
+        assert named(engine, "name:becker") == ["Tom Becker"]
+    with connect(db_path) as conn:
+        conn.execute("INSERT INTO entity_name_text (entity_name_text) VALUES ('integrity-check')")
+        tom = conn.execute("SELECT rowid FROM entity_name_text WHERE entity_name_text MATCH 'tom'").fetchall()
+        assert tom == [(10,)]
 
 
 def test_a_schema_13_log_keeps_every_entry_with_no_actor_and_its_memories_can_be_archived(db_path: Path) -> None:

@@ -100,3 +100,23 @@ def test_a_substring_holding_nul_finds_its_entity(store: Store) -> None:
     for clause in clauses:
         found = _candidates(store, clause, [A])
         assert found is None or pk in found, clause
+
+
+def test_names_alone_follow_renames_deletions_and_observation_changes(store: Store) -> None:
+    """Clauses on names alone find exactly the entities whose current name holds the
+    substrings: not those holding them in their type or observations only, not a renamed
+    entity by its old name, not a deleted one."""
+    e = _populate(store)
+    assert _candidates(store, [("name", ["Babbage"], [])], [A, C]) == sorted([e["bab"], e["far"]])
+    assert _candidates(store, [("name", ["analytic"], [])], [A, B, C]) == []
+    assert _candidates(store, [("name", ["mathem"], [])], [A]) == []
+    with store.write() as tx:
+        tx.rename_entity(e["eng"], name="Difference Machine")
+        tx.rename_entity(e["bab"], entity_type="engineer")
+        tx.add_observations(e["ada"], ["a Difference noted"], 1)
+        tx.delete_node(e["far"])
+    assert _candidates(store, [("name", ["Engine"], [])], [A]) == []
+    assert _candidates(store, [("name", ["Difference"], [])], [A]) == [e["eng"]]
+    assert _candidates(store, [("name", ["Babbage"], [])], [A, C]) == [e["bab"]]
+    assert _candidates(store, [("name", [], ["Machine", "Lovelace"])], [A]) == [e["ada"], e["eng"]]
+    assert _candidates(store, [("name", ["Ada"], []), ("name", ["lace"], [])], [A, B]) == [e["ada"]]

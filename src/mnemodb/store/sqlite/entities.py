@@ -221,7 +221,10 @@ class EntityReads:
 
     def entity_text_search(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[int] | None:
         """Entities whose text satisfies every clause's substring conditions (a superset
-        the caller checks exactly), or None when no clause can use the trigram index."""
+        the caller checks exactly), or None when no clause can use the trigram index.
+        Conditions on names alone read the index of names (`entity_name_text`), which
+        matches what the name column of `entity_text` matches."""
+        names_only = all(column == "name" for column, _, _ in clauses)
         parts: list[str] = []
         for column, every, some in clauses:
             terms = [fts_phrase(piece) for t in every for piece in _trigram_pieces(t)]
@@ -230,10 +233,18 @@ class EntityReads:
             if not terms:
                 continue
             expression = " AND ".join(terms)
-            parts.append(f"{column} : ({expression})" if column else f"({expression})")
+            parts.append(f"{column} : ({expression})" if column and not names_only else f"({expression})")
         if not parts:
             return None
         canonical, params = oldest_of_each_name("e", scopes)
+        if names_only:
+            rows = self.conn.execute(
+                "SELECT t.rowid FROM entity_name_text t JOIN entity e ON e.node = t.rowid "
+                f"WHERE entity_name_text MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} "
+                "ORDER BY t.rowid",
+                [" AND ".join(parts), *scopes, *params],
+            ).fetchall()
+            return [r[0] for r in rows]
         rows = self.conn.execute(
             "SELECT t.rowid FROM entity_text t JOIN entity e ON e.node = t.rowid "
             f"WHERE entity_text MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",

@@ -445,6 +445,32 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX change_log_scope_actor_at ON change_log (scope, actor, at) WHERE actor IS NOT NULL;
     CREATE INDEX change_log_actor_at ON change_log (actor, at) WHERE actor IS NOT NULL;
     """,
+    # 18: entity names alone under trigrams, for substring lookups on names (a `name:`
+    # field, and a native search's names written as one word). A column filter on
+    # `entity_text` still reads the trigram lists of types and observations: at 10,000
+    # entities of one observation each, 0.33 ms a three-word lookup there, 0.15 ms here.
+    # Kept by triggers from `entity` itself (an external-content index needs the old name
+    # to forget a row). Its rows are small, so each write leaves the index little merge
+    # work: merging two segments of a level, not four, keeps it as few segments as
+    # `entity_text` (a lookup reads every segment). Built in one segment ('optimize').
+    """
+    CREATE VIRTUAL TABLE entity_name_text USING fts5 (
+        name, content = 'entity', content_rowid = 'node', tokenize = 'trigram'
+    );
+    INSERT INTO entity_name_text (entity_name_text, rank) VALUES ('automerge', 2);
+    INSERT INTO entity_name_text (entity_name_text) VALUES ('rebuild');
+    INSERT INTO entity_name_text (entity_name_text) VALUES ('optimize');
+    CREATE TRIGGER entity_name_text_insert AFTER INSERT ON entity BEGIN
+        INSERT INTO entity_name_text (rowid, name) VALUES (new.node, new.name);
+    END;
+    CREATE TRIGGER entity_name_text_delete AFTER DELETE ON entity BEGIN
+        INSERT INTO entity_name_text (entity_name_text, rowid, name) VALUES ('delete', old.node, old.name);
+    END;
+    CREATE TRIGGER entity_name_text_update AFTER UPDATE OF name ON entity BEGIN
+        INSERT INTO entity_name_text (entity_name_text, rowid, name) VALUES ('delete', old.node, old.name);
+        INSERT INTO entity_name_text (rowid, name) VALUES (new.node, new.name);
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

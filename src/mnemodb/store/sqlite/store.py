@@ -538,7 +538,7 @@ class SqliteStore:
             page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
         if not self.read_only and version == SCHEMA_VERSION:
             # The full-text indexes' own check; it is a write statement that changes nothing.
-            for table in ("memory_fts", "entity_text", "entity_words", "node_text"):
+            for table in ("memory_fts", "entity_text", "entity_words", "entity_name_text", "node_text"):
                 try:
                     with self._write_tx() as tx:
                         tx.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")

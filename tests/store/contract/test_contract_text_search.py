@@ -97,6 +97,29 @@ def test_a_limit_keeps_the_first_of_the_whole_ranking(store: Store) -> None:
         assert pks_of(hits) == pks_of(every)[:limit]
 
 
+def test_a_limit_keeps_the_first_of_the_whole_entity_and_node_ranking(store: Store) -> None:
+    # As for memories: three groups of equal scores, spread over two scopes, so that most
+    # limits cut through a group of ties, which go by ascending pk.
+    weights = EntityFieldWeights()
+    with store.write() as tx:
+        for i in range(12):
+            filler = ["filler"] * (i % 3 * 4)
+            add_entity(tx, f"Lantern {i}", observations=[" ".join(filler) or "plain"], scope=A if i % 2 else B)
+            tx.set_node_text(add_node(tx, scope=B if i % 2 else A), " ".join(["lantern", *filler]))
+    with store.read() as tx:
+        entities = tx.entity_word_search(["lantern"], [A, B], 20, weights)
+        nodes = tx.node_text_search(["lantern"], [A, B], 20)
+        some_entities = {n: tx.entity_word_search(["lantern"], [A, B], n, weights) for n in range(1, 13)}
+        some_nodes = {n: tx.node_text_search(["lantern"], [A, B], n) for n in range(1, 13)}
+    assert len(entities) == len(nodes) == 12
+    assert len({hit.score for hit in entities}) == len({hit.score for hit in nodes}) == 3
+    assert_best_first(entities)
+    assert_best_first(nodes)
+    for n in range(1, 13):
+        assert some_entities[n] == entities[:n]
+        assert some_nodes[n] == nodes[:n]
+
+
 def test_the_memory_text_index_follows_updates_and_deletes(store: Store) -> None:
     with store.write() as tx:
         pk = add_memory(tx, "the violin is tuned", summary="music")

@@ -261,11 +261,16 @@ class EntityReads:
         if not terms or limit <= 0:
             return []
         canonical, params = oldest_of_each_name("e", scopes)
+        # `rank` is the bm25 column here, not FTS5's own, so SQLite's top-N sort already
+        # keeps the rows; the rowid makes equal scores come in ascending pk by definition.
+        # Ranking the words alone before the join (as memories are) saved nothing: over
+        # the bench's 200 questions, bm25 of every match is 0.23 of the 0.6 ms a statement
+        # at 100,000 entities, the rest is reading each match's entity row.
         rows = self.conn.execute(
             "SELECT w.rowid, bm25(entity_words, ?, ?, ?) AS rank "
             "FROM entity_words w JOIN entity e ON e.node = w.rowid "
             f"WHERE entity_words MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} "
-            "ORDER BY rank LIMIT ?",
+            "ORDER BY rank, w.rowid LIMIT ?",
             [*weights, fts_any(terms), *scopes, *params, limit],
         ).fetchall()
         return [ScoredPk(int(pk), -float(rank)) for pk, rank in rows]

@@ -214,9 +214,11 @@ class NodeReads:
         FTS5's bm25 negated)."""
         if not terms or limit <= 0:
             return []
+        # `rank` is the bm25 column here, not FTS5's own: SQLite's top-N sort orders it,
+        # and the rowid makes equal scores come in ascending pk by definition.
         rows = self.conn.execute(
             "SELECT t.rowid, bm25(node_text) AS rank FROM node_text t JOIN node n ON n.pk = t.rowid "
-            f"WHERE node_text MATCH ? AND n.scope IN ({marks(len(scopes))}) ORDER BY rank LIMIT ?",
+            f"WHERE node_text MATCH ? AND n.scope IN ({marks(len(scopes))}) ORDER BY rank, t.rowid LIMIT ?",
             [fts_any(terms), *scopes, limit],
         ).fetchall()
         return [ScoredPk(int(r[0]), -float(r[1])) for r in rows]

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import logging
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +163,56 @@ async def test_info_level_logs_each_tool_call(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_error_level_keeps_stderr_quiet(tmp_path: Path) -> None:
     assert await logged_session(tmp_path, "error") == ""
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """The root logger's handlers and level as they were, after a test configures them."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.parametrize("outcome", ["ok", "error", "invalid"])
+def test_a_tool_calls_line_reads_the_same_whichever_way_it_is_written(
+    root_logging: None, monkeypatch: pytest.MonkeyPatch, outcome: str
+) -> None:
+    own = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", own)
+    config.configure_logging("info")
+    log = logging.getLogger("mnemodb.server")
+    made: list[logging.LogRecord] = []
+    factory = logging.getLogRecordFactory()
+
+    def counted(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        made.append(factory(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(logging, "_logRecordFactory", counted)
+    config.log_tool_call(log, "get_node", outcome, 12.9)  # straight to the stream: no record
+    expected = f"[INFO] [tool:get_node] Tool get_node {outcome} in 12ms\n"
+    assert own.getvalue() == expected and made == []
+    # A second handler: the line goes through a record, which both write the same.
+    other = io.StringIO()
+    second = logging.StreamHandler(other)
+    second.setFormatter(logging.getLogger().handlers[0].formatter)
+    logging.getLogger().addHandler(second)
+    config.log_tool_call(log, "get_node", outcome, 12.9)
+    assert own.getvalue() == expected * 2 and other.getvalue() == expected
+    assert [(r.levelno, r.name, getattr(r, "tool", None)) for r in made] == [(logging.INFO, log.name, "get_node")]
+
+
+def test_a_tool_calls_line_follows_the_log_level(root_logging: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", own)
+    config.configure_logging("warn")
+    config.log_tool_call(logging.getLogger("mnemodb.server"), "get_node", "ok", 1.0)
+    assert own.getvalue() == ""
+    config.configure_logging("debug")
+    config.log_tool_call(logging.getLogger("mnemodb.server"), "get_node", "ok", 1.0)
+    assert own.getvalue() == "[INFO] [tool:get_node] Tool get_node ok in 1ms\n"
 
 
 # -- the local embedder's model --------------------------------------------------------------------

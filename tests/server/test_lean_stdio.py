@@ -33,7 +33,7 @@ from mnemodb.server.calls import ToolCalls
 from mnemodb.server.lean import LeanServer
 from mnemodb.server.profile import StructuredText, tool_result
 from mnemodb.server.profiles import build_profile
-from mnemodb.server.stdio import _encoded, _encoded_result, _parsed, serve_stdio
+from mnemodb.server.stdio import MAX_LINE_BYTES, _encoded, _encoded_result, _parsed, _Splitter, serve_stdio
 from support import REPLY_TIMEOUT_S
 
 pytestmark = pytest.mark.inprocess
@@ -336,3 +336,82 @@ def test_a_read_stopped_at_the_quick_limit_is_answered_in_full_by_a_worker(
     replies = _exchange(db, "knowledge-graph", messages, lean=True)
     assert replies[2] == [{"jsonrpc": "2.0", "id": 2, "result": in_full}]
     assert replies[3] == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+
+
+def test_lines_past_the_read_buffer_are_all_answered_once_and_reads_in_order(tmp_path: Path) -> None:
+    """Far more than the transport buffers while the SDK takes its messages (it pauses
+    reading meanwhile): every request is answered once, and the reads the connection
+    answers where it reads them are answered in the order they were sent."""
+    count = 3000
+    messages: list[dict[str, Any]] = [
+        _initialize(LATEST_HANDSHAKE_VERSION),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    for i in range(count):
+        if i % 10 == 5:  # answered by the SDK, started on the first of them
+            messages.append({"jsonrpc": "2.0", "id": 10_000 + i, "method": "resources/list"})
+        else:
+            messages.append(_call(10_000 + i, {"name": "get", "arguments": {"refs": [f"{ULID[:-4]}{i:04d}"]}}))
+    wire = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    assert len(wire) > 4 * (1 << 16)
+    client_to_server, server_from_client = os.pipe()
+    server_to_client, client_from_server = os.pipe()
+    out = bytearray()
+
+    def read_all() -> None:
+        while chunk := os.read(server_to_client, 1 << 16):
+            out.extend(chunk)
+
+    def write_all() -> None:
+        view = memoryview(wire)
+        while view:
+            view = view[os.write(server_from_client, view[: 1 << 12]) :]
+        os.close(server_from_client)
+
+    threads = [threading.Thread(target=read_all), threading.Thread(target=write_all)]
+    for thread in threads:
+        thread.start()
+    with served(serve_settings(tmp_path / "m.db", "native")) as server:
+        profile = build_profile("native", server.settings)
+        calls = ToolCalls(profile, server.engine)
+
+        async def run() -> None:
+            with anyio.fail_after(REPLY_TIMEOUT_S * 4):
+                await serve_stdio(
+                    lambda: build_server(profile, server.engine, calls=calls),
+                    profile.rules,
+                    lean=LeanServer(profile, calls),
+                    fds=(client_to_server, client_from_server),
+                )
+
+        anyio.run(run)
+    os.close(client_from_server)
+    for thread in threads:
+        thread.join(REPLY_TIMEOUT_S)
+    os.close(client_to_server)
+    os.close(server_to_client)
+    replies = [json.loads(line) for line in out.decode().splitlines()]
+    ids = [reply["id"] for reply in replies]
+    assert sorted(ids) == [1, *range(10_000, 10_000 + count)]
+    reads = [i for i in ids if isinstance(i, int) and i >= 10_000 and i % 10 != 5]
+    assert reads == sorted(reads)
+    assert all("result" in reply for reply in replies)
+
+
+@pytest.mark.parametrize("size", [1, 2, 7])
+def test_lines_are_cut_as_they_arrive_whatever_the_chunks(size: int) -> None:
+    data = b'{"a":1}\n\n{"b":2}\r\n{"c":3}'
+    splitter = _Splitter()
+    lines = [line for start in range(0, len(data), size) for line in splitter.feed(data[start : start + size])]
+    assert lines == [b'{"a":1}', b"", b'{"b":2}\r'] and splitter.end() == b'{"c":3}'
+    assert splitter.feed(b"\n") == [b'{"c":3}'] and splitter.end() is None
+
+
+@pytest.mark.parametrize("size", [1 << 16, 1 << 22, 1 << 26])
+def test_a_line_over_the_limit_is_dropped_as_it_arrives(size: int) -> None:
+    long_line = b"x" * (MAX_LINE_BYTES + 1)
+    data = long_line + b'\n{"c":3}\n' + long_line + b"\n" + long_line
+    splitter = _Splitter()
+    lines = [line for start in range(0, len(data), size) for line in splitter.feed(data[start : start + size])]
+    assert lines == [None, b'{"c":3}', None, None]
+    assert len(splitter.buffer) <= size and splitter.end() is None

@@ -23,6 +23,7 @@ import anyio.to_thread
 
 from mnemodb.engine.tokens import current_grant
 from mnemodb.model.errors import EngineError, OperationTimeout
+from mnemodb.server.config import log_tool_call
 from mnemodb.server.profile import Profile, ProtocolError, Tool, ToolResult
 from mnemodb.server.schema import Invalid
 from mnemodb.store import sqlite_path
@@ -216,6 +217,6 @@ class ToolCalls:
 
     def _heard(self, tool: Tool, outcome: str, started: float) -> None:
         elapsed = time.perf_counter() - started
-        log.info("Tool %s %s in %dms", tool.name, outcome, elapsed * 1000, extra={"tool": tool.name})
+        log_tool_call(log, tool.name, outcome, elapsed * 1000)
         if self.on_tool_call is not None:
             self.on_tool_call(tool.name, outcome, elapsed)

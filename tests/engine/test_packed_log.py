@@ -159,6 +159,10 @@ def as_an_older_schema_wrote_it(db_path: Path) -> None:
             conn.execute(f"UPDATE {table} SET data = {mark} WHERE seq = {mark}", [whole, seq])
         conn.execute(f"CREATE INDEX change_log_op ON {table} (op, seq)")
         if isinstance(conn, sqlite3.Connection):
+            # A later migration (18) makes a table of its own: what that schema did not have.
+            for trigger in ("insert", "delete", "update"):
+                conn.execute(f"DROP TRIGGER entity_name_text_{trigger}")
+            conn.execute("DROP TABLE entity_name_text")
             version = _before_packing(sqlite_schema.MIGRATIONS, "packed_change(")
             conn.execute(f"PRAGMA user_version = {version}")
         else:

@@ -49,8 +49,9 @@ def test_a_walk_labels_each_node_once_and_reads_each_item_once(lite: Engine) -> 
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Ada"], hops=2))
     assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy"}
-    labelled = [s for s in statements if s.startswith("SELECT pk, label, scope FROM node")]
-    assert len(labelled) == 2  # one a hop: the nodes it reached
+    labelled = [s for s in statements if s.startswith("SELECT n.pk, n.label, n.scope, EXISTS")]
+    assert len(labelled) == 2  # one a hop: the nodes it reached, and which of them are superseded
+    assert all("'supersedes'" in s for s in labelled)
     entity_reads = [s for s in statements if "FROM entity e JOIN node n" in s]
     assert len(entity_reads) == 2  # the start by name, then every other entity reached at once
     assert "'Ada'" in entity_reads[0] and "json_each" in entity_reads[1]
@@ -85,10 +86,24 @@ def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> 
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))
     assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy", "Dee"}
-    edge_reads = [s for s in statements if "FROM edge e" in s]
-    hops = [s for s in edge_reads if "'supersedes'" not in s and "UNION ALL" in s]
+    edge_reads = [s for s in statements if s.startswith("SELECT e.pk")]
+    hops = [s for s in edge_reads if "UNION ALL" in s]
     assert len(hops) == 2 and all("e.src IN (" in s and "e.dst IN (" in s for s in hops)  # both ways at once
-    assert len(edge_reads) == 5  # and a check for newer memories a hop, and the relations among the items
+    assert len(edge_reads) == 3  # and the relations among the items
+
+
+def test_a_walk_reads_again_only_the_relations_among_the_last_hop(lite: Engine) -> None:
+    _chain(lite)
+    found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))
+    depth = {item.pk: found.depth[item.id] for item in found.items}
+    assert sorted(depth.values()) == [0, 1, 1, 1, 2, 2, 2]  # Bob; Ada, Cy, his note; Dee and their notes
+    among = [s for s in statements if s.startswith("SELECT e.pk") and "UNION ALL" not in s]
+    assert len(among) == 1
+    read_again = {int(pk) for pk in among[0].split("e.src IN (")[1].split(")")[0].split(",")}
+    assert read_again == {pk for pk, d in depth.items() if d == 2}  # the hops before read every relation of theirs
+    # Nothing else: the start, two statements a hop, the memories and their tags, the entities, that re-read
+    # (leaving out what SQLite's text index reads of itself).
+    assert len([s for s in statements if s.startswith("SELECT") and "'main'." not in s]) == 9
 
 
 @pytest.mark.parametrize("direction", ["out", "in", "both"])

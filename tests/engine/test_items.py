@@ -1437,6 +1437,35 @@ def test_explore_is_not_truncated_when_everything_fits_exactly(eng: Engine) -> N
     assert not n.truncated
 
 
+def test_explore_relates_items_of_the_last_hop_that_no_walk_followed(eng: Engine) -> None:
+    for name in ("Ada", "Bob", "Cy", "Dee", "Eve"):
+        ent(eng, name)
+    ab, ac, bc = rel(eng, "Ada", "Bob", "knows"), rel(eng, "Ada", "Cy", "knows"), rel(eng, "Bob", "Cy", "knows")
+    cd, de, eb = rel(eng, "Cy", "Dee", "knows"), rel(eng, "Dee", "Eve", "knows"), rel(eng, "Eve", "Bob", "knows")
+    one = eng.items.explore(["Ada"])
+    assert depths(one) == {"Ada": 0, "Cy": 1, "Bob": 1}
+    assert [e.id for e in one.edges] == [ac.id, ab.id, bc.id]  # those followed, then Bob -> Cy
+    two = eng.items.explore(["Ada"], hops=2)
+    assert depths(two) == {"Ada": 0, "Cy": 1, "Bob": 1, "Eve": 2, "Dee": 2}
+    assert [e.id for e in two.edges] == [ac.id, ab.id, eb.id, cd.id, bc.id, de.id]  # Dee -> Eve last
+    assert {e.id for e in eng.items.explore(["Ada"], hops=2, direction="out").edges} == {ab.id, ac.id, bc.id, cd.id}
+    assert [e.id for e in eng.items.explore(["Ada"], hops=2, types=["knows"]).edges] == [e.id for e in two.edges]
+    assert [e.id for e in eng.items.explore(["Ada"], hops=2, types=["likes"]).edges] == []
+
+
+def test_explore_relates_start_items_that_it_leaves_out_of_the_walk(eng: Engine) -> None:
+    old_one, old_two = mem(eng, "old one"), mem(eng, "old two")
+    mem(eng, "new one", supersedes=old_one.id)
+    mem(eng, "new two", supersedes=old_two.id)
+    link = rel(eng, old_one.id, old_two.id, "see_also")
+    found = eng.items.explore([old_one.id, old_two.id])
+    assert depths(found) == {"old one": 0, "old two": 0, "new two": 1, "new one": 1}
+    # Neither start item is entered from the other (both superseded), yet they are related.
+    assert link.id in {e.id for e in found.edges}
+    assert len(found.edges) == 3
+    assert [label(i) for i in eng.items.explore([old_one.id], hops=2).items] == ["old one", "new one"]
+
+
 def test_path_between_a_memory_and_an_entity_over_mixed_edges(eng: Engine) -> None:
     m = mem(eng, "incident report", about=["Server"])
     ent(eng, "Team")

@@ -1370,12 +1370,20 @@ class Items:
             labels: dict[int, str] = {}
 
             def admit(pks: Iterable[int]) -> set[int]:
-                visible = self._visible(tx, pks, reads)
-                labels.update(visible)
                 if include_superseded:
+                    visible = self._visible(tx, pks, reads)
+                    labels.update(visible)
                     return set(visible)
-                superseded = self._superseding(tx, [pk for pk, label in visible.items() if label == MEMORY], at, reads)
-                return {pk for pk in visible if pk not in superseded}
+                # Labels and the superseded check in one statement a hop.
+                admitted: set[int] = set()
+                for pk, (label, scope, superseded) in tx.labels_entered(
+                    list(pks), SUPERSEDES, valid_at=at, scopes=reads
+                ).items():
+                    if label in (MEMORY, ENTITY) and scope in reads:
+                        labels[pk] = label
+                        if not superseded or label != MEMORY:
+                            admitted.add(pk)
+                return admitted
 
             reached = expand(
                 tx,
@@ -1395,8 +1403,17 @@ class Items:
             if as_of is not None:
                 items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
             # Every edge among the items reached, not only those followed: a relation between
-            # two items of the last hop belongs to the neighbourhood too.
-            among = tx.edges_among(list(items), valid_at=None if include_closed else at)
+            # two items of the last hop belongs to the neighbourhood too. Walking both ways,
+            # the walk has read every edge of the items it expanded: only the edges among the
+            # others (the last hop's) are read again.
+            valid_at = None if include_closed else at
+            if direction == "both":
+                read = {e.pk: e for e in reached.read if e.src_pk in items and e.dst_pk in items}
+                rest = [pk for pk in items if pk not in reached.expanded]
+                read.update((e.pk, e) for e in tx.edges_among(rest, valid_at=valid_at))
+                among = [read[pk] for pk in sorted(read)]
+            else:
+                among = tx.edges_among(list(items), valid_at=valid_at)
             followed = {e.pk for e in reached.edges}
             wanted = set(types) if types is not None else None
             extra = [

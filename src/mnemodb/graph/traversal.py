@@ -9,7 +9,7 @@ scan per step once statistics existed).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mnemodb.model.records import Direction, Edge
 from mnemodb.store.base import ReadTx
@@ -21,6 +21,11 @@ class Expansion:
     """Node pk -> hops from the nearest seed, in the order nodes were reached."""
     edges: list[Edge]
     """Every edge followed, in the order it was first followed: each joins two reached nodes."""
+    expanded: set[int] = field(default_factory=set)
+    """The nodes whose edges (in the direction walked) were read: every edge of these
+    within the walk's filters is in `read`."""
+    read: list[Edge] = field(default_factory=list)
+    """Every edge read, followed or not (an edge to a node not admitted, say)."""
 
 
 def expand(
@@ -46,11 +51,15 @@ def expand(
             break
         depth.setdefault(pk, 0)
     followed: dict[int, Edge] = {}
+    expanded: set[int] = set()
+    read: list[Edge] = []
     frontier = list(depth)
     for hop in range(1, max_depth + 1):
         if not frontier or (limit is not None and len(depth) >= limit):
             break
         edges = tx.edges_of(frontier, direction, valid_at=valid_at, scopes=edge_scopes, edge_types=edge_types)
+        expanded.update(frontier)
+        read += edges
         frontier_set = set(frontier)
         reached: dict[int, list[Edge]] = {}
         for edge in edges:
@@ -70,4 +79,4 @@ def expand(
             for edge in reached[pk]:
                 followed.setdefault(edge.pk, edge)
         frontier = next_frontier
-    return Expansion(depth, list(followed.values()))
+    return Expansion(depth, list(followed.values()), expanded, read)

@@ -100,6 +100,7 @@ __all__ = [
     "MemoryWrites",
     "MetaReads",
     "MetaWrites",
+    "NodeEntered",
     "NodeLabel",
     "NodeReads",
     "NodeWrites",
@@ -152,6 +153,15 @@ class ScoredPk(NamedTuple):
 class NodeLabel(NamedTuple):
     label: str
     scope: str
+
+
+class NodeEntered(NamedTuple):
+    """A node's label and scope, and whether an edge of the type asked about enters it
+    (`labels_entered`): what a walk needs to know of a node it reaches."""
+
+    label: str
+    scope: str
+    entered: bool
 
 
 class EntityText(NamedTuple):
@@ -350,6 +360,14 @@ class NodeReads(Protocol):
 
     def labels_of(self, pks: Sequence[int]) -> dict[int, NodeLabel]:
         """Each existing node's label and scope."""
+        ...
+
+    def labels_entered(
+        self, pks: Sequence[int], edge_type: str, *, valid_at: int, scopes: ScopeSet
+    ) -> dict[int, NodeEntered]:
+        """`labels_of` each existing node, and whether an edge of `edge_type` valid at
+        `valid_at` enters it from a node in `scopes`, the edge in `scopes` too (a walk
+        leaves out memories superseded then), in one statement."""
         ...
 
     def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:

@@ -43,6 +43,7 @@ from mcp_types import CallToolResult
 
 from http_support import HttpServer
 from mnemodb.engine import Engine, NewMemory
+from mnemodb.store.sqlite.changes import define_log_functions
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from native_support import Native, text_of
 from support import LAUNCHER, REPLY_TIMEOUT_S, server_env
@@ -191,6 +192,7 @@ def make_older_database(db: Path) -> None:
     """A database one schema version behind, as that version's code created it (no rows)."""
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db, isolation_level=None)
+    define_log_functions(conn)  # the functions the log's migrations call, as the store has them
     try:
         for migration in MIGRATIONS[: SCHEMA_VERSION - 1]:
             conn.executescript(migration)

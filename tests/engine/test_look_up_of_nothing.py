@@ -1,5 +1,7 @@
 """A detailed look-up of references that name nothing (native `get` of a missing item, the
-cheapest read a client makes) reads the references and nothing else, on a real SQLite file."""
+cheapest read a client makes) reads the references and nothing else; one of an item reads
+its ends and access statistics in one statement however many neighbours it has. On a real
+SQLite file."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from engine.test_graph_read_statements import _chain, _statements
+from engine.test_items import ent, rel
 from mnemodb.engine import Engine
+from mnemodb.model.records import Entity
+from mnemodb.store.base import EntityKey
 from mnemodb.store.sqlite import SqliteStore
-from support import Clock
+from support import START_MS, Clock
 
 MISSING_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 MISSING_HASH = "ab" * 32
@@ -52,3 +57,28 @@ def test_a_missing_reference_beside_a_found_one_changes_nothing_of_it(lite: Engi
     beside = lite.items.get_in_full(["Nobody", "Bob", MISSING_ID])
     assert beside.found == [None, alone.found[0], None]
     assert (beside.edges, beside.ends, beside.edge_ends) == (alone.edges, alone.ends, alone.edge_ends)
+
+
+@pytest.mark.parametrize("neighbours", [2, 31, 32, 40])
+def test_the_ends_and_access_of_a_look_up_are_read_whatever_its_number_of_neighbours(
+    lite: Engine, neighbours: int
+) -> None:
+    # Up to 32 nodes are bound one by one in the statement, more as one JSON array: the
+    # same ends and access statistics either way.
+    ent(lite, "Hub")
+    for n in range(neighbours):
+        ent(lite, f"Spoke {n}")
+        rel(lite, "Hub", f"Spoke {n}", "links")
+    lite.items.get(["Hub", "Spoke 0"])
+    lite.access.flush()
+    read, statements = _statements(lite, lambda: lite.items.get_in_full(["Hub"]))
+    hub = read.found[0]
+    assert isinstance(hub, Entity)
+    assert {i.name for i in read.ends.values() if isinstance(i, Entity | EntityKey)} == {
+        "Hub",
+        *(f"Spoke {n}" for n in range(neighbours)),
+    }
+    assert len(read.edges) == neighbours
+    assert read.access == {hub.pk: (1, START_MS)}
+    looked = [s for s in statements if s.startswith("SELECT n.pk, n.label, n.scope, n.id")]
+    assert len(looked) == 1 and ("json_each" in looked[0]) == (neighbours + 1 > 32)

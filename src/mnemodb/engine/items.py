@@ -331,6 +331,10 @@ class Items:
             found = [self.resolve(tx, ref, reads) for ref in refs]
             if as_of is not None:
                 found = [self._then(tx, f, as_of) if f is not None else None for f in found]
+            if all(f is None for f in found):
+                # Nothing found (a reference that names nothing): no relations, no ends, no
+                # access to read or to record.
+                return InFull(found, [], {}, {}, {})
             items = {f.pk: f for f in found if isinstance(f, Memory | Entity)}
             edges = tx.edges_of(list(items), "both", valid_at=None if include_closed else at, scopes=reads)
             # The items found are ends already read (and replayed to `as_of`): only the

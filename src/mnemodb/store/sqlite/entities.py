@@ -60,6 +60,8 @@ class EntityReads:
             f"LEFT JOIN entity_text t ON t.rowid = e.node WHERE {where}",
             params,
         ).fetchall()
+        if not rows:  # a look-up of a name that is not there
+            return []
         missing = [r[0] for r in rows if r[9] is None]
         observations = self.observations_of(missing) if missing else {}
         # The observation arrays are decoded in one call rather than one call a row: a

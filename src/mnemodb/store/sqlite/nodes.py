@@ -57,6 +57,8 @@ _VIEW_COLUMNS = (
     "n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
     "m.content, m.importance, m.memory_type, m.summary, e.name, e.entity_type"
 )
+_LISTED_PKS = 32
+"""The most node pks `looked_up` binds one by one (more go as one JSON array)."""
 _VIEW_FROM = "node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk"
 
 
@@ -146,11 +148,18 @@ class NodeReads:
     def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:
         if not pks:
             return {}
+        # A look-up's item and its few neighbours are bound one by one (1 pk: 4.0 us a
+        # statement against 8.3 us through json_each, 32: 38 against 47); more are passed
+        # as one JSON array, which keeps the statements of every length out of the cache.
+        params: list[Any]
+        if len(pks) <= _LISTED_PKS:
+            where, params = f"n.pk IN ({marks(len(pks))})", list(pks)
+        else:
+            where, params = "n.pk IN (SELECT value FROM json_each(?))", [json.dumps(list(pks))]
         rows = self.conn.execute(
             "SELECT n.pk, n.label, n.scope, n.id, e.scope, e.name, a.count, a.last_at FROM node n "
-            "LEFT JOIN entity e ON e.node = n.pk LEFT JOIN node_access a ON a.node = n.pk "
-            "WHERE n.pk IN (SELECT value FROM json_each(?))",
-            [json.dumps(list(pks))],
+            f"LEFT JOIN entity e ON e.node = n.pk LEFT JOIN node_access a ON a.node = n.pk WHERE {where}",
+            params,
         )
         return {
             pk: LookedUp(

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, TextContent
 
 import inprocess
 from inprocess import Wire
+from mnemodb.engine import Engine
 from support import PROFILE_TOOLS
 
 pytestmark = pytest.mark.inprocess
@@ -619,6 +620,38 @@ async def test_search_shapes_tags_and_trimming(db_path: Path) -> None:
         "fact",
     )
     assert nothing == []
+
+
+@pytest.mark.anyio
+async def test_search_shows_a_summary_after_the_content_when_there_is_one(db_path: Path) -> None:
+    # memdb's tools write no summary; another profile's can, and a search then shows it.
+    with Engine.open(str(db_path)) as engine:
+        summed = engine.memories.store("Kestrels hover over the meadow", ["birds"], 5, "fact", summary="hovering")
+        plain = engine.memories.store("Kestrels nest on ledges", ["birds"], 2, "general")
+    async with inprocess.client(db_path, mode="legacy") as client:
+        found = ok(await client.call_tool("search_memories", {"query": "kestrels"}))
+
+    by_hash = {row["hash"]: row for row in found}
+    assert set(by_hash) == {summed.memory.hash, plain.memory.hash}
+    with_summary, without = by_hash[summed.memory.hash], by_hash[plain.memory.hash]
+    assert list(with_summary) == ["id", "content", "summary", *SEARCH_KEYS[2:]]
+    assert list(without) == SEARCH_KEYS
+    assert (with_summary["content"], with_summary["summary"], with_summary["tags"]) == (
+        "Kestrels hover over the meadow",
+        "hovering",
+        ["birds"],
+    )
+    assert (with_summary["importance"], with_summary["memory_type"], with_summary["id"]) == (
+        5,
+        "fact",
+        summed.memory.pk,
+    )
+    assert (without["content"], without["importance"], without["memory_type"]) == (
+        "Kestrels nest on ledges",
+        2,
+        "general",
+    )
+    assert with_summary["accessed_at"] == with_summary["created_at"]  # never read before this search
 
 
 @pytest.mark.anyio

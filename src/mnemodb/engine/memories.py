@@ -188,7 +188,7 @@ class Memories:
         """Memories matching the query's words or tags, most relevant first; archived
         memories only with `include_archived`. Without `explain`, the hits' `components`
         are left empty (the scores are the same)."""
-        ranked = self._rank(query, scopes, limit, include_archived, lambda tx, pks: tx.memories_by_pk(pks))
+        ranked = self._rank(query, scopes, limit, include_archived, lambda tx, pks, _: tx.memories_by_pk(pks))
         if ranked is None:
             return []
         best, scores, memories, strength, tagged, now = ranked
@@ -218,7 +218,8 @@ class Memories:
         """`search` without archived memories or explanations, each winner read as the
         fields a listing shows (`MemoryView`) with its relevance: the same memories, in
         the same order, with the same scores."""
-        ranked = self._rank(query, scopes, limit, False, lambda tx, pks: tx.memory_views(pks))
+        # The candidates' creation times are known: the node rows are not read again.
+        ranked = self._rank(query, scopes, limit, False, lambda tx, pks, born: tx.memory_views(pks, born))
         if ranked is None:
             return []
         best, scores, views = ranked[:3]
@@ -232,11 +233,12 @@ class Memories:
         scopes: Sequence[str] | None,
         limit: int,
         include_archived: bool,
-        read_winners: Callable[[ReadTx, Sequence[int]], Mapping[int, R]],
+        read_winners: Callable[[ReadTx, Sequence[int], Mapping[int, int]], Mapping[int, R]],
     ) -> tuple[list[int], dict[int, float], Mapping[int, R], dict[int, float], set[int], int] | None:
         """A search's winners, best first: their pks, every candidate's score, the winners
         as `read_winners` reads them (in the same read), the text strengths, the pks found
-        by tag and the time scored at. None when the query has no word or tag to look for."""
+        by tag and the time scored at. None when the query has no word or tag to look for.
+        `read_winners` is also given every candidate's creation time (pk -> ms)."""
         if limit < 1:
             raise InvalidArgument("limit must be at least 1")
         read = self._engine.scopes(scopes)
@@ -257,11 +259,13 @@ class Memories:
             # cost as much again as the score (0.1 ms a search of 10,000 memories).
             score = relevance_scorer(now, self._engine.weights)
             scores: dict[int, float] = {}
+            born: dict[int, int] = {}
             for pk, _, importance, created_at in (*by_text, *by_tag):
                 if pk not in scores:
                     scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, False)
+                    born[pk] = created_at
             best = sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]
-            winners = read_winners(tx, best)
+            winners = read_winners(tx, best, born)
         return best, scores, winners, strength, tagged, now
 
     def recall(

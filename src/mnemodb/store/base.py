@@ -306,9 +306,11 @@ class MemoryReads(Protocol):
         """`memory_by_pk` for many; pks that are not memories are left out."""
         ...
 
-    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+    def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
         """The shown fields of each memory in `pks` (tags sorted), as `memories_by_pk`
-        reads them; pks that are not memories are left out."""
+        reads them; pks that are not memories are left out. `created_at`, when given,
+        holds each pk's creation time as read in the same transaction (a search's
+        candidates carry it), and the node rows are not read for it."""
         ...
 
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:

@@ -80,6 +80,22 @@ def test_memory_views_show_the_fields_of_the_memories(store: Store) -> None:
         assert tx.memory_views([]) == {}
 
 
+def test_memory_views_take_the_creation_times_they_are_given(store: Store) -> None:
+    # 520 memories: more than one chunk of the SQLite store's read (500).
+    with store.write() as tx:
+        pks = [add_memory(tx, f"memory number {i}", at=T0 + i, tags=["t"] if i % 3 else []) for i in range(520)]
+        entity = add_entity(tx, "Ada")
+    store.bump_access({pks[7]: (1, T0 + 900)})
+    born = {pk: T0 + i for i, pk in enumerate(pks)} | {entity: T0}
+    with store.read() as tx:
+        read = tx.memory_views([*pks, entity])
+        given = tx.memory_views([*pks, entity], born)
+        assert tx.memory_views([], born) == {}
+    assert given == read
+    assert sorted(given) == pks
+    assert (given[pks[519]].created_at, given[pks[7]].last_accessed_at, given[pks[3]].tags) == (T0 + 519, T0 + 900, ())
+
+
 def test_memory_by_hash_is_the_oldest_in_the_scopes(store: Store) -> None:
     with store.write() as tx:
         first = add_memory(tx, "same words", scope=B)

@@ -294,6 +294,30 @@ def test_access_counts_add_up_and_keep_the_latest_time(store: Store) -> None:
     assert counts == {read: 5}
 
 
+def test_access_counts_of_a_large_batch_each_add_up(store: Store) -> None:
+    # 600 nodes: more rows than one statement of the SQLite store adds (256), and a count
+    # that is not a sum of whole statements; half of them read before.
+    with store.write() as tx:
+        pks = [add_node(tx) for _ in range(600)]
+    store.bump_access(dict.fromkeys(pks[::2], (1, T0 + 1)))
+    store.bump_access({pk: (i % 5 + 1, T0 + i) for i, pk in enumerate(pks)})
+    with store.read() as tx:
+        counts = tx.access_counts(pks)
+        first, second, last = tx.access_of(pks[0]), tx.access_of(pks[1]), tx.access_of(pks[-1])
+    assert counts == {pk: i % 5 + 1 + (1 - i % 2) for i, pk in enumerate(pks)}
+    assert (first, second, last) == (AccessStats(2, T0 + 1), AccessStats(2, T0 + 1), AccessStats(5, T0 + 599))
+
+
+def test_access_counts_of_a_large_batch_skip_only_a_deleted_node(store: Store) -> None:
+    with store.write() as tx:
+        pks = [add_node(tx) for _ in range(300)]
+        tx.delete_node(pks[200])
+    store.bump_access(dict.fromkeys(pks, (2, T0 + 9)))
+    with store.read() as tx:
+        counts = tx.access_counts(pks)
+    assert counts == {pk: 2 for pk in pks if pk != pks[200]}
+
+
 def test_bump_access_shows_in_the_memory_record(store: Store) -> None:
     with store.write() as tx:
         pk = add_memory(tx, "read me")

@@ -231,20 +231,41 @@ def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     _check_query(a["query"])
     # The winners are read as the fields shown (a hundred full records cost about a fifth
     # of the search) and shaped here, in `search_shape`'s key order.
+    # Each one a dict display, not a dict filled key by key: 0.6 against 0.75 us a winner.
     found = engine.memories.search_views(a["query"], limit=SEARCH_LIMIT)
-    out = []
-    for view, relevance in found:
-        shaped: dict[str, Any] = {"id": view.pk, "content": view.content}
-        if view.summary is not None:
-            shaped["summary"] = view.summary
-        shaped["tags"] = list(view.tags)
-        shaped["importance"] = view.importance
-        shaped["memory_type"] = view.memory_type
-        shaped["created_at"] = _second(view.created_at // 1000)
-        shaped["accessed_at"] = _second((view.last_accessed_at or view.created_at) // 1000)
-        shaped["hash"] = view.hash
-        shaped["relevance"] = relevance
-        out.append(shaped)
+    out: list[dict[str, Any]] = []
+    for (pk, content, summary, tags, importance, memory_type, created_at, last_at, digest), relevance in found:
+        created = _second(created_at // 1000)
+        accessed = _second((last_at or created_at) // 1000)
+        if summary is None:
+            out.append(
+                {
+                    "id": pk,
+                    "content": content,
+                    "tags": list(tags),
+                    "importance": importance,
+                    "memory_type": memory_type,
+                    "created_at": created,
+                    "accessed_at": accessed,
+                    "hash": digest,
+                    "relevance": relevance,
+                }
+            )
+        else:
+            out.append(
+                {
+                    "id": pk,
+                    "content": content,
+                    "summary": summary,
+                    "tags": list(tags),
+                    "importance": importance,
+                    "memory_type": memory_type,
+                    "created_at": created,
+                    "accessed_at": accessed,
+                    "hash": digest,
+                    "relevance": relevance,
+                }
+            )
     return out
 
 

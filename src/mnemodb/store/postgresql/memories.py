@@ -204,14 +204,22 @@ class MemoryReads:
             return {}
         return {memory.pk: memory for memory in self._memories("m.node = ANY(%s)", [list(pks)])}
 
-    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+    def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
         if not pks:
             return {}
-        rows = self.conn.execute(
-            "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
-            f"FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
-            [list(pks)],
-        ).fetchall()
+        if created_at is None:
+            rows = self.conn.execute(
+                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
+                f"FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
+                [list(pks)],
+            ).fetchall()
+        else:  # as the SQLite store: the node rows are not read
+            found = self.conn.execute(
+                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash "
+                "FROM memory m LEFT JOIN node_access a ON a.node = m.node WHERE m.node = ANY(%s)",
+                [list(pks)],
+            ).fetchall()
+            rows = [(r[0], r[1], r[2], r[3], r[4], created_at[r[0]], r[5], r[6]) for r in found]
         if not rows:
             return {}
         tags = self._tags_of([r[0] for r in rows])

@@ -116,21 +116,32 @@ class MemoryReads:
                 out[memory.pk] = memory
         return out
 
-    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
+    def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
         out: dict[int, MemoryView] = {}
         for chunk in chunks(pks, 500):
-            rows = self.conn.execute(
-                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
-                f"FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
-                chunk,
-            ).fetchall()
+            if created_at is None:
+                rows = self.conn.execute(
+                    "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
+                    f"FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
+                    chunk,
+                ).fetchall()
+            else:
+                # Without the node rows: a search's hundred winners at 10,000 memories read
+                # in 0.21 ms, not 0.25 ms, right after the search's own statements.
+                found = self.conn.execute(
+                    "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash "
+                    "FROM memory m LEFT JOIN node_access a ON a.node = m.node "
+                    f"WHERE m.node IN ({marks(len(chunk))})",
+                    chunk,
+                ).fetchall()
+                rows = [(pk, c, s, i, t, created_at[pk], last, h) for pk, c, s, i, t, last, h in found]
             if not rows:
                 continue
             tags = self._tags_of([r[0] for r in rows])
             untagged: tuple[str, ...] = ()
-            for pk, content, summary, importance, memory_type, created_at, last_at, digest in rows:
+            for pk, content, summary, importance, memory_type, born, last_at, digest in rows:
                 out[pk] = MemoryView(
-                    pk, content, summary, tags.get(pk, untagged), importance, memory_type, created_at, last_at, digest
+                    pk, content, summary, tags.get(pk, untagged), importance, memory_type, born, last_at, digest
                 )
         return out
 

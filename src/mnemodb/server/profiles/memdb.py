@@ -237,35 +237,21 @@ def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     for (pk, content, summary, tags, importance, memory_type, created_at, last_at, digest), relevance in found:
         created = _second(created_at // 1000)
         accessed = _second((last_at or created_at) // 1000)
-        if summary is None:
-            out.append(
-                {
-                    "id": pk,
-                    "content": content,
-                    "tags": list(tags),
-                    "importance": importance,
-                    "memory_type": memory_type,
-                    "created_at": created,
-                    "accessed_at": accessed,
-                    "hash": digest,
-                    "relevance": relevance,
-                }
-            )
-        else:
-            out.append(
-                {
-                    "id": pk,
-                    "content": content,
-                    "summary": summary,
-                    "tags": list(tags),
-                    "importance": importance,
-                    "memory_type": memory_type,
-                    "created_at": created,
-                    "accessed_at": accessed,
-                    "hash": digest,
-                    "relevance": relevance,
-                }
-            )
+        # A summary, when there is one, stands between the content and the tags.
+        out.append(
+            {
+                "id": pk,
+                "content": content,
+                **({} if summary is None else {"summary": summary}),
+                "tags": list(tags),
+                "importance": importance,
+                "memory_type": memory_type,
+                "created_at": created,
+                "accessed_at": accessed,
+                "hash": digest,
+                "relevance": relevance,
+            }
+        )
     return out
 
 

@@ -30,8 +30,8 @@ and runs every operation on every system in turn, systems and operations shuffle
 round, so that a busy moment on the machine hits all systems alike. A round trip is timed
 from just before the request is written until its reply line has been read; server CPU
 is utime+stime of the server process and its children (/proc/PID/stat) over a block of
-calls, divided by the calls. After the rounds, a bulk insert of `--bulk` entities with
-their observations, then as many relations, goes through each system's batch tool.
+calls, divided by the calls. After each round, a part of the bulk insert of `--bulk` entities
+with their observations, then as many relations, goes through each system's batch tool.
 
 Run `python bench/peers.py --help` for the options; see bench/README.md.
 """
@@ -122,6 +122,12 @@ def _names(rng: random.Random, words: Sequence[str], count: int, prefix: str) ->
     return [f"{rng.choice(words).capitalize()} {rng.choice(words).capitalize()} {prefix}{i}" for i in range(count)]
 
 
+def _pair(a: int, b: int, size: int) -> tuple[int, int]:
+    # A relation of an entity to itself is refused by every system: take the next one, which
+    # keeps the draws (and so the rest of the workload) as they were.
+    return (a, b) if a != b else (a, (b + 1) % size)
+
+
 def build_workload(size: int, *, seed: int, queries: int, reads: int, writes: int, bulk: int) -> Workload:
     corpus = Corpus(size + writes + bulk, seed=seed, vocabulary=VOCABULARY)
     rng = random.Random(seed + 1)
@@ -136,7 +142,7 @@ def build_workload(size: int, *, seed: int, queries: int, reads: int, writes: in
         relation_types=[rng.choice(RELATION_TYPES) for _ in range(1, size)],
         queries=corpus.queries(size, queries, seed + 2),
         picks=[rng.randrange(size) for _ in range(reads)],
-        pairs=[(rng.randrange(size), rng.randrange(size)) for _ in range(writes)],
+        pairs=[_pair(rng.randrange(size), rng.randrange(size), size) for _ in range(writes)],
         new_names=_names(rng, content_words, writes, "w"),
         new_texts=texts[size : size + writes],
         bulk_names=_names(rng, content_words, bulk, "b"),
@@ -533,16 +539,28 @@ class Measured:
 
 @dataclass
 class Bulk:
+    """A bulk insert, loaded a part per round: one load's rate moves too much with what else
+    the machine does at that moment, so the rate reported is the median of the rounds'."""
+
     items: int = 0
     seconds: float = 0.0
     cpu_s: float = 0.0
+    round_rates: list[float] = field(default_factory=list)
 
-    def summary(self) -> dict[str, float | int | None]:
+    def add(self, items: int, seconds: float, cpu_s: float) -> None:
+        self.items += items
+        self.seconds += seconds
+        self.cpu_s += cpu_s
+        self.round_rates.append(items / seconds)
+
+    def summary(self) -> dict[str, Any]:
         if not self.items:
             return {"items": 0}
         return {
             "items": self.items,
-            "per_s": self.items / self.seconds,
+            "per_s": p50(self.round_rates),
+            "per_s_rounds": self.round_rates,
+            "per_s_overall": self.items / self.seconds,
             "cpu_ms_per_item": self.cpu_s / self.items * 1000,
         }
 
@@ -598,7 +616,7 @@ def _counts(args: argparse.Namespace) -> dict[str, int]:
 
 
 class Run:
-    """One size: seed every system, then the rounds, then the bulk insert."""
+    """One size: seed every system, then the rounds, each ending with a part of the bulk insert."""
 
     def __init__(self, args: argparse.Namespace, size: int, directory: Path, trees: Sequence[Tree]) -> None:
         self.args = args
@@ -701,18 +719,22 @@ class Run:
                 clients[system.label] = system.spawn(self.log)
                 clients[system.label].initialize()
                 self._warm_up(system, clients[system.label])
+            total = len(self.work.bulk_names)
             for number in range(self.args.rounds):
                 _progress(f"size {self.size:,}: round {number + 1} of {self.args.rounds}")
                 for key in self._shuffled([key for key, _ in OPERATIONS]):
                     for system in self._shuffled(self.systems):
                         if key in system.operations:
                             self._run_block(system, clients[system.label], key, number)
-            for system in self.systems:
-                self.results[system.label].rss_mb = rss_mb(clients[system.label].proc.pid)[0]
-            for system in self._shuffled(self.systems):
-                if isinstance(system, MnemodbMemdb):
-                    continue  # its search only
-                self._bulk(system, clients[system.label])
+                if number == self.args.rounds - 1:
+                    # Before the last part of the bulk insert, as the servers were before it.
+                    for system in self.systems:
+                        self.results[system.label].rss_mb = rss_mb(clients[system.label].proc.pid)[0]
+                part = slice(total * number // self.args.rounds, total * (number + 1) // self.args.rounds)
+                for system in self._shuffled(self.systems):
+                    if isinstance(system, MnemodbMemdb):
+                        continue  # its search only
+                    self._bulk(system, clients[system.label], part)
         finally:
             for client in clients.values():
                 client.close()
@@ -739,25 +761,24 @@ class Run:
         budget = self.args.block_seconds if key == "trivial" else None
         _block(client, calls, measured, budget)
 
-    def _bulk(self, system: System, client: Client) -> None:
+    def _bulk(self, system: System, client: Client, part: slice) -> None:
+        """One round's part of the bulk insert: its entities, then relations from them."""
         result = self.results[system.label]
-        total = len(self.work.bulk_names)
         for phase, make, into in (
             ("entities", system.bulk_entities, result.bulk_entities),
             ("relations", system.bulk_relations, result.bulk_relations),
         ):
             before = cpu_seconds(client.proc.pid)
-            for start in range(0, total, BULK_BATCH):
-                part = slice(start, min(start + BULK_BATCH, total))
-                tool, arguments = make(self.work, part)
-                _, seconds, line = client.call_timed(tool, arguments, decode=False)
+            seconds = 0.0
+            for start in range(part.start, part.stop, BULK_BATCH):
+                batch = slice(start, min(start + BULK_BATCH, part.stop))
+                tool, arguments = make(self.work, batch)
+                _, elapsed, line = client.call_timed(tool, arguments, decode=False)
                 _check(tool, line)
                 if phase == "entities":
                     system.note_bulk_entities(json.loads(line)["result"].get("structuredContent"))
-                into.seconds += seconds
-                into.items += part.stop - part.start
-            into.cpu_s = cpu_seconds(client.proc.pid) - before
-        _progress(f"{system.label} bulk: {total:,} entities and relations")
+                seconds += elapsed
+            into.add(part.stop - part.start, seconds, cpu_seconds(client.proc.pid) - before)
 
 
 def _copy_sqlite(source: Path, target: Path) -> None:

@@ -66,9 +66,9 @@ def _call(request_id: int, params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-def _exchange(db: Path, profile: str, messages: Sequence[dict[str, Any]], *, lean: bool) -> dict[Any, Any]:
-    """Every reply of a stdio connection to `mnemodb serve --profile PROFILE --db DB` that
-    was sent `messages` and then closed, by id (notifications the server sent under None)."""
+def _served_wire(db: Path, profile: str, wire: bytes, *, lean: bool) -> bytes:
+    """What `mnemodb serve --profile PROFILE --db DB` (in process, over real pipes) wrote
+    back when sent `wire`, 4 KB a write, and then closed."""
     client_to_server, server_from_client = os.pipe()
     server_to_client, client_from_server = os.pipe()
     out = bytearray()
@@ -77,29 +77,42 @@ def _exchange(db: Path, profile: str, messages: Sequence[dict[str, Any]], *, lea
         while chunk := os.read(server_to_client, 1 << 16):
             out.extend(chunk)
 
-    reader = threading.Thread(target=read_all)
-    reader.start()
+    def write_all() -> None:
+        view = memoryview(wire)
+        while view:
+            view = view[os.write(server_from_client, view[: 1 << 12]) :]
+        os.close(server_from_client)
+
+    threads = [threading.Thread(target=read_all), threading.Thread(target=write_all)]
+    for thread in threads:
+        thread.start()
     with served(serve_settings(db, profile)) as server:
         spec_profile = build_profile(profile, server.settings)
         calls = ToolCalls(spec_profile, server.engine, tool_timeout_ms=server.settings.tool_timeout_ms)
         lean_server = LeanServer(spec_profile, calls) if lean else None
 
-        def make_server() -> Any:
-            return build_server(spec_profile, server.engine, calls=calls)
-
         async def run() -> None:
             with anyio.fail_after(REPLY_TIMEOUT_S * 4):
                 await serve_stdio(
-                    make_server, spec_profile.rules, lean=lean_server, fds=(client_to_server, client_from_server)
+                    lambda: build_server(spec_profile, server.engine, calls=calls),
+                    spec_profile.rules,
+                    lean=lean_server,
+                    fds=(client_to_server, client_from_server),
                 )
 
-        os.write(server_from_client, b"".join(json.dumps(m).encode() + b"\n" for m in messages))
-        os.close(server_from_client)
         anyio.run(run)
     os.close(client_from_server)
-    reader.join(REPLY_TIMEOUT_S)
+    for thread in threads:
+        thread.join(REPLY_TIMEOUT_S)
     os.close(client_to_server)
     os.close(server_to_client)
+    return bytes(out)
+
+
+def _exchange(db: Path, profile: str, messages: Sequence[dict[str, Any]], *, lean: bool) -> dict[Any, Any]:
+    """Every reply of a stdio connection to `mnemodb serve --profile PROFILE --db DB` that
+    was sent `messages` and then closed, by id (notifications the server sent under None)."""
+    out = _served_wire(db, profile, b"".join(json.dumps(m).encode() + b"\n" for m in messages), lean=lean)
     replies: dict[Any, Any] = {}
     # The database's path (which a topodb tool reports) is the one thing two runs differ in.
     for line in out.decode().replace(str(db), "DB").splitlines():
@@ -354,42 +367,7 @@ def test_lines_past_the_read_buffer_are_all_answered_once_and_reads_in_order(tmp
             messages.append(_call(10_000 + i, {"name": "get", "arguments": {"refs": [f"{ULID[:-4]}{i:04d}"]}}))
     wire = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
     assert len(wire) > 4 * (1 << 16)
-    client_to_server, server_from_client = os.pipe()
-    server_to_client, client_from_server = os.pipe()
-    out = bytearray()
-
-    def read_all() -> None:
-        while chunk := os.read(server_to_client, 1 << 16):
-            out.extend(chunk)
-
-    def write_all() -> None:
-        view = memoryview(wire)
-        while view:
-            view = view[os.write(server_from_client, view[: 1 << 12]) :]
-        os.close(server_from_client)
-
-    threads = [threading.Thread(target=read_all), threading.Thread(target=write_all)]
-    for thread in threads:
-        thread.start()
-    with served(serve_settings(tmp_path / "m.db", "native")) as server:
-        profile = build_profile("native", server.settings)
-        calls = ToolCalls(profile, server.engine)
-
-        async def run() -> None:
-            with anyio.fail_after(REPLY_TIMEOUT_S * 4):
-                await serve_stdio(
-                    lambda: build_server(profile, server.engine, calls=calls),
-                    profile.rules,
-                    lean=LeanServer(profile, calls),
-                    fds=(client_to_server, client_from_server),
-                )
-
-        anyio.run(run)
-    os.close(client_from_server)
-    for thread in threads:
-        thread.join(REPLY_TIMEOUT_S)
-    os.close(client_to_server)
-    os.close(server_to_client)
+    out = _served_wire(tmp_path / "m.db", "native", wire, lean=True)
     replies = [json.loads(line) for line in out.decode().splitlines()]
     ids = [reply["id"] for reply in replies]
     assert sorted(ids) == [1, *range(10_000, 10_000 + count)]

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import stat
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -243,24 +243,37 @@ def test_a_schema_10_database_that_never_had_tokens_stays_open(db_path: Path) ->
         assert engine.tokens.required() is False
 
 
+def _insert_old_entities(
+    conn: sqlite3.Connection, entities: Sequence[tuple[int, str, list[str]]], *, words: bool = False
+) -> None:
+    """Entities (pk, name, observations) as an older schema's code wrote them, with the
+    word index's rows when that schema had one (`words`)."""
+    conn.execute("BEGIN")
+    for pk, name, observations in entities:
+        conn.execute(
+            "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) "
+            "VALUES (?, ?, 'shared', 'Entity', '{}', ?, ?)",
+            [pk, f"01HV7N8Q3Y2J6W5X4Z9A0B1C{pk + 50}", T1, T1],
+        )
+        conn.execute("INSERT INTO entity (node, scope, name, entity_type) VALUES (?, 'shared', ?, 'x')", [pk, name])
+        conn.execute(
+            "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, 'x', ?, ?)",
+            [pk, name, " ".join(observations), json.dumps(observations)],
+        )
+        if words:
+            conn.execute(
+                "INSERT INTO entity_words (rowid, name, type, obs) VALUES (?, ?, 'x', ?)",
+                [pk, name, " ".join(observations)],
+            )
+    conn.execute("COMMIT")
+
+
 def test_entities_of_schema_11_are_found_by_their_words_and_forgotten_when_deleted(db_path: Path) -> None:
     """Schema 12 indexes entities by words over the substring index's text: the entities an
     older file holds are in it at once, and it follows every later change of them."""
     make_old_database(db_path, 11)
     with connect(db_path) as conn:
-        conn.execute("BEGIN")
-        for pk, name, observations in ((10, "Tom Becker", ["prefers phone calls"]), (11, "Customer Desk", [])):
-            conn.execute(
-                "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) "
-                "VALUES (?, ?, 'shared', 'Entity', '{}', ?, ?)",
-                [pk, f"01HV7N8Q3Y2J6W5X4Z9A0B1C{pk + 50}", T1, T1],
-            )
-            conn.execute("INSERT INTO entity (node, scope, name, entity_type) VALUES (?, 'shared', ?, 'x')", [pk, name])
-            conn.execute(
-                "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, 'x', ?, ?)",
-                [pk, name, " ".join(observations), json.dumps(observations)],
-            )
-        conn.execute("COMMIT")
+        _insert_old_entities(conn, [(10, "Tom Becker", ["prefers phone calls"]), (11, "Customer Desk", [])])
 
     def found(engine: Engine, query: str) -> list[str]:
         return [f.item.name for f in engine.items.search(query, kinds=["entity"]).found]  # type: ignore[union-attr]
@@ -285,23 +298,7 @@ def test_entities_of_schema_17_are_found_by_their_names_alone(db_path: Path) -> 
             conn.executescript(migration)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute("PRAGMA user_version = 17")
-        conn.execute("BEGIN")
-        for pk, name, observations in ((10, "Tom Becker", ["knows Rebecca"]), (11, "Rebecca Stone", [])):
-            conn.execute(
-                "INSERT INTO node (pk, id, scope, label, props, created_at, updated_at) "
-                "VALUES (?, ?, 'shared', 'Entity', '{}', ?, ?)",
-                [pk, f"01HV7N8Q3Y2J6W5X4Z9A0B1C{pk + 50}", T1, T1],
-            )
-            conn.execute("INSERT INTO entity (node, scope, name, entity_type) VALUES (?, 'shared', ?, 'x')", [pk, name])
-            conn.execute(
-                "INSERT INTO entity_text (rowid, name, type, obs, items) VALUES (?, ?, 'x', ?, ?)",
-                [pk, name, " ".join(observations), json.dumps(observations)],
-            )
-            conn.execute(
-                "INSERT INTO entity_words (rowid, name, type, obs) VALUES (?, ?, 'x', ?)",
-                [pk, name, " ".join(observations)],
-            )
-        conn.execute("COMMIT")
+        _insert_old_entities(conn, [(10, "Tom Becker", ["knows Rebecca"]), (11, "Rebecca Stone", [])], words=True)
 
     def named(engine: Engine, query: str) -> list[str]:
         return sorted(e.name for e in engine.graph.search(query).entities)

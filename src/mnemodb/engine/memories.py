@@ -10,7 +10,8 @@ every change is logged by `Engine.log`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mnemodb.graph.traversal import expand
 from mnemodb.model.checks import check_query, check_text
@@ -43,6 +44,19 @@ if TYPE_CHECKING:
 __all__ = ["Memories"]
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranked(Generic[R]):
+    """A memory search's outcome, before it is shaped for a reply."""
+
+    best: list[int]  # the winners' pks, best first
+    scores: dict[int, float]  # every candidate's score
+    winners: Mapping[int, R]  # the winners, as the caller's reader read them
+    strength: dict[int, float]  # text strength by pk
+    tagged: set[int]  # the pks found by tag
+    now: int  # the time scored at (ms)
+
 
 _DIRECTIONS: dict[str, Direction] = {"outgoing": "out", "out": "out", "incoming": "in", "in": "in", "both": "both"}
 
@@ -191,7 +205,7 @@ class Memories:
         ranked = self._rank(query, scopes, limit, include_archived, lambda tx, pks, _: tx.memories_by_pk(pks))
         if ranked is None:
             return []
-        best, scores, memories, strength, tagged, now = ranked
+        best, scores, memories = ranked.best, ranked.scores, ranked.winners
         if not explain:
             hits = [SearchHit(memories[pk], scores[pk]) for pk in best if pk in memories]
         else:
@@ -200,11 +214,11 @@ class Memories:
                 memory = memories.get(pk)
                 if memory is not None:
                     _, parts = relevance(
-                        strength.get(pk, 0.0),
-                        pk in tagged,
+                        ranked.strength.get(pk, 0.0),
+                        pk in ranked.tagged,
                         memory.importance,
                         memory.created_at,
-                        now,
+                        ranked.now,
                         self._engine.weights,
                     )
                     hits.append(SearchHit(memory, scores[pk], parts))
@@ -222,8 +236,8 @@ class Memories:
         ranked = self._rank(query, scopes, limit, False, lambda tx, pks, born: tx.memory_views(pks, born))
         if ranked is None:
             return []
-        best, scores, views = ranked[:3]
-        found = [(views[pk], scores[pk]) for pk in best if pk in views]
+        views, scores = ranked.winners, ranked.scores
+        found = [(views[pk], scores[pk]) for pk in ranked.best if pk in views]
         self._engine.record_access(view.pk for view, _ in found)
         return found
 
@@ -234,11 +248,10 @@ class Memories:
         limit: int,
         include_archived: bool,
         read_winners: Callable[[ReadTx, Sequence[int], Mapping[int, int]], Mapping[int, R]],
-    ) -> tuple[list[int], dict[int, float], Mapping[int, R], dict[int, float], set[int], int] | None:
-        """A search's winners, best first: their pks, every candidate's score, the winners
-        as `read_winners` reads them (in the same read), the text strengths, the pks found
-        by tag and the time scored at. None when the query has no word or tag to look for.
-        `read_winners` is also given every candidate's creation time (pk -> ms)."""
+    ) -> _Ranked[R] | None:
+        """A search's winners, best first, read by `read_winners` in the same read. None
+        when the query has no word or tag to look for. `read_winners` is also given every
+        candidate's creation time (pk -> ms)."""
         if limit < 1:
             raise InvalidArgument("limit must be at least 1")
         read = self._engine.scopes(scopes)
@@ -266,7 +279,7 @@ class Memories:
                     born[pk] = created_at
             best = sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]
             winners = read_winners(tx, best, born)
-        return best, scores, winners, strength, tagged, now
+        return _Ranked(best, scores, winners, strength, tagged, now)
 
     def recall(
         self,

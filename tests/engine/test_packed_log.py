@@ -158,6 +158,8 @@ def as_an_older_schema_wrote_it(db_path: Path) -> None:
             whole = json.dumps(unpack(at, scope, target, data), separators=(",", ":"), ensure_ascii=False)
             conn.execute(f"UPDATE {table} SET data = {mark} WHERE seq = {mark}", [whole, seq])
         conn.execute(f"CREATE INDEX change_log_op ON {table} (op, seq)")
+        # A later migration (the importance index) makes an index of its own.
+        conn.execute(f"DROP INDEX {table.replace('change_log', 'memory_scope_importance')}")
         if isinstance(conn, sqlite3.Connection):
             # A later migration (18) makes a table of its own: what that schema did not have.
             for trigger in ("insert", "delete", "update"):

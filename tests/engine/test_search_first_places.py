@@ -10,6 +10,7 @@ import pytest
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import RANKED_POOL, ItemPage
+from mnemodb.model.records import ItemFilter, Memory
 from mnemodb.search.ranking import DAY_MS
 from support import Clock
 
@@ -57,3 +58,73 @@ def test_memories_only_and_explained_pages_match_too(varied: Engine) -> None:
     page = varied.items.search("signal copper", kinds=["memory"], limit=8, explain=True)
     assert _placed(page) == _placed(whole)[:8]
     assert [f.why for f in page.found] == [f.why for f in whole.found[:8]]
+
+
+def _pad(words: int) -> str:
+    """Words no query names: the longer a memory, the weaker its text match."""
+    return " ".join(f"pad{j}" for j in range(words))
+
+
+def _strong_then_weak(eng: Engine, clock: Clock, best: int, best_importance: int, late: str, late_words: int) -> None:
+    """`best` memories that match best, written long ago with `best_importance`; 150 a
+    little weaker, of importance 0 and as old; and `late`, weaker than the first hundred
+    of all these by text, of importance 10 and written now: the first pool leaves it out."""
+    for i in range(best):
+        eng.memories.store(f"lantern melanie {_pad(2)} top{i}", (), best_importance)
+    for i in range(150):
+        eng.memories.store(f"lantern melanie {_pad(4 + i // 5)} filler{i}", (), 0)
+    clock.now += 30 * DAY_MS
+    eng.memories.store(f"{late}lantern melanie {_pad(late_words)} late", (), 10)
+
+
+def _first_and_whole(eng: Engine, query: str) -> tuple[ItemPage, ItemPage]:
+    return (
+        eng.items.search(query, kinds=["memory"], limit=10),
+        eng.items.search(query, kinds=["memory"], limit=RANKED_POOL - 1),
+    )
+
+
+def test_a_memory_the_author_rule_lifts_from_past_the_first_pool_is_on_the_first_page(
+    eng: Engine, clock: Clock
+) -> None:
+    # The eleventh score (0.8) beats the last scored match's strength plus the most recency
+    # can add, but not what the author rule makes of it: the late turn, by the Melanie the
+    # query names, ranks twelfth by its words and first once raised by half.
+    _strong_then_weak(eng, clock, best=11, best_importance=2, late="Melanie: ", late_words=39)
+    first, whole = _first_and_whole(eng, "lantern Melanie")
+    lifted = whole.found[0].item
+    assert isinstance(lifted, Memory) and lifted.content.startswith("Melanie: ")
+    assert [f.score for f in whole.found[1:11]] == [0.8] * 10
+    assert _placed(first) == _placed(whole)[:10]
+
+
+def test_the_most_important_memory_bounds_what_a_memory_left_out_scores(eng: Engine, clock: Clock) -> None:
+    # Every memory the first pool scores has importance 0 (and the fifty best score 0.75,
+    # down to the last place the author rule reads): the late memory past it, of
+    # importance 10 and written now, scores above them all, which only the store's most
+    # important memory tells, not the pool's.
+    _strong_then_weak(eng, clock, best=50, best_importance=0, late="", late_words=22)
+    first, whole = _first_and_whole(eng, "lantern harbor")
+    late = whole.found[0].item
+    assert isinstance(late, Memory) and late.content.endswith(" late")
+    assert [f.score for f in whole.found[1:11]] == [0.75] * 10
+    assert _placed(first) == _placed(whole)[:10]
+
+
+def test_an_archived_memory_does_not_count_as_the_most_important(eng: Engine, clock: Clock) -> None:
+    # The store's most important memory is archived: those searched have importance 0, and
+    # the first page is still that of the whole ranking (archived ones searched or not).
+    _strong_then_weak(eng, clock, best=50, best_importance=0, late="", late_words=22)
+    late = eng.items.search("lantern late", kinds=["memory"], limit=1).found[0].item
+    assert isinstance(late, Memory)
+    eng.items.archive(late.hash)
+    with eng.store.read() as tx:
+        assert tx.most_important([eng.write_scope]) == 0
+    first, whole = _first_and_whole(eng, "lantern harbor")
+    assert late.pk not in {f.item.pk for f in whole.found}
+    assert _placed(first) == _placed(whole)[:10]
+    archived = ItemFilter(include_archived=True)
+    first = eng.items.search("lantern harbor", kinds=["memory"], where=archived, limit=10)
+    whole = eng.items.search("lantern harbor", kinds=["memory"], where=archived, limit=RANKED_POOL - 1)
+    assert whole.found[0].item.pk == late.pk
+    assert _placed(first) == _placed(whole)[:10]

@@ -848,11 +848,11 @@ class Items:
         by_tag = tx.filtered_tagged(tags, reads, RANKED_POOL, where, now)
         tagged = {hit.pk for hit in by_tag}
         # Scoring reads each candidate's row; most of a few hundred matches cannot reach the
-        # first `top` places. The best matches by text are scored first: none left out
-        # scores above (its text strength, at most the last one's) x 1 + the most recency
-        # can add, so once the `top`-th score beats that bound the first places are those
-        # of the whole pool, and the pool widens until it does.
+        # first `top` places. The best matches by text are scored first, and the pool widens
+        # until the scores beat what any match left out could score (`bound` below, and
+        # `_settled`): the first places are then those of the whole pool.
         pool = RANKED_POOL if top is None else min(RANKED_POOL, max(top, _FIRST_POOL))
+        most_important: int | None = None  # read once, when the stop test first needs it
         # The time the question names, if any: its matches are searched on their own too,
         # so that one written then is scored even when the whole store's best matches
         # leave it out, and gets the date bonus (RankWeights.date_match).
@@ -895,8 +895,26 @@ class Items:
             if pool >= RANKED_POOL or len(by_text) < pool or top is None:
                 break
             # A tagged memory past the cut would be scored without its text strength.
-            if tagged.issubset(strength) and ranking[top - 1][1] > strength[by_text[-1].pk] + weights.recency_max:
-                break
+            if tagged.issubset(strength):
+                if most_important is None:
+                    # An archived memory is searched only when asked for, and the index
+                    # holds the others: with archived ones, the scale's top it is.
+                    most_important = 10 if where.include_archived else tx.most_important(reads)
+                # What a memory left out could score at most: its text strength at most
+                # the last scored match's (the pool holds the best), its importance at most
+                # the most any memory searched has, the recency of one written now, the
+                # date bonus only if a match in the window may have been cut from `by_date`
+                # (the others are scored), and no tag (a tagged match is scored). The same
+                # scorer computes it, so rounding cannot put such a memory above it.
+                bound = score(
+                    strength[by_text[-1].pk],
+                    False,
+                    10 if most_important is None else most_important,
+                    now,
+                    window is not None and len(by_date) >= RANKED_POOL,
+                )
+                if _settled(ranking, top, bound, weights.author_match):
+                    break
             pool = min(RANKED_POOL, pool * 2)
         if weights.author_match > 0 and ranking:
             ranking = _by_author(tx, ranking, query, weights.author_match, parts if notes is not None else None)
@@ -1494,6 +1512,24 @@ def _dated_filter(where: ItemFilter, window: tuple[int, int] | None) -> ItemFilt
     start = max(window[0], where.created_from if where.created_from is not None else window[0])
     end = min(window[1], where.created_to if where.created_to is not None else window[1])
     return replace(where, created_from=start, created_to=end) if start < end else None
+
+
+def _settled(ranking: Ranking, top: int, bound: float, raise_by: float) -> bool:
+    """Whether the first `top` places of `ranking` (scores before the author rule) are
+    those of the whole pool, when no memory left out of it scores above `bound`.
+
+    The author rule (`_by_author`, raise `raise_by`) reads the first `AUTHOR_POOL`
+    places: a memory left out could enter them, be raised, or push a raised one out.
+    Either the first `AUTHOR_POOL` places are right too (their last score beats `bound`,
+    and the rule reads what the whole pool would give it), or the `top`-th score beats
+    `bound` raised: then neither a memory left out nor one it pushes out (which scores
+    no more than it) can reach the first `top` places even when raised, and those that
+    can score above `bound` and keep their places. Floats round monotonically, so the
+    comparisons hold for the scores as computed."""
+    places = max(top, AUTHOR_POOL) if raise_by > 0 else top
+    if len(ranking) >= places and ranking[places - 1][1] > bound:
+        return True
+    return raise_by > 0 and ranking[top - 1][1] > bound * (1.0 + raise_by)
 
 
 def _by_author(

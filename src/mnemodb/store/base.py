@@ -339,6 +339,12 @@ class MemoryReads(Protocol):
         """When the oldest and the newest memory of `scopes` were stored (None, None: none)."""
         ...
 
+    def most_important(self, scopes: ScopeSet) -> int | None:
+        """The highest importance among the memories of `scopes` that are not archived
+        (None: there is none), read from an index rather than by a scan: what bounds the
+        score of a memory a ranking has not scored."""
+        ...
+
 
 class NodeReads(Protocol):
     """Node rows: every item is a node (id, scope, label, props, times)."""

@@ -262,6 +262,36 @@ def test_memory_time_range(store: Store) -> None:
     assert both == TimeRange(T0 + 10, T0 + 90)
 
 
+def test_most_important_is_the_highest_importance_of_the_scopes_memories_not_archived(store: Store) -> None:
+    with store.read() as tx:
+        assert tx.most_important([A]) is None
+    with store.write() as tx:
+        add_memory(tx, "low", importance=2)
+        add_memory(tx, "mid", importance=6)
+        top = add_memory(tx, "top", importance=9)
+        elsewhere = add_memory(tx, "elsewhere", scope=B, importance=10)
+        add_memory(tx, "zero", scope=C, importance=0)
+        add_entity(tx, "Not a memory")
+    with store.read() as tx:
+        assert tx.most_important([A]) == 9
+        assert tx.most_important([A, B]) == 10
+        assert tx.most_important([C]) == 0  # 0 is an importance, not none
+        assert tx.most_important([A, C]) == 9
+        assert tx.most_important([]) is None
+    with store.write() as tx:
+        tx.set_archived(top, T0 + 1)
+        tx.set_archived(add_memory(tx, "archived only", scope=C, importance=4), T0 + 1)
+    with store.read() as tx:
+        assert tx.most_important([A]) == 6
+        assert tx.most_important([C]) == 0
+    with store.write() as tx:
+        tx.set_archived(top, None)
+        tx.set_archived(elsewhere, T0 + 2)
+    with store.read() as tx:
+        assert tx.most_important([A]) == 9
+        assert tx.most_important([B]) is None  # only archived memories
+
+
 def test_deleting_a_memory_node_removes_the_memory_and_its_tags(store: Store) -> None:
     with store.write() as tx:
         pk = add_memory(tx, "doomed", tags=["gone"])

@@ -23,7 +23,7 @@ from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.rows import props_of, rows_as
 
-__all__ = ["ARCHIVE_DDL", "DDL", "MEMORY_TEXT", "MemoryReads", "MemoryWrites", "archived_in"]
+__all__ = ["ARCHIVE_DDL", "DDL", "IMPORTANCE_DDL", "MEMORY_TEXT", "MemoryReads", "MemoryWrites", "archived_in"]
 
 # The native search reads all three columns; the other faces content and summary, or
 # content alone: each of those column sets keeps its own document frequencies.
@@ -101,6 +101,12 @@ CREATE TRIGGER memory_count AFTER INSERT OR DELETE ON memory FOR EACH ROW EXECUT
 # Schema 3: a memory may be archived (`archived_at`): kept, but left out of searches and
 # listings unless asked. The archived memories per scope are counted (kind 'archived'), so
 # a search knows without a scan when none is there to leave out.
+IMPORTANCE_DDL = """
+-- The highest importance of a scope's memories that are not archived, by index
+-- (`most_important`): what bounds the score of a memory a search has not scored.
+CREATE INDEX memory_scope_importance ON memory (scope, importance) WHERE archived_at IS NULL;
+"""
+
 ARCHIVE_DDL = """
 ALTER TABLE memory ADD COLUMN archived_at bigint;
 CREATE FUNCTION memory_archived_count() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -342,6 +348,18 @@ class MemoryReads:
         ).fetchone()
         assert row is not None
         return TimeRange(row[0], row[1])
+
+    def most_important(self, scopes: Sequence[str]) -> int | None:
+        # One scope at a time, as `memory_time_range`: each max reads one end of that
+        # scope's entries in the partial index `memory_scope_importance` (schema 6).
+        row = self.conn.execute(
+            "SELECT max(x.high) FROM unnest(%s::text[]) AS s(scope) CROSS JOIN LATERAL "
+            "(SELECT max(importance) AS high FROM memory "
+            "WHERE scope = s.scope AND archived_at IS NULL) x",
+            [put_scopes(scopes)],
+        ).fetchone()
+        assert row is not None
+        return None if row[0] is None else int(row[0])
 
 
 class MemoryWrites(MemoryReads):

@@ -67,6 +67,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     changes.pack_log,
     # 5: the actor indexes only of entries made under a grant.
     changes.ACTOR_PARTIAL_DDL,
+    # 6: memories' importance by scope, of those not archived, for `most_important`.
+    memories.IMPORTANCE_DDL,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -471,6 +471,13 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO entity_name_text (rowid, name) VALUES (new.node, new.name);
     END;
     """,
+    # 19: the highest importance of a scope's memories that are not archived, by index
+    # (`most_important`): it bounds what a memory a search has not yet scored can score,
+    # so a search that needs only its first places stops widening its pool sooner. At
+    # 100,000 memories the native search widened 121 of 200 word queries to its whole pool.
+    """
+    CREATE INDEX memory_scope_importance ON memory (scope, importance) WHERE archived_at IS NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,7 +13,7 @@ import pytest
 from engine.test_items import ent, mem, rel
 from mnemodb.engine import Engine
 from mnemodb.model.ids import SHARED
-from mnemodb.model.records import Direction
+from mnemodb.model.records import Direction, Memory
 from mnemodb.store.sqlite import SqliteStore
 from support import Clock
 
@@ -101,9 +101,20 @@ def test_a_walk_reads_again_only_the_relations_among_the_last_hop(lite: Engine) 
     assert len(among) == 1
     read_again = {int(pk) for pk in among[0].split("e.src IN (")[1].split(")")[0].split(",")}
     assert read_again == {pk for pk, d in depth.items() if d == 2}  # the hops before read every relation of theirs
-    # Nothing else: the start, two statements a hop, the memories and their tags, the entities, that re-read
-    # (leaving out what SQLite's text index reads of itself).
-    assert len([s for s in statements if s.startswith("SELECT") and "'main'." not in s]) == 9
+    # Nothing else: the start, two statements a hop, the memories (their tags with them), the entities,
+    # that re-read (leaving out what SQLite's text index reads of itself).
+    assert len([s for s in statements if s.startswith("SELECT") and "'main'." not in s]) == 8
+
+
+def test_a_walk_reads_its_memories_with_their_tags_in_one_statement(lite: Engine) -> None:
+    _chain(lite)
+    mem(lite, "a tagged note on Bob", about=["Bob"], tags=["tea", "notes"])
+    found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=1))
+    tags = {i.content: i.tags for i in found.items if isinstance(i, Memory)}
+    assert tags == {"a note on Bob": (), "a tagged note on Bob": ("notes", "tea")}
+    memory_reads = [s for s in statements if "FROM memory m" in s]
+    assert len(memory_reads) == 1 and "memory_tag" in memory_reads[0]
+    assert not [s for s in statements if s.startswith("SELECT node, tag FROM memory_tag")]
 
 
 @pytest.mark.parametrize("direction", ["out", "in", "both"])

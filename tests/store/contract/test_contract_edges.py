@@ -121,6 +121,37 @@ def test_edges_of_filters_by_type(store: Store) -> None:
         assert [e.pk for e in tx.edges_of([one], "both", edge_types=["likes", "knows"])] == [likes, knows]
 
 
+def test_edges_of_every_shape_of_look_up_finds_what_a_filter_of_all_edges_does(store: Store) -> None:
+    # Every combination of direction, time, scopes, types and number of nodes, asked in
+    # turn on one connection: a statement kept for one shape is never used for another.
+    with store.write() as tx:
+        nodes = [add_node(tx, scope=(A, B)[i % 2]) for i in range(6)]
+        for i, src in enumerate(nodes):
+            for j, dst in enumerate(nodes):
+                if (i + j) % 3 == 0:
+                    edge = add_edge(tx, src, dst, ("knows", "likes", "uses")[(i * j) % 3], scope=(A, B)[j % 2])
+                    if i == j:
+                        tx.close_edge(edge, T0 + 5)
+        every = tx.edges_of(nodes, "both")
+    ends = {"out": lambda e: {e.src_pk}, "in": lambda e: {e.dst_pk}, "both": lambda e: {e.src_pk, e.dst_pk}}
+    scope_of = {pk: (A, B)[i % 2] for i, pk in enumerate(nodes)}
+    with store.read() as tx:
+        for direction in ("out", "in", "both"):
+            for valid_at in (None, T0 + 5):
+                for scopes in (None, [A], [A, B]):
+                    for types in (None, ["likes"], ["knows", "uses"]):
+                        for asked in (nodes[:1], nodes[1:4], nodes):
+                            found = tx.edges_of(asked, direction, valid_at=valid_at, scopes=scopes, edge_types=types)
+                            assert [e.pk for e in found] == [
+                                e.pk
+                                for e in every
+                                if ends[direction](e) & set(asked)
+                                and (valid_at is None or e.is_valid_at(valid_at))
+                                and (scopes is None or {e.scope, scope_of[e.src_pk], scope_of[e.dst_pk]} <= set(scopes))
+                                and (types is None or e.type in types)
+                            ], (direction, valid_at, scopes, types, len(asked))
+
+
 def test_an_edge_is_visible_only_when_it_and_both_ends_are_readable(store: Store) -> None:
     with store.write() as tx:
         in_a, in_b, in_c = add_node(tx), add_node(tx, scope=B), add_node(tx, scope=C)

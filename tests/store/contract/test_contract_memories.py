@@ -80,6 +80,30 @@ def test_memory_views_show_the_fields_of_the_memories(store: Store) -> None:
         assert tx.memory_views([]) == {}
 
 
+ODD_TAGS = ['say "hi"', "back\\slash", "nul\x00byte", "tab\tand\nline", "é", "Z", "a", "😀", "[]", ","]
+
+
+@pytest.mark.parametrize("count", [1, 3, 520])
+def test_memories_read_by_pk_carry_their_tags_sorted_and_untagged_ones_none(store: Store, count: int) -> None:
+    # Every third memory untagged, the others with tags JSON, SQL and the stores' escapes
+    # must leave as they are; 520: more than one chunk of the SQLite store's read (500).
+    with store.write() as tx:
+        pks = [
+            add_memory(tx, f"memory number {i}", tags=[] if i % 3 == 0 else ODD_TAGS[i % 7 :][: 1 + i % 4])
+            for i in range(count)
+        ]
+    expected = {pk: () if i % 3 == 0 else tuple(sorted(ODD_TAGS[i % 7 :][: 1 + i % 4])) for i, pk in enumerate(pks)}
+    with store.read() as tx:
+        found = tx.memories_by_pk(pks)
+        one = {pk: tx.memory_by_pk(pk) for pk in pks[:4]}
+        by_hash = tx.memory_by_hash([A], digest(f"memory number {count - 1}"))
+        views = tx.memory_views(pks)
+    assert {pk: m.tags for pk, m in found.items()} == expected
+    assert {pk: m.tags for pk, m in one.items() if m is not None} == {pk: expected[pk] for pk in pks[:4]}
+    assert by_hash is not None and by_hash.tags == expected[pks[-1]]
+    assert {pk: v.tags for pk, v in views.items()} == expected  # the views read the tags apart: the same
+
+
 def test_memory_views_take_the_creation_times_they_are_given(store: Store) -> None:
     # 520 memories: more than one chunk of the SQLite store's read (500).
     with store.write() as tx:

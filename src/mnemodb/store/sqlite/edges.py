@@ -3,6 +3,7 @@ into the store's read and write transactions."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,25 @@ def _visible(count: int) -> str:
     of every edge three times)."""
     listed = marks(count)
     return f"e.scope IN ({listed}) AND s.scope IN ({listed}) AND d.scope IN ({listed})"
+
+
+@functools.lru_cache(maxsize=256)
+def _edges_of_sql(direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int) -> str:
+    """`edges_of`'s statement for `count` nodes: two indexed lookups (edge_src, edge_dst)
+    rather than one OR, which could scan, both ways in one statement as a UNION ALL. Its
+    parameters: the nodes then the filters', once a way. Kept by shape: a look-up or a walk
+    asks for the same few shapes every call, and building the text cost about 3 us."""
+    filters = ""
+    if valid:
+        filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+    if scope_count is not None:
+        filters += f" AND {_visible(scope_count)}"
+    if type_count:
+        filters += f" AND e.type IN ({marks(type_count)})"
+    listed = marks(count)
+    return " UNION ALL ".join(
+        f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE e.{end} IN ({listed}){filters}" for end in _ENDS[direction]
+    )
 
 
 def _props_text(props: Props) -> str:
@@ -145,25 +165,24 @@ class EdgeReads:
         """Edges leaving (`out`), entering (`in`) or touching (`both`) any of `pks`."""
         if not pks:
             return []
-        filters = ""
         extra: list[Any] = []
         if valid_at is not None:
-            filters += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
             extra += [valid_at, valid_at]
         if scopes is not None:
-            filters += f" AND {_visible(len(scopes))}"
             extra += edge_visible_params(scopes)
         if edge_types:
-            filters += f" AND e.type IN ({marks(len(edge_types))})"
             extra += list(edge_types)
-        found: dict[int, Edge] = {}
+        found: dict[int, Edge] = {}  # an edge between two of `pks` is found both ways: kept once
+        ways = len(_ENDS[direction])
         for chunk in chunks(pks, 400):
-            chunk_marks = marks(len(chunk))
-            # Two indexed lookups (edge_src, edge_dst) rather than one OR, which could scan;
-            # both ways in one statement, as a UNION ALL (an edge found twice is kept once).
-            ways = [f"e.{end} IN ({chunk_marks}){filters}" for end in _ENDS[direction]]
-            sql = " UNION ALL ".join(f"SELECT {_EDGE_COLUMNS} FROM {_EDGE_FROM} WHERE {way}" for way in ways)
-            for edge in self._edge_rows(sql, [*chunk, *extra] * len(ways)):
+            sql = _edges_of_sql(
+                direction,
+                len(chunk),
+                valid_at is not None,
+                None if scopes is None else len(scopes),
+                len(edge_types) if edge_types else 0,
+            )
+            for edge in self._edge_rows(sql, [*chunk, *extra] * ways):
                 found[edge.pk] = edge
         return [found[k] for k in sorted(found)]
 

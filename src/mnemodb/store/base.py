@@ -359,7 +359,8 @@ class NodeReads(Protocol):
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         """Nodes as the property graph shows them: a memory's or entity's fields are among
-        its props (`model.ops.node_props`)."""
+        its props (`model.ops.node_props`). The fields come by the node's label: a Memory
+        node's memory row, an Entity node's entity row, none for another label."""
         ...
 
     def node_view_by_id(self, node_id: str) -> Node | None:

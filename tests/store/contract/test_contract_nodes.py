@@ -56,6 +56,34 @@ def test_node_by_id_shows_stored_props_and_node_views_the_full_view(store: Store
     assert by_id == views[memory]
 
 
+def test_a_view_takes_memory_and_entity_fields_by_the_nodes_label(store: Store) -> None:
+    # Rows the engine never writes (it refuses memory fields on a node of another label,
+    # entity fields likewise): a view, whichever read makes it, shows them only under
+    # their own label, as the stores join them by it.
+    with store.write() as tx:
+        thing = add_node(tx, "Thing", props={"k": "v"})
+        tx.insert_memory(thing, A, "0" * 64, "not its content", None, 0, "general")
+        tx.insert_entity(thing, A, "Not Its Name", "ghost")
+        ada = add_entity(tx, "Ada", "person")
+        tx.insert_memory(ada, A, "1" * 64, "not Ada's content", None, 0, "general")
+        note = add_memory(tx, "a memory")
+        tx.insert_entity(note, A, "Not The Memory's Name", "ghost")
+        add_edge(tx, ada, thing, "owns")
+        add_edge(tx, note, ada, "about")
+        ids = {pk: node_id(tx, pk) for pk in (thing, ada, note)}
+    with store.read() as tx:
+        views = tx.node_views([thing, ada, note])
+        by_id = {pk: tx.node_view_by_id(ids[pk]) for pk in (thing, ada, note)}
+        reached = {view.pk: view for _, view in tx.edges_reached({ada: ids[ada]}, "both")}
+        reached_ada = [view for _, view in tx.edges_reached({thing: ids[thing]}, "in")]
+    assert dict(views[thing].props) == {"k": "v"}
+    assert dict(views[ada].props) == {"name": "Ada", "entityType": "person"}
+    assert dict(views[note].props) == {"content": "a memory"}
+    assert by_id == views
+    assert reached == {thing: views[thing], note: views[note]}
+    assert reached_ada == [views[ada]]
+
+
 def test_labels_of_leaves_out_missing_nodes(store: Store) -> None:
     with store.write() as tx:
         memory = add_memory(tx, "m", scope=B)

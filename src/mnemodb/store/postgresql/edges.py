@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import Direction, Edge, Node, Props
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, Node, Props
 from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps, props_of
@@ -72,7 +72,11 @@ _FAR_VIEW = (
     "{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
     "m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type"
 )
-_FAR_FROM = "LEFT JOIN memory m ON m.node = {far}.pk LEFT JOIN entity n ON n.node = {far}.pk"
+# Its memory and entity rows by its label, as the SQLite store's `view_joins` (which see).
+_FAR_FROM = (
+    f"LEFT JOIN memory m ON m.node = {{far}}.pk AND {{far}}.label = '{MEMORY}' "
+    f"LEFT JOIN entity n ON n.node = {{far}}.pk AND {{far}}.label = '{ENTITY}'"
+)
 # The directions that follow an edge out of its source (0) and into its target (1).
 _WAYS = (("out", "both"), ("in", "both"))
 

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.packed_changes import unpack
-from mnemodb.model.records import Change, Node, Props, Scalar
+from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
 from mnemodb.store.base import AccessStats, EntityKey, LookedUp, NodeEntered, NodeLabel
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps
@@ -88,7 +88,12 @@ _VIEW_COLUMNS = (
     "n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
     "m.content, m.importance, m.memory_type, m.summary, e.name, e.entity_type"
 )
-_VIEW_FROM = "node n LEFT JOIN memory m ON m.node = n.pk LEFT JOIN entity e ON e.node = n.pk"
+# A node's memory and entity rows are joined by its label: the view of a node of another
+# label has neither, whatever the tables hold (as the SQLite store's `view_joins`).
+_VIEW_FROM = (
+    f"node n LEFT JOIN memory m ON m.node = n.pk AND n.label = '{MEMORY}' "
+    f"LEFT JOIN entity e ON e.node = n.pk AND n.label = '{ENTITY}'"
+)
 
 
 def _view(row: Sequence[Any]) -> Node:

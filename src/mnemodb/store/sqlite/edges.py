@@ -11,7 +11,7 @@ from operator import itemgetter
 from typing import Any
 
 from mnemodb.model.records import Direction, Edge, Node, Props
-from mnemodb.store.sqlite.nodes import node_view
+from mnemodb.store.sqlite.nodes import node_view, view_joins
 from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, props_of
 
 __all__ = ["EdgeReads", "EdgeWrites"]
@@ -32,7 +32,7 @@ def _reaching(way: int, far: str, near: str) -> str:
         f"{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
         f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {way} "
         f"FROM edge e JOIN node {far} ON {far}.pk = e.{'dst' if far == 'd' else 'src'} "
-        f"LEFT JOIN memory m ON m.node = {far}.pk LEFT JOIN entity n ON n.node = {far}.pk WHERE e.{near} IN ("
+        f"{view_joins(far, 'm', 'n')} WHERE e.{near} IN ("
     )
 
 

@@ -24,6 +24,7 @@ from mnemodb.model.records import Change, ChangeFilter
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.store import SqliteReadTx
 from store.contract.rows import T0
+from store.sqlite_plans import plan_rows, plans_of, traced
 
 ACTOR_INDEXES = ("change_log_scope_actor_at", "change_log_actor_at")
 
@@ -42,17 +43,9 @@ def _log(path: Path) -> SqliteStore:
 def _page_plans(
     store: SqliteStore, path: Path, scopes: Sequence[str] | None, actors: tuple[str | None, ...]
 ) -> tuple[list[int], str]:
-    statements: list[str] = []
-    with store.read() as tx:
-        tx.conn.set_trace_callback(statements.append)
-        try:
-            page = tx.change_page(scopes, ChangeFilter(actors=actors), None, 50)
-        finally:
-            tx.conn.set_trace_callback(None)
+    page, statements = traced(store, lambda tx: tx.change_page(scopes, ChangeFilter(actors=actors), None, 50))
     reads = [s for s in statements if "FROM change_log" in s]
-    with sqlite3.connect(path) as conn:
-        plans = [" / ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")) for s in reads]
-    return [c.seq for c in page], " // ".join(plans)
+    return [c.seq for c in page], " // ".join(plans_of(path, reads))
 
 
 @pytest.mark.parametrize("scopes", [[SHARED, "other"], None], ids=["scoped", "every scope"])
@@ -103,17 +96,10 @@ def _plan_rows(
     store: SqliteStore, path: Path, read: Callable[[SqliteReadTx], object]
 ) -> list[list[tuple[int, int, str]]]:
     """Every statement `read` ran on the log, as (id, parent, detail) rows of its plan."""
-    statements: list[str] = []
-    with store.read() as tx:
-        tx.conn.set_trace_callback(statements.append)
-        try:
-            read(tx)
-        finally:
-            tx.conn.set_trace_callback(None)
+    _, statements = traced(store, read)
     reads = [s for s in statements if "FROM change_log" in s]
     assert reads, statements
-    with sqlite3.connect(path) as conn:
-        return [[(r[0], r[1], r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in reads]
+    return plan_rows(path, reads)
 
 
 def _walks(rows: list[tuple[int, int, str]]) -> tuple[list[str], list[str]]:

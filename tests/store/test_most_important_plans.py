@@ -5,7 +5,6 @@ each planned by SQLite itself."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from mnemodb.model.ids import SHARED, new_ulid
 from mnemodb.model.records import MEMORY
 from mnemodb.store.sqlite import SqliteStore
 from store.contract.rows import T0, digest
+from store.sqlite_plans import plans_of, traced
 
 OTHER = new_ulid()
 
@@ -30,20 +30,12 @@ def test_the_most_important_memory_is_read_by_index(tmp_path: Path, scopes: list
                 tx.insert_memory(pk, scope, digest(f"memory {i}"), f"memory {i}", None, i % 11, "general")
                 if i % 7 == 0:
                     tx.set_archived(pk, T0)
-        statements: list[str] = []
-        with store.read() as tx:
-            tx.conn.set_trace_callback(statements.append)
-            try:
-                most = tx.most_important(scopes)
-            finally:
-                tx.conn.set_trace_callback(None)
+        most, statements = traced(store, lambda tx: tx.most_important(scopes))
     finally:
         store.close()
     assert most == 10
     reads = [s for s in statements if "importance" in s]
     assert len(reads) == len(scopes), statements
-    with sqlite3.connect(path) as conn:
-        plans = [" / ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")) for s in reads]
-    for plan in plans:
+    for plan in plans_of(path, reads):
         assert "memory_scope_importance (scope=?)" in plan, plan
         assert "SCAN" not in plan, plan

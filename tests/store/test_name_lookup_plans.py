@@ -14,6 +14,7 @@ from mnemodb.model.records import ENTITY
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 from store.contract.rows import T0
+from store.sqlite_plans import plans_of, traced
 
 OTHER = new_ulid()
 
@@ -30,18 +31,10 @@ def _store_with_entities(path: Path) -> SqliteStore:
 
 def _plans_of_lookup(store: SqliteStore, path: Path, scopes: list[str], name: str) -> tuple[list[str], bool]:
     """Every statement `entity_by_name_nocase` ran, as SQLite plans it, and whether it found one."""
-    statements: list[str] = []
-    with store.read() as tx:
-        tx.conn.set_trace_callback(statements.append)
-        try:
-            found = tx.entity_by_name_nocase(scopes, name) is not None
-        finally:
-            tx.conn.set_trace_callback(None)
+    found, statements = traced(store, lambda tx: tx.entity_by_name_nocase(scopes, name) is not None)
     lookups = [s for s in statements if "FROM entity" in s and "NOCASE" in s]
     assert lookups, statements
-    with sqlite3.connect(path) as conn:
-        plans = [" / ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}")) for statement in lookups]
-    return plans, found
+    return plans_of(path, lookups), found
 
 
 @pytest.mark.parametrize("scopes", [[SHARED], [SHARED, OTHER]], ids=["one scope", "two scopes"])

@@ -5,7 +5,6 @@ never by reading every entity or every edge. The statements are the ones the sto
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from mnemodb.model.records import ENTITY
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.store import SqliteReadTx
 from store.contract.rows import T0
+from store.sqlite_plans import plans_of, traced
 
 
 def _store_with_related_entities(path: Path) -> tuple[SqliteStore, list[int]]:
@@ -32,17 +32,10 @@ def _store_with_related_entities(path: Path) -> tuple[SqliteStore, list[int]]:
 
 def _plans(store: SqliteStore, path: Path, read: Callable[[SqliteReadTx], object], table: str) -> list[str]:
     """Every statement `read` ran that reads `table`, as SQLite plans it."""
-    statements: list[str] = []
-    with store.read() as tx:
-        tx.conn.set_trace_callback(statements.append)
-        try:
-            read(tx)
-        finally:
-            tx.conn.set_trace_callback(None)
+    _, statements = traced(store, read)
     reads = [s for s in statements if f"FROM {table}" in s or f"JOIN {table}" in s]
     assert reads, statements
-    with sqlite3.connect(path) as conn:
-        return [" / ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}")) for statement in reads]
+    return plans_of(path, reads)
 
 
 def test_the_ends_keys_are_looked_up_by_scope_and_name(tmp_path: Path) -> None:

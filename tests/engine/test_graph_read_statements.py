@@ -148,3 +148,16 @@ def test_one_statement_finds_each_relation_once_whichever_way(lite: Engine, dire
     expected = ways["out"] | ways["in"] if direction == "both" else ways[direction]
     assert [e.pk for e in edges] == sorted({e.pk for e in edges})  # each once, oldest first
     assert {(ends[e.src_pk].name, ends[e.dst_pk].name) for e in edges} == expected
+
+
+def test_a_memory_search_reads_its_winners_with_their_tags_in_one_statement(lite: Engine) -> None:
+    lite.memories.store("the kettle is broken again", ("kitchen", "appliance"), 3)
+    lite.memories.store("the kettle was mended", (), 1)
+    found, statements = _statements(lite, lambda: lite.memories.search_views("kettle"))
+    assert {view.content: view.tags for view, _ in found} == {
+        "the kettle is broken again": ("appliance", "kitchen"),
+        "the kettle was mended": (),
+    }
+    assert not [s for s in statements if s.startswith("SELECT node, tag FROM memory_tag")]
+    winners = [s for s in statements if s.startswith("SELECT m.node, m.content")]
+    assert len(winners) == 1 and "json_group_array(t.tag)" in winners[0]

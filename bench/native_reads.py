@@ -13,9 +13,9 @@ observation each, related as a random tree (each to an older one), a memory abou
 tenth entity, then the probes. Each measurement runs in a child process of its own with
 `PYTHONPATH` set to one source tree, so two trees (`--compare`) are measured on the same
 database file, alternately, round after round (the machine may be shared: CPU is
-`time.process_time`, and each row is the range over the rounds). A child also counts the
-SQL statements each call runs (not counting BEGIN and COMMIT, nor the statements SQLite
-runs inside one).
+`time.process_time`, the median of batches of calls, and each row is the range over the
+rounds with its median). A child also counts the SQL statements each call runs (not
+counting BEGIN and COMMIT, nor the statements SQLite runs inside one).
 
 `--replies` checks that both trees answer byte for byte alike: each child answers every
 call once, on its own fresh copy of the seeded database, and writes the reply lines; the
@@ -32,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 PROBES = 50
+BATCH = 25
+"""Calls timed together (`time.process_time` ticks coarsely for one call)."""
 RELATION_TYPES = ("knows", "works_with", "part_of", "depends_on", "mentions")
 ENTITY_TYPES = ("person", "project", "place", "tool")
 WORDS = (
@@ -175,10 +178,15 @@ def child(db: Path, calls_per_op: int, replies: Path | None) -> dict[str, Any]:
         for operation in OPERATIONS:
             for k in range(min(calls_per_op, 50)):  # warm: caches, statement texts
                 answer(*_call_of(operation, k))
-            started = time.process_time()
-            for k in range(calls_per_op):
-                answer(*_call_of(operation, k))
-            cpu_us = (time.process_time() - started) / calls_per_op * 1e6
+            # Timed in batches: on a shared machine a burst of other work inflates some
+            # batches, and the median batch is what a call costs between bursts.
+            batches: list[float] = []
+            for start in range(0, calls_per_op, BATCH):
+                started = time.process_time()
+                for k in range(start, min(start + BATCH, calls_per_op)):
+                    answer(*_call_of(operation, k))
+                batches.append((time.process_time() - started) / (min(start + BATCH, calls_per_op) - start) * 1e6)
+            cpu_us = statistics.median(batches)
             statements: list[str] = []
             with engine.store.read() as tx:
                 conn = tx.conn  # type: ignore[attr-defined]  # SQLite's read transaction

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, Node, Props
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, Node, Props, edge_of
 from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
 from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
@@ -115,19 +115,8 @@ def _props_text(props: Props) -> str:
 
 def _edge_of(r: Sequence[Any]) -> Edge:
     """An edge from the first columns of a row that starts with `_EDGE_COLUMNS`."""
-    return Edge(
-        pk=r[0],
-        id=got(r[1]),
-        src=got(r[2]),
-        dst=got(r[3]),
-        type=got(r[4]),
-        scope=got(r[5]),
-        props=props_of(r[6]),
-        valid_from=r[7],
-        valid_to=r[8],
-        created_at=r[9],
-        src_pk=r[10],
-        dst_pk=r[11],
+    return edge_of(
+        r[0], got(r[1]), got(r[2]), got(r[3]), got(r[4]), got(r[5]), props_of(r[6]), r[7], r[8], r[9], r[10], r[11]
     )
 
 
@@ -267,7 +256,7 @@ class EdgeReads:
                 continue
             far = dst if way == 0 else src
             if pk not in found:
-                found[pk] = Edge(
+                found[pk] = edge_of(
                     pk,
                     got(edge_id),
                     nodes[src] if way == 0 else got(far_id),

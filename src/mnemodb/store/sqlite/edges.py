@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from mnemodb.model.records import ENTITY, Direction, Edge, Node, Props
+from mnemodb.model.records import ENTITY, Direction, Edge, Node, Props, edge_of
 from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
 from mnemodb.store.sqlite.nodes import node_view, view_joins
 from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, props_of
@@ -134,7 +134,7 @@ class EdgeReads:
         # Positional, in `Edge`'s field order (that of `_EDGE_COLUMNS`): a traversal builds
         # dozens of these per call, and keywords cost a fifth more.
         return [
-            Edge(
+            edge_of(
                 r[0],
                 r[1],
                 r[2],
@@ -247,7 +247,7 @@ class EdgeReads:
         rows.sort(key=_EDGE_AND_WAY)
         return [
             (
-                Edge(
+                edge_of(
                     r[0],
                     r[1],
                     ends[r[8]] if r[23] == 0 else r[11],
@@ -303,7 +303,7 @@ class EdgeReads:
                     continue
                 far = dst if way == 0 else src
                 if pk not in found:
-                    found[pk] = Edge(
+                    found[pk] = edge_of(
                         pk,
                         edge_id,
                         nodes[src] if way == 0 else far_id,

@@ -66,7 +66,7 @@ def test_a_look_up_reads_the_other_ends_as_entity_keys(lite: Engine) -> None:
     assert len(in_full) == 1 and "'Bob'" in in_full[0]  # Bob himself; Ada and Cy by key
 
 
-def test_a_look_up_reads_the_other_ends_and_its_access_counts_in_one_statement(lite: Engine) -> None:
+def test_a_look_up_reads_its_relations_their_other_ends_and_its_access_counts_in_one_statement(lite: Engine) -> None:
     _chain(lite)
     lite.items.get(["Bob", "Bob", "Cy"])
     lite.access.flush()
@@ -74,12 +74,31 @@ def test_a_look_up_reads_the_other_ends_and_its_access_counts_in_one_statement(l
     bob = read.found[0]
     assert bob is not None and read.access[bob.pk].reads == 2
     assert {getattr(i, "name", None) for i in read.ends.values()} == {"Ada", "Bob", "Cy"}
-    # The item by name, its relations, then its ends and access statistics: nothing else.
+    # The item by name, then its relations with their other ends and its access statistics:
+    # nothing else.
     assert [s.split(" FROM ")[0] for s in statements if s.startswith("SELECT")] == [
         "SELECT n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.items",
-        "SELECT e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst",
-        "SELECT n.pk, n.label, n.scope, n.id, e.scope, e.name, a.count, a.last_at",
+        "SELECT 0, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        "d.id, d.label, k.scope, k.name",
     ]
+    assert "FROM node_access" in statements[-2]  # before the COMMIT
+
+
+def test_a_look_up_as_of_a_time_reads_its_access_counts_with_its_relations(lite: Engine, clock: Clock) -> None:
+    _chain(lite)
+    lite.items.get(["Bob"])
+    lite.access.flush()
+    read, statements = _statements(lite, lambda: lite.items.get_in_full(["Bob"], as_of=clock.now))
+    bob = read.found[0]
+    assert bob is not None and read.access[bob.pk].reads == 1
+    # As of a time, the other ends are read in full, as they were then (the note too).
+    assert {getattr(i, "name", None) or getattr(i, "content", None) for i in read.ends.values()} == {
+        "Ada",
+        "Bob",
+        "Cy",
+        "a note on Bob",
+    }
+    assert not [s for s in statements if "FROM node_access WHERE node = " in s]  # no read of each item's own
 
 
 def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> None:
@@ -129,3 +148,16 @@ def test_one_statement_finds_each_relation_once_whichever_way(lite: Engine, dire
     expected = ways["out"] | ways["in"] if direction == "both" else ways[direction]
     assert [e.pk for e in edges] == sorted({e.pk for e in edges})  # each once, oldest first
     assert {(ends[e.src_pk].name, ends[e.dst_pk].name) for e in edges} == expected
+
+
+def test_a_memory_search_reads_its_winners_with_their_tags_in_one_statement(lite: Engine) -> None:
+    lite.memories.store("the kettle is broken again", ("kitchen", "appliance"), 3)
+    lite.memories.store("the kettle was mended", (), 1)
+    found, statements = _statements(lite, lambda: lite.memories.search_views("kettle"))
+    assert {view.content: view.tags for view, _ in found} == {
+        "the kettle is broken again": ("appliance", "kitchen"),
+        "the kettle was mended": (),
+    }
+    assert not [s for s in statements if s.startswith("SELECT node, tag FROM memory_tag")]
+    winners = [s for s in statements if s.startswith("SELECT m.node, m.content")]
+    assert len(winners) == 1 and "json_group_array(t.tag)" in winners[0]

@@ -55,10 +55,11 @@ from mnemodb.search.ranking import (
     relevance_scorer,
     text_strengths,
 )
+from mnemodb.store.base import AccessStats
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import AccessStats, EntityKey, ReadTx, WriteTx
+    from mnemodb.store.base import EntityKey, ReadTx, WriteTx
 
 __all__ = [
     "EntityNote",
@@ -86,6 +87,8 @@ RANKED_POOL = 300
 _FIRST_POOL = 100
 # The filter that judges only scopes (and what `plain` in `_entity_ranking` leaves aside).
 _SCOPES_ONLY = ItemFilter(include_archived=True)
+# The access statistics of an item never read.
+_NEVER_READ = AccessStats(0, 0)
 
 log = logging.getLogger(__name__)
 
@@ -336,36 +339,33 @@ class Items:
                 # access to read or to record.
                 return InFull(found, [], {}, {}, {})
             items = {f.pk: f for f in found if isinstance(f, Memory | Entity)}
-            edges = tx.edges_of(list(items), "both", valid_at=None if include_closed else at, scopes=reads)
-            # The items found are ends already read (and replayed to `as_of`): only the
-            # other ends are read here.
-            others = list(({e.src_pk for e in edges} | {e.dst_pk for e in edges}) - items.keys())
+            # The edges, what the engine needs of their other ends and the items' access
+            # statistics, in one statement. The items found are ends already read (and
+            # replayed to `as_of`): only the other ends are read there.
+            around = tx.edges_around(
+                {pk: item.id for pk, item in items.items()}, valid_at=None if include_closed else at, scopes=reads
+            )
+            edges = around.edges
             ends: dict[int, Item | EntityKey] = dict(items)
             shown = set(items)
-            access: dict[int, AccessStats] = {}
             if as_of is None:
                 # Now, a relation names an entity at its other end and holds a memory's id
-                # itself: the keys of those entities are read, not the items in full, in the
-                # statement that reads the items' access statistics.
-                looked = tx.looked_up([*items, *others]) if items else {}
-                for pk in others:
-                    other = looked.get(pk)
-                    if other is not None and other.label in (MEMORY, ENTITY) and other.scope in reads:
+                # itself: the keys of those entities are read, not the items in full.
+                for pk, label in around.labels.items():
+                    if label in (MEMORY, ENTITY):
                         shown.add(pk)
-                        if other.label == ENTITY and other.key is not None:
-                            ends[pk] = other.key
-                access = {pk: looked[pk].access for pk in items}  # read in this snapshot: they exist
+                ends.update(around.keys)
             else:
+                others = list(around.labels)
                 for pk, item in self._items(tx, others, reads).items():
                     if item.created_at <= at:
                         ends[pk] = self._as_of(tx, item, at)
                         shown.add(pk)
+            access = {pk: around.access.get(pk, _NEVER_READ) for pk in items}
             relations = [f for f in found if isinstance(f, Edge)]
             # Most look-ups name items, not relations: then there are no relation ends to read.
             ended = list({pk for e in relations for pk in (e.src_pk, e.dst_pk)})
             edge_ends = self._items(tx, ended, reads) if ended else {}
-            if as_of is not None:
-                access = {pk: tx.access_of(pk) for pk in items}
         if as_of is None:
             self._engine.record_access(items)
         return InFull(found, [e for e in edges if e.src_pk in shown and e.dst_pk in shown], ends, edge_ends, access)

@@ -83,6 +83,7 @@ __all__ = [
     "Coverage",
     "EdgeReads",
     "EdgeWrites",
+    "EdgesAround",
     "EmbeddingChanges",
     "EmbeddingReads",
     "EmbeddingWrites",
@@ -94,7 +95,6 @@ __all__ = [
     "EntityTextSearch",
     "EntityWrites",
     "ItemReads",
-    "LookedUp",
     "MemoryFieldWeights",
     "MemoryReads",
     "MemoryWrites",
@@ -214,14 +214,18 @@ class AccessStats(NamedTuple):
     """When it was last read (ms; 0 when never)."""
 
 
-class LookedUp(NamedTuple):
-    """What a detailed look-up reads of a node it shows, in one statement: its label and
-    scope, its key when it is an entity (None otherwise), and its access statistics."""
+class EdgesAround(NamedTuple):
+    """What a detailed look-up reads around the nodes it shows, in one statement
+    (`EdgeReads.edges_around`)."""
 
-    label: str
-    scope: str
-    key: EntityKey | None
-    access: AccessStats
+    edges: list[Edge]
+    """The edges touching the nodes, oldest first, each once."""
+    labels: dict[int, str]
+    """The label of each edge's end that is not one of the nodes."""
+    keys: dict[int, EntityKey]
+    """The key of each of those ends that is an entity."""
+    access: dict[int, AccessStats]
+    """The access statistics of each of the nodes read at least once (the others: (0, 0))."""
 
 
 class ScopeName(NamedTuple):
@@ -379,11 +383,6 @@ class NodeReads(Protocol):
         leaves out memories superseded then), in one statement."""
         ...
 
-    def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:
-        """`labels_of`, `entity_keys_by_pk` and `access_of` of each existing node at once:
-        a look-up's items and the other ends of their relations in one statement."""
-        ...
-
     def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: ScopeSet) -> list[int]:
         """Nodes of `label` in `scopes` whose view's `prop` equals `value`, type included
         (True is not 1), oldest first."""
@@ -455,6 +454,14 @@ class EdgeReads(Protocol):
         leads to: one pair per way the edge is followed (an edge between two of `ends`
         twice when `both`), oldest edge first, leaving its source before entering its
         target."""
+        ...
+
+    def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: ScopeSet) -> EdgesAround:
+        """`edges_of` the nodes `nodes` (pk -> id, each visible in `scopes` already: its
+        scope is not looked up again) both ways, valid at `valid_at` unless it is None and
+        visible in `scopes`; with the label of each edge's other end, the key of each such
+        end that is an entity, and `access_of` each of `nodes`: what a detailed look-up
+        reads beside the items it shows, in one statement."""
         ...
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mnemodb.model.ids import new_ulid
-from mnemodb.model.records import Direction, Edge
-from mnemodb.store.base import Store
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge
+from mnemodb.store.base import AccessStats, EdgesAround, EntityKey, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
@@ -257,3 +257,49 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
         assert reader.edges_reached({}, "both") == []
     assert dict(views[ada].props) == {"name": "Ada", "entityType": "person", "born": 1815}
     assert dict(views[note].props) == {"content": "Ada wrote the first program", "importance": 4, "memory_type": "fact"}
+
+
+def test_edges_around_reads_the_edges_their_other_ends_and_the_nodes_access(store: Store) -> None:
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada", "person", ["an observation"], scope=C)
+        bob = add_entity(tx, "Bob\x00 \u00e9", scope=B)  # a name PostgreSQL escapes
+        note = add_memory(tx, "about Ada")
+        thing = add_node(tx, "Thing")
+        lamp = add_node(tx, "Lamp", scope=B)
+        knows = add_edge(tx, ada, bob, "knows", props={"since": 1999})
+        about = add_edge(tx, note, ada, "about", scope=B)
+        owns = add_edge(tx, ada, thing, "owns", valid_from=T0 + 5)
+        knew = add_edge(tx, bob, ada, "knew")
+        tx.close_edge(knew, T0 + 3)
+        lights = add_edge(tx, thing, lamp, "lights")  # touches neither node asked about
+        ids = {pk: node_id(tx, pk) for pk in (ada, bob, note, thing, lamp)}
+    store.bump_access({ada: (3, T0 + 7), lamp: (1, T0)})
+    every = [A, B, C]
+    with store.read() as tx:
+        now = tx.edges_around({ada: ids[ada]}, valid_at=T0 + 10, scopes=every)
+        then = tx.edges_around({ada: ids[ada]}, valid_at=T0 + 1, scopes=every)
+        ever = tx.edges_around({ada: ids[ada]}, valid_at=None, scopes=every)
+        without_b = tx.edges_around({ada: ids[ada]}, valid_at=None, scopes=[A, C])
+        both = tx.edges_around({ada: ids[ada], thing: ids[thing]}, valid_at=T0 + 10, scopes=every)
+        same = tx.edges_of([ada], "both", valid_at=T0 + 10, scopes=every)
+        assert tx.edges_around({}, valid_at=None, scopes=every) == EdgesAround([], {}, {}, {})
+    bob_key = EntityKey(bob, ids[bob], B, "Bob\x00 \u00e9")
+    # Every edge as `edges_of` reads it, oldest first; each other end's label, and key when an entity.
+    assert now.edges == same and [e.pk for e in now.edges] == [knows, about, owns]
+    assert now.edges[0] == Edge(
+        knows, now.edges[0].id, ids[ada], ids[bob], "knows", A, {"since": 1999}, T0, None, T0, ada, bob
+    )
+    assert now.labels == {bob: ENTITY, note: MEMORY, thing: "Thing"}
+    assert now.keys == {bob: bob_key}
+    assert now.access == {ada: AccessStats(3, T0 + 7)}
+    # Validity: `owns` begins at T0 + 5 and `knew` ends at T0 + 3; None takes every edge.
+    assert [e.pk for e in then.edges] == [knows, about, knew]
+    assert [e.pk for e in ever.edges] == [knows, about, owns, knew]
+    assert ever.edges[3].valid_to == T0 + 3 and (ever.edges[3].src, ever.edges[3].dst) == (ids[bob], ids[ada])
+    # Not visible: an edge of an unread scope, or whose other end is in one.
+    assert [e.pk for e in without_b.edges] == [owns]
+    assert without_b.labels == {thing: "Thing"} and without_b.keys == {}
+    # Between two of the nodes: the edge once, and neither end among the other ends.
+    assert [e.pk for e in both.edges] == [knows, about, owns, lights]
+    assert both.labels == {bob: ENTITY, note: MEMORY, lamp: "Lamp"} and both.keys == {bob: bob_key}
+    assert both.access == {ada: AccessStats(3, T0 + 7)}  # `thing` was never read

@@ -98,10 +98,12 @@ def test_memories_read_by_pk_carry_their_tags_sorted_and_untagged_ones_none(stor
         one = {pk: tx.memory_by_pk(pk) for pk in pks[:4]}
         by_hash = tx.memory_by_hash([A], digest(f"memory number {count - 1}"))
         views = tx.memory_views(pks)
+        given = tx.memory_views(pks, dict.fromkeys(pks, T0))
     assert {pk: m.tags for pk, m in found.items()} == expected
     assert {pk: m.tags for pk, m in one.items() if m is not None} == {pk: expected[pk] for pk in pks[:4]}
     assert by_hash is not None and by_hash.tags == expected[pks[-1]]
-    assert {pk: v.tags for pk, v in views.items()} == expected  # the views read the tags apart: the same
+    assert {pk: v.tags for pk, v in views.items()} == expected  # the views too, read with or without the nodes
+    assert {pk: v.tags for pk, v in given.items()} == expected
 
 
 def test_memory_views_take_the_creation_times_they_are_given(store: Store) -> None:

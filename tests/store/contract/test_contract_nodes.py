@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnemodb.model.ids import new_ulid
 from mnemodb.model.records import ENTITY, MEMORY, Node
-from mnemodb.store.base import AccessStats, EntityFieldWeights, EntityKey, LookedUp, NodeEntered, NodeLabel, Store
+from mnemodb.store.base import AccessStats, EntityFieldWeights, NodeEntered, NodeLabel, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
@@ -92,30 +92,6 @@ def test_labels_of_leaves_out_missing_nodes(store: Store) -> None:
         labels = tx.labels_of([thing, memory, thing + memory + 100])
     assert labels == {memory: NodeLabel(MEMORY, B), thing: NodeLabel("Thing", A)}
     assert labels[thing].label == "Thing" and labels[thing].scope == A
-
-
-def test_looked_up_gives_labels_entity_keys_and_access_of_the_nodes_that_exist(store: Store) -> None:
-    with store.write() as tx:
-        memory = add_memory(tx, "m", scope=B)
-        ada = add_entity(tx, "Ada\x00 \u00e9", "person", ["an observation"], scope=C)  # a name PostgreSQL escapes
-        thing = add_node(tx, "Thing")
-        ids = {pk: node_id(tx, pk) for pk in (memory, ada)}
-    store.bump_access({ada: (3, T0 + 7)})
-    with store.read() as tx:
-        looked = tx.looked_up([thing, ada, memory, thing + ada + memory + 100])
-        labels = tx.labels_of([thing, ada, memory])
-        keys = tx.entity_keys_by_pk([thing, ada, memory])
-        access = {pk: tx.access_of(pk) for pk in (thing, ada, memory)}
-        assert tx.looked_up([]) == {}
-    assert looked == {
-        memory: LookedUp(MEMORY, B, None, AccessStats(0, 0)),
-        ada: LookedUp(ENTITY, C, EntityKey(ada, ids[ada], C, "Ada\x00 \u00e9"), AccessStats(3, T0 + 7)),
-        thing: LookedUp("Thing", A, None, AccessStats(0, 0)),
-    }
-    # The same as the three reads it stands for.
-    assert {pk: NodeLabel(v.label, v.scope) for pk, v in looked.items()} == labels
-    assert {pk: v.key for pk, v in looked.items() if v.key is not None} == keys
-    assert {pk: v.access for pk, v in looked.items()} == access
 
 
 def test_labels_entered_tells_which_nodes_an_edge_of_the_type_enters_then_from_the_scopes(store: Store) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, Node, Props
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, Node, Props, edge_of
+from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
 from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps, props_of
@@ -81,6 +82,31 @@ _FAR_FROM = (
 _WAYS = (("out", "both"), ("in", "both"))
 
 
+def _edges_around_sql(valid: bool) -> str:
+    """`edges_around`'s statement: the edges leaving the nodes (way 0, their targets
+    joined) and entering them (way 1, their sources joined), then the nodes' access rows
+    (way 2: the node's pk in the edge's pk column, the count and last read in `valid_from`
+    and `valid_to`). The far end's entity row is joined by its label (`_FAR_FROM`). Its
+    parameters: the nodes, then the validity instant twice and the scopes, once a way;
+    then the nodes again."""
+    filters = f" AND {_VALID_AT}" if valid else ""
+    ways = [
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"LEFT JOIN entity k ON k.node = {far}.pk AND {far}.label = '{ENTITY}' "
+        f"WHERE e.{near_end} = ANY(%s::bigint[]){filters} AND ARRAY[e.scope, {far}.scope] <@ %s::text[]"
+        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+    ]
+    access = (
+        "SELECT 2, node, NULL, NULL, count, last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        "FROM node_access WHERE node = ANY(%s::bigint[])"
+    )
+    return " UNION ALL ".join([*ways, access])
+
+
+_EDGES_AROUND = {valid: _edges_around_sql(valid) for valid in (False, True)}
+
+
 def _props_text(props: Props) -> str:
     """An edge's properties as stored: most edges have none, and their text is a constant
     rather than an encoder's call per relation written."""
@@ -89,19 +115,8 @@ def _props_text(props: Props) -> str:
 
 def _edge_of(r: Sequence[Any]) -> Edge:
     """An edge from the first columns of a row that starts with `_EDGE_COLUMNS`."""
-    return Edge(
-        pk=r[0],
-        id=got(r[1]),
-        src=got(r[2]),
-        dst=got(r[3]),
-        type=got(r[4]),
-        scope=got(r[5]),
-        props=props_of(r[6]),
-        valid_from=r[7],
-        valid_to=r[8],
-        created_at=r[9],
-        src_pk=r[10],
-        dst_pk=r[11],
+    return edge_of(
+        r[0], got(r[1]), got(r[2]), got(r[3]), got(r[4]), got(r[5]), props_of(r[6]), r[7], r[8], r[9], r[10], r[11]
     )
 
 
@@ -206,6 +221,60 @@ class EdgeReads:
         params = [value for _ in ways for value in (list(ends), *extra)]
         rows = self.conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1, way", params).fetchall()
         return [(_edge_of(r), node_view(r[12:25])) for r in rows]
+
+    def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: Sequence[str]) -> EdgesAround:
+        """A detailed look-up's edges, their other ends' labels and keys, and its nodes'
+        access statistics, in one statement."""
+        found: dict[int, Edge] = {}
+        labels: dict[int, str] = {}
+        keys: dict[int, EntityKey] = {}
+        access: dict[int, AccessStats] = {}
+        if not nodes or not scopes:
+            return EdgesAround([], labels, keys, access)
+        pks = list(nodes)
+        way_params: list[Any] = [pks, *([] if valid_at is None else [valid_at, valid_at]), put_scopes(scopes)]
+        rows = self.conn.execute(_EDGES_AROUND[valid_at is not None], [*way_params, *way_params, pks]).fetchall()
+        for (
+            way,
+            pk,
+            src,
+            dst,
+            valid_from,
+            valid_to,
+            created_at,
+            edge_id,
+            kind,
+            scope,
+            props,
+            far_id,
+            label,
+            key_scope,
+            name,
+        ) in rows:
+            if way == 2:
+                access[pk] = AccessStats(int(valid_from), int(valid_to))
+                continue
+            far = dst if way == 0 else src
+            if pk not in found:
+                found[pk] = edge_of(
+                    pk,
+                    got(edge_id),
+                    nodes[src] if way == 0 else got(far_id),
+                    got(far_id) if way == 0 else nodes[dst],
+                    got(kind),
+                    got(scope),
+                    props_of(props),
+                    valid_from,
+                    valid_to,
+                    created_at,
+                    src,
+                    dst,
+                )
+            if far not in nodes:
+                labels[far] = got(label)
+                if name is not None:
+                    keys[far] = EntityKey(far, got(far_id), got(key_scope), got(name))
+        return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both ends are in `pks`, oldest first."""

@@ -168,7 +168,7 @@ class MemoryReads:
                 props=props_of(r[8]),
                 created_at=r[9],
                 updated_at=r[10],
-                # Sorted once unescaped, as `_tags_of` sorts them.
+                # Sorted once unescaped: an escaped U+0000 does not sort where U+0000 does.
                 tags=tuple(sorted(got_all(r[14]))) if r[14] else (),
                 access_count=r[11] or 0,
                 last_accessed_at=r[12],
@@ -176,13 +176,6 @@ class MemoryReads:
             )
             for r in rows
         ]
-
-    def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        out: dict[int, list[str]] = {}
-        for node, tag in self.conn.execute("SELECT node, tag FROM memory_tag WHERE node = ANY(%s)", [list(pks)]):
-            out.setdefault(node, []).append(got(tag))
-        # Sorted again once unescaped: an escaped U+0000 does not sort where U+0000 does.
-        return {k: tuple(sorted(v)) for k, v in out.items()}
 
     def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
         found = self._memories(
@@ -216,28 +209,27 @@ class MemoryReads:
     def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
         if not pks:
             return {}
+        # The tags with each row (`_TAGS`), not in a second statement.
         if created_at is None:
             rows = self.conn.execute(
-                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
-                f"FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
+                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash, "
+                f"{_TAGS} FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
                 [list(pks)],
             ).fetchall()
         else:  # as the SQLite store: the node rows are not read
             found = self.conn.execute(
-                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash "
+                f"SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash, {_TAGS} "
                 "FROM memory m LEFT JOIN node_access a ON a.node = m.node WHERE m.node = ANY(%s)",
                 [list(pks)],
             ).fetchall()
-            rows = [(r[0], r[1], r[2], r[3], r[4], created_at[r[0]], r[5], r[6]) for r in found]
-        if not rows:
-            return {}
-        tags = self._tags_of([r[0] for r in rows])
+            rows = [(r[0], r[1], r[2], r[3], r[4], created_at[r[0]], r[5], r[6], r[7]) for r in found]
         return {
             r[0]: MemoryView(
                 pk=r[0],
                 content=got(r[1]),
                 summary=got(r[2]),
-                tags=tags.get(r[0], ()),
+                # Sorted once unescaped: an escaped U+0000 does not sort where U+0000 does.
+                tags=tuple(sorted(got_all(r[8]))) if r[8] else (),
                 importance=r[3],
                 memory_type=got(r[4]),
                 created_at=r[5],

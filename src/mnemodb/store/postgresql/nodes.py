@@ -19,7 +19,7 @@ import psycopg
 
 from mnemodb.model.packed_changes import unpack
 from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
-from mnemodb.store.base import AccessStats, EntityKey, LookedUp, NodeEntered, NodeLabel
+from mnemodb.store.base import AccessStats, NodeEntered, NodeLabel
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps
 
@@ -185,25 +185,6 @@ class NodeReads:
             [put(edge_type), valid_at, valid_at, listed, listed, list(pks)],
         )
         return {pk: NodeEntered(got(label), got(scope), entered) for pk, label, scope, entered in rows}
-
-    def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:
-        if not pks:
-            return {}
-        rows = self.conn.execute(
-            "SELECT n.pk, n.label, n.scope, n.id, e.scope, e.name, a.count, a.last_at FROM node n "
-            "LEFT JOIN entity e ON e.node = n.pk LEFT JOIN node_access a ON a.node = n.pk "
-            "WHERE n.pk = ANY(%s::bigint[])",
-            [list(pks)],
-        )
-        return {
-            pk: LookedUp(
-                got(label),
-                got(scope),
-                None if name is None else EntityKey(pk, got(node_id), got(entity_scope), got(name)),
-                AccessStats(0, 0) if count is None else AccessStats(int(count), int(last_at)),
-            )
-            for pk, label, scope, node_id, entity_scope, name, count, last_at in rows
-        }
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         if not pks:

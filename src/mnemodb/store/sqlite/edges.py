@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from mnemodb.model.records import Direction, Edge, Node, Props
+from mnemodb.model.records import ENTITY, Direction, Edge, Node, Props, edge_of
+from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
 from mnemodb.store.sqlite.nodes import node_view, view_joins
 from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, props_of
 
@@ -72,6 +73,32 @@ def _edges_of_sql(direction: Direction, count: int, valid: bool, scope_count: in
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
+    """`edges_around`'s statement for `count` nodes: the edges leaving them (way 0, their
+    targets joined) and entering them (way 1, their sources joined), each through its
+    end's index, then the nodes' access rows (way 2: the node's pk in the edge's pk
+    column, the count and last read in `valid_from` and `valid_to`). The far end's entity
+    row is joined by its label, as a node view's (`view_joins`). Its parameters: the
+    nodes, then the validity instant twice and the scopes twice, once a way; then the
+    nodes again."""
+    listed = marks(count)
+    filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
+    scopes = marks(scope_count)
+    ways = [
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"LEFT JOIN entity k ON k.node = CASE WHEN {far}.label = '{ENTITY}' THEN {far}.pk END "
+        f"WHERE e.{near_end} IN ({listed}){filters} AND e.scope IN ({scopes}) AND {far}.scope IN ({scopes})"
+        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+    ]
+    access = (
+        "SELECT 2, node, NULL, NULL, count, last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM node_access WHERE node IN ({listed})"
+    )
+    return " UNION ALL ".join([*ways, access])
+
+
 def _props_text(props: Props) -> str:
     """An edge's properties as stored: most edges have none, and their text is a constant
     rather than an encoder's call per relation written."""
@@ -107,7 +134,7 @@ class EdgeReads:
         # Positional, in `Edge`'s field order (that of `_EDGE_COLUMNS`): a traversal builds
         # dozens of these per call, and keywords cost a fifth more.
         return [
-            Edge(
+            edge_of(
                 r[0],
                 r[1],
                 r[2],
@@ -220,7 +247,7 @@ class EdgeReads:
         rows.sort(key=_EDGE_AND_WAY)
         return [
             (
-                Edge(
+                edge_of(
                     r[0],
                     r[1],
                     ends[r[8]] if r[23] == 0 else r[11],
@@ -238,6 +265,63 @@ class EdgeReads:
             )
             for r in rows
         ]
+
+    def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: Sequence[str]) -> EdgesAround:
+        """A detailed look-up's edges, their other ends' labels and keys, and its nodes'
+        access statistics, in one statement (per 300 nodes)."""
+        found: dict[int, Edge] = {}
+        labels: dict[int, str] = {}
+        keys: dict[int, EntityKey] = {}
+        access: dict[int, AccessStats] = {}
+        if not nodes or not scopes:
+            return EdgesAround([], labels, keys, access)
+        valid = [] if valid_at is None else [valid_at, valid_at]
+        for chunk in chunks(list(nodes), 300):
+            way_params = [*chunk, *valid, *scopes, *scopes]
+            rows = self.conn.execute(
+                _edges_around_sql(len(chunk), valid_at is not None, len(scopes)), [*way_params, *way_params, *chunk]
+            ).fetchall()
+            for (
+                way,
+                pk,
+                src,
+                dst,
+                valid_from,
+                valid_to,
+                created_at,
+                edge_id,
+                kind,
+                scope,
+                props,
+                far_id,
+                label,
+                key_scope,
+                name,
+            ) in rows:
+                if way == 2:
+                    access[pk] = AccessStats(valid_from, valid_to)
+                    continue
+                far = dst if way == 0 else src
+                if pk not in found:
+                    found[pk] = edge_of(
+                        pk,
+                        edge_id,
+                        nodes[src] if way == 0 else far_id,
+                        far_id if way == 0 else nodes[dst],
+                        kind,
+                        scope,
+                        {} if props == "{}" else props_of(props),
+                        valid_from,
+                        valid_to,
+                        created_at,
+                        src,
+                        dst,
+                    )
+                if far not in nodes:
+                    labels[far] = label
+                    if name is not None:
+                        keys[far] = EntityKey(far, far_id, key_scope, name)
+        return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both endpoints are in `pks`."""

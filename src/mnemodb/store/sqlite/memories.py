@@ -87,16 +87,6 @@ class MemoryReads:
             ) in rows
         ]
 
-    def _tags_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        out: dict[int, list[str]] = {}
-        for chunk in chunks(pks, 500):
-            for node, tag in self.conn.execute(
-                f"SELECT node, tag FROM memory_tag WHERE node IN ({marks(len(chunk))}) ORDER BY node, tag",
-                chunk,
-            ):
-                out.setdefault(node, []).append(tag)
-        return {k: tuple(v) for k, v in out.items()}
-
     def memory_by_hash(self, scopes: Sequence[str], digest: str) -> Memory | None:
         found = self._memories(
             f"m.hash = ? AND m.scope IN ({marks(len(scopes))}) ORDER BY m.node LIMIT 1", [digest, *scopes]
@@ -129,29 +119,40 @@ class MemoryReads:
     def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
         out: dict[int, MemoryView] = {}
         for chunk in chunks(pks, 500):
+            # The tags with each row (`_TAGS`), not in a second statement.
             if created_at is None:
                 rows = self.conn.execute(
-                    "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash "
-                    f"FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
+                    "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, "
+                    f"m.hash, {_TAGS} FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
                     chunk,
                 ).fetchall()
             else:
                 # Without the node rows: a search's hundred winners at 10,000 memories read
                 # in 0.21 ms, not 0.25 ms, right after the search's own statements.
                 found = self.conn.execute(
-                    "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash "
+                    f"SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash, {_TAGS} "
                     "FROM memory m LEFT JOIN node_access a ON a.node = m.node "
                     f"WHERE m.node IN ({marks(len(chunk))})",
                     chunk,
                 ).fetchall()
-                rows = [(pk, c, s, i, t, created_at[pk], last, h) for pk, c, s, i, t, last, h in found]
+                rows = [(pk, c, s, i, t, created_at[pk], last, h, g) for pk, c, s, i, t, last, h, g in found]
             if not rows:
                 continue
-            tags = self._tags_of([r[0] for r in rows])
+            # The tagged rows' arrays decoded in one call, each sorted (as `_memories` does).
+            tagged = [r[8] for r in rows if r[8] != "[]"]
+            decoded = iter(json.loads("[" + ",".join(tagged) + "]") if tagged else ())
             untagged: tuple[str, ...] = ()
-            for pk, content, summary, importance, memory_type, born, last_at, digest in rows:
+            for pk, content, summary, importance, memory_type, born, last_at, digest, tags in rows:
                 out[pk] = MemoryView(
-                    pk, content, summary, tags.get(pk, untagged), importance, memory_type, born, last_at, digest
+                    pk,
+                    content,
+                    summary,
+                    untagged if tags == "[]" else tuple(sorted(next(decoded))),
+                    importance,
+                    memory_type,
+                    born,
+                    last_at,
+                    digest,
                 )
         return out
 

@@ -19,8 +19,6 @@ from mnemodb.store.base import (
     AccessStats,
     Coverage,
     EmbeddingChanges,
-    EntityKey,
-    LookedUp,
     NodeEntered,
     NodeLabel,
     ScoredPk,
@@ -57,8 +55,6 @@ _VIEW_COLUMNS = (
     "n.pk, n.id, n.scope, n.label, n.props, n.created_at, n.updated_at, "
     "m.content, m.importance, m.memory_type, m.summary, e.name, e.entity_type"
 )
-_LISTED_PKS = 32
-"""The most node pks `looked_up` binds one by one (more go as one JSON array)."""
 
 
 def view_joins(node: str, memory: str, entity: str) -> str:
@@ -163,32 +159,6 @@ class NodeReads:
             [edge_type, valid_at, valid_at, *scopes, *scopes, json.dumps(list(pks))],
         )
         return {pk: NodeEntered(label, scope, bool(entered)) for pk, label, scope, entered in rows}
-
-    def looked_up(self, pks: Sequence[int]) -> dict[int, LookedUp]:
-        if not pks:
-            return {}
-        # A look-up's item and its few neighbours are bound one by one (1 pk: 4.0 us a
-        # statement against 8.3 us through json_each, 32: 38 against 47); more are passed
-        # as one JSON array, which keeps the statements of every length out of the cache.
-        params: list[Any]
-        if len(pks) <= _LISTED_PKS:
-            where, params = f"n.pk IN ({marks(len(pks))})", list(pks)
-        else:
-            where, params = "n.pk IN (SELECT value FROM json_each(?))", [json.dumps(list(pks))]
-        rows = self.conn.execute(
-            "SELECT n.pk, n.label, n.scope, n.id, e.scope, e.name, a.count, a.last_at FROM node n "
-            f"LEFT JOIN entity e ON e.node = n.pk LEFT JOIN node_access a ON a.node = n.pk WHERE {where}",
-            params,
-        )
-        return {
-            pk: LookedUp(
-                label,
-                scope,
-                None if name is None else EntityKey(pk, node_id, entity_scope, name),
-                AccessStats(0, 0) if count is None else AccessStats(int(count), int(last_at)),
-            )
-            for pk, label, scope, node_id, entity_scope, name, count, last_at in rows
-        }
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         out: dict[int, Node] = {}

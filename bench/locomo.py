@@ -525,10 +525,13 @@ class Outcome:
     ablations: list[tuple[str, dict[int, list[dict[str, float]]], list[dict[str, float]]]] = field(default_factory=list)
 
 
-RANKING_RULES = {"date": "date_match", "author": "author_match"}
+RANKING_RULES = {"date": "date_match", "author": "author_match", "asks": "question_turn", "when": "time_told"}
 """The ranking's rules added after the retrieval issue's baseline (search.ranking.RankWeights
 fields), each reported switched off alone and all together (the old ranking) with
 --method items, so a run shows what each buys on its own."""
+
+LATEST_RULES = ("asks", "when")
+"""The rules added last, also reported switched off together: the ranking before them."""
 
 
 def run_mcp(
@@ -585,6 +588,9 @@ def run_engine(
         if sweep and args.method == "items" and not args.no_ablation:
             ranked_with = engine.weights
             off_each = [(f"without {name}", {field_name: 0.0}) for name, field_name in RANKING_RULES.items()]
+            off_each.append(
+                ("without " + " and ".join(LATEST_RULES), {RANKING_RULES[name]: 0.0 for name in LATEST_RULES})
+            )
             off_all = (
                 "old ranking (none of: " + ", ".join(RANKING_RULES) + ")",
                 dict.fromkeys(RANKING_RULES.values(), 0.0),
@@ -665,7 +671,7 @@ def report(
             cells = mean_percent(rows)
             per = " ".join(f"{c}:{mean_percent(cats[c])['R@10']:.1f}" for c in CATEGORIES if cats[c])
             print(
-                f"  {label:<16} R@10 {cells['R@10']:.1f} ({cells['R@10'] - ours['R@10']:+.1f}), "
+                f"  {label:<22} R@10 {cells['R@10']:.1f} ({cells['R@10'] - ours['R@10']:+.1f}), "
                 f"NDCG@10 {cells['NDCG@10']:.1f} ({cells['NDCG@10'] - ours['NDCG@10']:+.1f}); {per}"
             )
         label, old_by_category, old_overall = first.ablations[-1]

@@ -365,3 +365,49 @@ def test_a_turn_by_the_person_a_question_names_ranks_above_one_addressing_them(t
         page = eng.items.search("who painted the lake at dawn?", kinds=["memory"], explain=True)
         assert page_contents(page)[0].startswith("Caroline")
         assert [signals["author"] for signals in word_signals(page)] == [0.0, 0.0]
+
+
+# -- a turn that asks, a turn that says when -------------------------------------------------------
+
+
+def test_a_turn_ending_on_a_question_ranks_below_one_telling(tmp_path: Path) -> None:
+    clock = Clock(1_700_000_000_000)
+    with open_engine_at(tmp_path / "asking.db", clock=clock) as eng:
+        eng.memories.store("Melanie: I play the clarinet in a band on weekends, I love it")
+        clock.now += 60_000
+        eng.memories.store("Caroline: Do you play in a band?")
+        question = "Who plays in a band?"
+        # By words (and without the author rule) the short question ranks first ...
+        eng.weights = replace(eng.weights, author_match=0.0, question_turn=0.0)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page)[0].startswith("Caroline")
+        assert all("asks" not in signals for signals in word_signals(page))
+        # ... the rule lowers it below the turn that tells, and says which one asks.
+        eng.weights = replace(eng.weights, question_turn=0.5)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page) == [
+            "Melanie: I play the clarinet in a band on weekends, I love it",
+            "Caroline: Do you play in a band?",
+        ]
+        assert [signals["asks"] for signals in word_signals(page)] == [0.0, 1.0]
+        told, asked = (f.why["words"]["score"] for f in page.found if f.why)
+        assert asked < told
+
+
+def test_a_question_asking_when_raises_a_turn_that_says_when(tmp_path: Path) -> None:
+    clock = Clock(1_700_000_000_000)
+    with open_engine_at(tmp_path / "when.db", clock=clock) as eng:
+        eng.memories.store("Jon: I got mentored by an amazing business owner yesterday, so inspiring")
+        clock.now += 60_000
+        eng.memories.store("Gina: mentored by a business owner")
+        eng.weights = replace(eng.weights, time_told=0.0)
+        question = "When were they mentored by a business owner"
+        assert page_contents(eng.items.search(question, kinds=["memory"]))[0].startswith("Gina")
+        eng.weights = replace(eng.weights, time_told=0.5)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page)[0].startswith("Jon")
+        assert [signals["time"] for signals in word_signals(page)] == [1.0, 0.0]
+        # A question that does not ask when leaves the words' order and explains no time.
+        page = eng.items.search("Were they mentored by a business owner", kinds=["memory"], explain=True)
+        assert page_contents(page)[0].startswith("Gina")
+        assert all("time" not in signals for signals in word_signals(page))

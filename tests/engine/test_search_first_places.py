@@ -128,3 +128,37 @@ def test_an_archived_memory_does_not_count_as_the_most_important(eng: Engine, cl
     whole = eng.items.search("lantern harbor", kinds=["memory"], where=archived, limit=RANKED_POOL - 1)
     assert whole.found[0].item.pk == late.pk
     assert _placed(first) == _placed(whole)[:10]
+
+
+@pytest.fixture
+def told(eng: Engine, clock: Clock) -> Engine:
+    """Memories sharing a few words in every mix, some by a named speaker, some ending on a
+    question, some saying when: every rule on the first places' text lowers or raises some."""
+    rng = random.Random(19)
+    for i in range(MEMORIES):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 14)))
+        label = rng.choice(("Melanie: ", "Caroline: ", ""))
+        end = rng.choice(("?", " yesterday", " last week", "", ""))
+        eng.memories.store(f"{label}{text} note{i}{end}", (), rng.randint(0, 10))
+        clock.now += rng.randint(0, 2 * DAY_MS // 20)
+    return eng
+
+
+@pytest.mark.parametrize(
+    "query", ["When did Melanie see the harbor?", "copper lantern", "how long was the meadow signal"]
+)
+def test_pages_under_the_text_rules_are_slices_of_the_whole_ranking(told: Engine, query: str) -> None:
+    whole = told.items.search(query, kinds=["memory"], limit=RANKED_POOL - 1)
+    for offset, limit in ((0, 1), (0, 3), (0, 10), (5, 10), (0, 40)):
+        page = told.items.search(query, kinds=["memory"], offset=offset, limit=limit)
+        assert _placed(page) == _placed(whole)[offset : offset + limit], (offset, limit)
+
+
+def test_a_memory_the_time_rule_lifts_from_past_the_first_pool_is_on_the_first_page(eng: Engine, clock: Clock) -> None:
+    # As above, with the late turn saying when, for a question asking when: raised by the
+    # author and the time rules together, it ranks first.
+    _strong_then_weak(eng, clock, best=11, best_importance=2, late="Melanie: yesterday ", late_words=39)
+    first, whole = _first_and_whole(eng, "when did Melanie light the lantern")
+    lifted = whole.found[0].item
+    assert isinstance(lifted, Memory) and lifted.content.startswith("Melanie: yesterday")
+    assert _placed(first) == _placed(whole)[:10]

@@ -8,7 +8,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemodb.search.analyzer import STOPWORDS, author, query_terms, tag_candidates, words
+from mnemodb.search.analyzer import STOPWORDS, asks, author, query_terms, tag_candidates, words
 
 ALPHABET = st.sampled_from([*"abcXYZ019 .,;:'-_/\t\néüßçÅñ東京日本", "don't", "e-mail", "v2.0"])
 
@@ -74,3 +74,18 @@ def test_text_without_an_opening_label_names_no_author() -> None:
     assert author("I painted a sunset") == ()
     assert author("The: only stop words") == ()
     assert author("[10:32] (Mon) Melanie: two brackets") == ()
+
+
+# -- a text that ends by asking --------------------------------------------------------------------
+
+
+def test_a_text_ending_on_a_question_asks() -> None:
+    assert asks("Caroline: Wow! Did you see that band?")
+    assert asks('He said: "is it?"  ')  # closing quotes and spaces after the mark
+    assert asks("(what did you paint?)")
+
+
+def test_a_text_ending_otherwise_does_not_ask() -> None:
+    assert not asks("Melanie: What? No, it was Matt Patterson.")  # a question inside, then an answer
+    assert not asks("I painted a sunset")
+    assert not asks("")

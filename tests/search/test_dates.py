@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from mnemodb.search.dates import TOLD_WITHIN, time_window
+from mnemodb.search.dates import TOLD_WITHIN, asks_when, tells_time, time_window
 
 
 def ms(day: date) -> int:
@@ -55,3 +55,46 @@ def test_a_named_time_is_its_days_and_the_week_after(query: str, start: date, en
 )
 def test_no_time_named(query: str) -> None:
     assert time_window(query, NOW) is None
+
+
+# -- a question asking when, a text saying when ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "When did Melanie paint a sunrise?",
+        "how long has Nate had his turtles?",
+        "Which year did Jon move?",
+        "since when?",
+    ],
+)
+def test_a_question_asking_for_a_time(query: str) -> None:
+    assert asks_when(query)
+
+
+@pytest.mark.parametrize("query", ["What did Melanie paint?", "Where was John in July 2023?", "whenever"])
+def test_a_question_asking_for_no_time(query: str) -> None:
+    assert not asks_when(query)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I got mentored yesterday",
+        "we went camping last week",
+        "my game there next month",
+        "two weeks ago I moved",
+        "on Friday we met",
+        "in May we met",
+        "it was back in 2019",
+        "I met them on the 15th",
+    ],
+)
+def test_a_text_saying_when(text: str) -> None:
+    assert tells_time(text)
+
+
+@pytest.mark.parametrize("text", ["this may help", "I love painting", "a 500-piece puzzle", "number 15"])
+def test_a_text_saying_no_time(text: str) -> None:
+    assert not tells_time(text)

@@ -44,13 +44,14 @@ from mnemodb.model.records import (
     Scalar,
 )
 from mnemodb.model.rules import check_importance
-from mnemodb.search.analyzer import STOPWORDS, author, query_terms, tag_candidates, words
-from mnemodb.search.dates import time_window
+from mnemodb.search.analyzer import STOPWORDS, asks, author, query_terms, tag_candidates, words
+from mnemodb.search.dates import asks_when, tells_time, time_window
 from mnemodb.search.ranking import (
     ACCESS_SATURATION,
     AUTHOR_POOL,
     MEMORY_FIELD_WEIGHTS,
     FusionWeights,
+    RankWeights,
     relevance,
     relevance_scorer,
     text_strengths,
@@ -853,6 +854,8 @@ class Items:
         # `_settled`): the first places are then those of the whole pool.
         pool = RANKED_POOL if top is None else min(RANKED_POOL, max(top, _FIRST_POOL))
         most_important: int | None = None  # read once, when the stop test first needs it
+        # What the rules on the first places' text (`_by_text`) can make of a score.
+        lowest, highest = _text_rule_factors(weights, query)
         # The time the question names, if any: its matches are searched on their own too,
         # so that one written then is scored even when the whole store's best matches
         # leave it out, and gets the date bonus (RankWeights.date_match).
@@ -913,11 +916,11 @@ class Items:
                     now,
                     window is not None and len(by_date) >= RANKED_POOL,
                 )
-                if _settled(ranking, top, bound, weights.author_match):
+                if _settled(ranking, top, bound, lowest, highest):
                     break
             pool = min(RANKED_POOL, pool * 2)
-        if weights.author_match > 0 and ranking:
-            ranking = _by_author(tx, ranking, query, weights.author_match, parts if notes is not None else None)
+        if ranking and (lowest < 1.0 or highest > 1.0):
+            ranking = _by_text(tx, ranking, query, weights, parts if notes is not None else None)
         if notes is not None:
             notes["words"].update(parts)
         return ranking
@@ -1514,41 +1517,66 @@ def _dated_filter(where: ItemFilter, window: tuple[int, int] | None) -> ItemFilt
     return replace(where, created_from=start, created_to=end) if start < end else None
 
 
-def _settled(ranking: Ranking, top: int, bound: float, raise_by: float) -> bool:
-    """Whether the first `top` places of `ranking` (scores before the author rule) are
-    those of the whole pool, when no memory left out of it scores above `bound`.
+def _text_rule_factors(weights: RankWeights, query: str) -> tuple[float, float]:
+    """The least and the most that the rules on the first places' text (`_by_text`) can
+    multiply a score by for `query`: (1, 1) when none applies."""
+    highest = (1.0 + weights.author_match) * (1.0 + (weights.time_told if asks_when(query) else 0.0))
+    return 1.0 - weights.question_turn, highest
 
-    The author rule (`_by_author`, raise `raise_by`) reads the first `AUTHOR_POOL`
-    places: a memory left out could enter them, be raised, or push a raised one out.
-    Either the first `AUTHOR_POOL` places are right too (their last score beats `bound`,
-    and the rule reads what the whole pool would give it), or the `top`-th score beats
-    `bound` raised: then neither a memory left out nor one it pushes out (which scores
-    no more than it) can reach the first `top` places even when raised, and those that
-    can score above `bound` and keep their places. Floats round monotonically, so the
-    comparisons hold for the scores as computed."""
-    places = max(top, AUTHOR_POOL) if raise_by > 0 else top
+
+def _settled(ranking: Ranking, top: int, bound: float, lowest: float, highest: float) -> bool:
+    """Whether the first `top` places of `ranking` (scores before the rules on their
+    text) are those of the whole pool, when no memory left out of it scores above `bound`.
+
+    The rules on the text (`_by_text`, which multiply a score by `lowest` to `highest`)
+    read the first `AUTHOR_POOL` places: a memory left out could enter them, be raised,
+    or push a raised one out. Either the first `AUTHOR_POOL` places are right too (their
+    last score beats `bound`, and the rules read what the whole pool would give them), or
+    the `top`-th score lowered the most beats `bound` raised the most: then neither a
+    memory left out nor one it pushes out (which scores no more than it) can reach the
+    first `top` places, and the `top` memories above them keep at least that score, so
+    those that can score above `bound` keep their places. Floats round monotonically, so
+    the comparisons hold for the scores as computed."""
+    ruled = lowest < 1.0 or highest > 1.0
+    places = max(top, AUTHOR_POOL) if ruled else top
     if len(ranking) >= places and ranking[places - 1][1] > bound:
         return True
-    return raise_by > 0 and ranking[top - 1][1] > bound * (1.0 + raise_by)
+    return ruled and ranking[top - 1][1] * lowest > bound * highest
 
 
-def _by_author(
-    tx: ReadTx, ranking: Ranking, query: str, raise_by: float, parts: dict[int, dict[str, float]] | None
+def _by_text(
+    tx: ReadTx, ranking: Ranking, query: str, weights: RankWeights, parts: dict[int, dict[str, float]] | None
 ) -> Ranking:
-    """The ranking with its first `AUTHOR_POOL` memories whose opening label names someone
-    the query names raised by `raise_by` of their score (RankWeights.author_match); with
-    `parts`, each of those memories' explanation tells whether its author was named."""
-    named = set(words(query)) - STOPWORDS
+    """The ranking with its first `AUTHOR_POOL` memories judged by their text: raised by
+    `author_match` of their score when their opening label names someone the query names,
+    lowered by `question_turn` when they end by asking, and raised by `time_told` when
+    the query asks when and they say when (see `search.ranking`). With `parts`, each of
+    those memories' explanation tells which rules it met: `author` and `asks` (1 or 0),
+    and `time` when the query asks when."""
+    named = set(words(query)) - STOPWORDS if weights.author_match > 0 else set()
+    when = weights.time_told > 0 and asks_when(query)
     head = ranking[:AUTHOR_POOL]
-    # A label ends with a colon: only the contents that hold one are read.
-    labelled = tx.memory_contents([pk for pk, _ in head], ":")
+    contents = tx.memory_contents([pk for pk, _ in head], "")
     out: Ranking = []
     for pk, score in head:
-        content = labelled.get(pk)
-        by_named = content is not None and not named.isdisjoint(author(content))
-        out.append((pk, score * (1.0 + raise_by) if by_named else score))
+        content = contents.get(pk, "")
+        signals: dict[str, float] = {}
+        factor = 1.0
+        if weights.author_match > 0:
+            by_named = bool(named) and not named.isdisjoint(author(content))
+            factor *= 1.0 + weights.author_match if by_named else 1.0
+            signals["author"] = 1.0 if by_named else 0.0
+        if weights.question_turn > 0:
+            asking = asks(content)
+            factor *= 1.0 - weights.question_turn if asking else 1.0
+            signals["asks"] = 1.0 if asking else 0.0
+        if when:
+            timed = tells_time(content)
+            factor *= 1.0 + weights.time_told if timed else 1.0
+            signals["time"] = 1.0 if timed else 0.0
+        out.append((pk, score * factor))
         if parts is not None and pk in parts:
-            parts[pk]["author"] = 1.0 if by_named else 0.0
+            parts[pk].update(signals)
     out.sort(key=lambda kv: (-kv[1], -kv[0]))
     return out + ranking[AUTHOR_POOL:]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["STOPWORDS", "author", "query_terms", "tag_candidates", "words"]
+__all__ = ["STOPWORDS", "asks", "author", "query_terms", "tag_candidates", "words"]
 
 # Letters, digits and marks are word characters for unicode61; so is nothing else.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -86,3 +86,14 @@ def author(text: str) -> tuple[str, ...]:
         return ()
     named = tuple(words(label))
     return named if any(w not in STOPWORDS for w in named) else ()
+
+
+# What may close a question after its mark: quotes, brackets and spaces.
+_CLOSERS = " \t\r\n\"'\u201d\u2019)]"
+
+
+def asks(text: str) -> bool:
+    """Whether `text` ends by asking ("... Did you see that band?"): a turn that closes on
+    a question hands the conversation over, and its words are those of what it wants to
+    know, not of what is known."""
+    return text.rstrip(_CLOSERS).endswith("?")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 
-__all__ = ["TOLD_WITHIN", "time_window"]
+__all__ = ["TOLD_WITHIN", "asks_when", "tells_time", "time_window"]
 
 TOLD_WITHIN = timedelta(days=7)
 """How long after the named time a memory may be written and still be about it."""
@@ -143,3 +143,30 @@ def time_window(query: str, now: int) -> tuple[int, int] | None:
         return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
     return ms(start), ms(end) + int(TOLD_WITHIN.total_seconds() * 1000)
+
+
+_ASKS_WHEN = re.compile(
+    r"\b(?:when|since when|how long|(?:what|which) (?:year|month|week|day|date|time|season))\b", re.I
+)
+_WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_TIME_TOLD = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|weekend|"
+    rf"(?:last|next|this|past)\s+(?:week|month|year|night|time|spring|summer|fall|autumn|winter|{_WEEKDAYS})|"
+    rf"{_WEEKDAYS}|january|february|april|june|july|august|september|october|november|december|"
+    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th))\b",
+    re.I,
+)
+_TIME_TOLD_CAPITALISED = re.compile(r"\b(?:May|March)\b")
+
+
+def asks_when(query: str) -> bool:
+    """Whether `query` asks for a time ("When did Jon ...?", "How long has ...?", "Which
+    year ...?"), rather than naming one (see `time_window`)."""
+    return _ASKS_WHEN.search(query) is not None
+
+
+def tells_time(text: str) -> bool:
+    """Whether `text` says when something happened or will: a relative time ("yesterday",
+    "last week", "next month", "two weeks ago"), a weekday, a month, a year or a day of
+    the month ("the 15th"). "May" and "March" count only capitalised ("this may help")."""
+    return _TIME_TOLD.search(text) is not None or _TIME_TOLD_CAPITALISED.search(text) is not None

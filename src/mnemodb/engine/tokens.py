@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.model.ids import SHARED, new_ulid
 from mnemodb.model.records import Token
+from mnemodb.model.value import Value
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -46,8 +47,8 @@ _OPEN = "open"
 _grant: ContextVar[Grant | None] = ContextVar("mnemodb_grant", default=None)
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Grant(Value):
     """What the calls of one request may do: read `read_scopes`, change `write_scopes`
     (a subset of them; empty for a read-only grant), and write to `write_scope` when a call
     names no scope."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mnemodb.model.value import Value
 from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights
 
 if TYPE_CHECKING:
@@ -19,8 +20,8 @@ class EmbedderChoiceError(Exception):
     setting to change and how."""
 
 
-@dataclass(frozen=True)
-class EmbeddingSettings:
+@dataclass(frozen=True, eq=False, repr=False)
+class EmbeddingSettings(Value):
     """Which embedder gives items and queries vectors, and how a search weighs them."""
 
     embedder: str = "auto"

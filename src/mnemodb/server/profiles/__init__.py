@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from mnemodb.model.value import Value
 from mnemodb.server.settings import Settings, UpstreamVariables, given, load_standard_settings
 
 if TYPE_CHECKING:
@@ -25,8 +26,8 @@ SettingsLoader = Callable[[str, argparse.Namespace, Mapping[str, str]], Settings
 """(the profile's name, the parsed serve flags, the environment) -> its settings."""
 
 
-@dataclass(frozen=True)
-class ProfileOption:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProfileOption(Value):
     """A serve flag only one profile reads; given with another profile, it is refused."""
 
     flag: str
@@ -49,8 +50,8 @@ class ProfileOption:
             parser.add_argument(self.flag, metavar=self.metavar, help=self.help)
 
 
-@dataclass(frozen=True)
-class ProfileSpec:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProfileSpec(Value):
     """What mnemodb needs to know to serve a profile."""
 
     name: str

@@ -17,7 +17,7 @@ MIN_MAX_CHARS = 500
 # -- parameters ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Text(Str):
     r"""A string with something in it besides white space.
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import secrets
 import unicodedata
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -116,6 +115,9 @@ class Tokens:
         default = engine.scope(write_scope or SHARED)
         writes = () if read_only else tuple(dict.fromkeys([default, *(engine.scope(s) for s in write_scopes or ())]))
         reads = tuple(dict.fromkeys([default, *writes, *(engine.scope(s) for s in read_scopes or ())]))
+        # Imported here: `secrets` loads hmac and random, which a server that makes no token never needs.
+        import secrets
+
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = Token(new_ulid(), name, reads, default, writes, engine.clock())
         with engine.administer() as tx:

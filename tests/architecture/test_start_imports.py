@@ -37,6 +37,8 @@ RARE = ("tempfile", "random", "secrets", "hmac")
 # The methods `@dataclass` compiles that no base class can give: a frozen class's
 # `__setattr__` and `__delattr__` must be its own, and `__init__` takes its fields.
 COMPILED_ANYWAY = {"__init__", "__setattr__", "__delattr__"}
+# Some of the descriptions a start builds: a tool's parameters, a tool, the settings.
+DESCRIBED = ("mnemodb.server.schema.Str", "mnemodb.server.profile.Tool", "mnemodb.server.settings.Settings")
 
 INIT = {
     "jsonrpc": "2.0",
@@ -121,3 +123,5 @@ def test_serving_over_stdio_without_an_embedder_loads_neither_numpy_nor_the_http
     # be three compilations more per class, in every start.
     assert {name: methods for name, methods in compiled.items() if "__init__" not in methods} == {}
     assert {name: methods for name, methods in compiled.items() if not COMPILED_ANYWAY.issuperset(methods)} == {}
+    # The server's descriptions (`described`: frozen to type checking) compile no run-time guard.
+    assert {name: compiled[name] for name in DESCRIBED} == {name: ["__init__"] for name in DESCRIBED}

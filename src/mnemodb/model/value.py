@@ -8,15 +8,23 @@ server's life. A class declared `@dataclass(eq=False, repr=False)` that derives 
 `Value` inherits these instead, which mean what the generated ones mean: equal when of
 the same class with equal fields (those compared), hashed by those fields, shown as
 `Name(field=value, ...)`. They read the class's fields once, on their first call.
+
+`described` is for the descriptions the server builds once, at start, and only reads: a
+tool's parameters, a profile's tools and prompts, the settings. It makes a `Value`
+dataclass that type checking holds frozen (assigning a field is an error under mypy)
+without `@dataclass(frozen=True)`'s guard at run time, whose `__setattr__` and
+`__delattr__` are two more compilations per class, about as many again as `__init__`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
-__all__ = ["Value"]
+__all__ = ["Value", "described"]
+
+_T = TypeVar("_T")
 
 _Getter = Callable[[Any], tuple[Any, ...]]
 
@@ -75,3 +83,10 @@ class Value:
             names = _shown[cls] = tuple(f.name for f in _fields(cls) if f.repr)
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{cls.__qualname__}({shown})"
+
+
+@dataclass_transform(frozen_default=True, eq_default=False)
+def described(cls: type[_T]) -> type[_T]:
+    """A dataclass of a description built once and only read (derive it from `Value` for
+    `==`, `hash` and `repr`): frozen to type checking, not guarded at run time."""
+    return dataclasses.dataclass(eq=False, repr=False)(cls)

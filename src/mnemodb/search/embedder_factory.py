@@ -3,10 +3,9 @@ and key into an `Embedder`, for the server and every command that embeds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mnemodb.model.value import Value
+from mnemodb.model.value import Value, described
 from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights
 
 if TYPE_CHECKING:
@@ -20,7 +19,7 @@ class EmbedderChoiceError(Exception):
     setting to change and how."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class EmbeddingSettings(Value):
     """Which embedder gives items and queries vectors, and how a search weighs them."""
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
-from mnemodb.model.value import Value
+from mnemodb.model.value import Value, described
 from mnemodb.server.schema import Invalid
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ class ProtocolError(Exception):
         return {"code": self.code, "message": self.message}
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class ToolAnnotations(Value):
     """The hints a tool listing carries about what a tool does (MCP's `ToolAnnotations`)."""
 
@@ -86,7 +85,7 @@ class ToolParams(Protocol):
     def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class Tool(Value):
     name: str
     description: str
@@ -133,7 +132,7 @@ def tool(
     )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class Resource(Value):
     uri: str
     name: str
@@ -147,7 +146,7 @@ class Resource(Value):
     """Clients may subscribe; every successful writing tool call then notifies them."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class TemplateResource(Value):
     """Resources named by a URI template with one `{variable}`: `read` gets the engine and
     the variable's (percent-decoded) value, and returns None when there is no such resource."""
@@ -170,14 +169,14 @@ class TemplateResource(Value):
         return unquote(uri[len(head) : len(uri) - len(tail)])
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class PromptArgument(Value):
     name: str
     description: str
     required: bool = False
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class Prompt(Value):
     """A prompt template: `render` gets the arguments given and returns the message text."""
 
@@ -188,7 +187,7 @@ class Prompt(Value):
     arguments: Sequence[PromptArgument] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class ProtocolRules(Value):
     """How the stdio transport answers what the SDK would silently drop."""
 

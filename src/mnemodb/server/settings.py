@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from mnemodb.model.value import Value
+from mnemodb.model.value import Value, described
 from mnemodb.search.embedder_factory import EmbeddingSettings
 from mnemodb.store import sqlite_path
 from mnemodb.store.files import not_a_regular_file
@@ -40,7 +40,7 @@ class ConfigError(Exception):
     """A setting that cannot be used; the message names it and says what is expected."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class JwtSettings(Value):
     """Bearer JWTs from an identity provider, checked by signature, issuer, audience and
     expiry. Their `scope_claim` (OAuth's space-separated `scope` by default) says what the
@@ -55,7 +55,7 @@ class JwtSettings(Value):
     scope_claim: str = "scope"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class HttpSettings(Value):
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
@@ -96,7 +96,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class Settings(Value):
     profile: str
     db_path: str
@@ -117,7 +117,7 @@ class Settings(Value):
     """Serve Streamable HTTP with these settings; None serves stdio."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class DatabaseSettings(Value):
     """The database a command opens, and the scope it writes to."""
 

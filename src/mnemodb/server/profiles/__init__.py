@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from mnemodb.model.value import Value
+from mnemodb.model.value import Value, described
 from mnemodb.server.settings import Settings, UpstreamVariables, given, load_standard_settings
 
 if TYPE_CHECKING:
@@ -26,7 +25,7 @@ SettingsLoader = Callable[[str, argparse.Namespace, Mapping[str, str]], Settings
 """(the profile's name, the parsed serve flags, the environment) -> its settings."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class ProfileOption(Value):
     """A serve flag only one profile reads; given with another profile, it is refused."""
 
@@ -50,7 +49,7 @@ class ProfileOption(Value):
             parser.add_argument(self.flag, metavar=self.metavar, help=self.help)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@described
 class ProfileSpec(Value):
     """What mnemodb needs to know to serve a profile."""
 

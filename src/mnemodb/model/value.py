@@ -10,10 +10,11 @@ the same class with equal fields (those compared), hashed by those fields, shown
 `Name(field=value, ...)`. They read the class's fields once, on their first call.
 
 `described` is for the descriptions the server builds once, at start, and only reads: a
-tool's parameters, a profile's tools and prompts, the settings. It makes a `Value`
-dataclass that type checking holds frozen (assigning a field is an error under mypy)
-without `@dataclass(frozen=True)`'s guard at run time, whose `__setattr__` and
-`__delattr__` are two more compilations per class, about as many again as `__init__`.
+tool's parameters, a profile's tools and prompts, the settings. It makes a dataclass (with
+`Value` as a base, for `==`, `hash` and `repr`) that type checking holds frozen (assigning
+a field is an error under mypy) without `@dataclass(frozen=True)`'s guard at run time,
+whose `__setattr__` and `__delattr__` are two more compilations per class, about as many
+again as `__init__`.
 """
 
 from __future__ import annotations

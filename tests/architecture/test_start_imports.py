@@ -2,6 +2,11 @@
 import none of the libraries only some requests need (numpy for vectors, `regex` for
 patterns, rapidfuzz for typo-tolerant search), nor the HTTP stack, the MCP SDK or package
 metadata. Each costs 10 to 470 ms of every start; they are imported where they are used.
+Nor do they load what only other commands or rare calls need (temporary files, token
+secrets), and the dataclasses they load have only the methods `@dataclass` must compile
+(`__init__`, and a frozen class's `__setattr__` and `__delattr__`): `==`, `hash` and `repr`
+come from `mnemodb.model.value.Value`, written once: compiled for each of the 85 classes a
+start loads, they were about a tenth of it.
 
 Structural, not timed: the probes run in a fresh interpreter and read `sys.modules`.
 """
@@ -27,6 +32,13 @@ SDK = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 METADATA = ("importlib.metadata", "zipfile")
 # The modules adding the other commands' parsers: `serve` builds its own parser alone.
 OTHER_COMMANDS = tuple(f"mnemodb.cli.{name}" for name in ("clients", "completion", "doctor", "items", "scopes"))
+# `mnemodb import -` spools stdin to a temporary file; only `mnemodb token create` makes a secret.
+RARE = ("tempfile", "random", "secrets", "hmac")
+# The methods `@dataclass` compiles that no base class can give: a frozen class's
+# `__setattr__` and `__delattr__` must be its own, and `__init__` takes its fields.
+COMPILED_ANYWAY = {"__init__", "__setattr__", "__delattr__"}
+# Some of the descriptions a start builds: a tool's parameters, a tool, the settings.
+DESCRIBED = ("mnemodb.server.schema.Str", "mnemodb.server.profile.Tool", "mnemodb.server.settings.Settings")
 
 INIT = {
     "jsonrpc": "2.0",
@@ -34,14 +46,25 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
-# Runs the command line's `main` with the given arguments, then writes the names of every
-# module loaded to the file named first.
+# Runs the command line's `main` with the given arguments, then writes to the file named
+# first the names of every module loaded, and the methods `@dataclass` compiled (their code
+# comes from a string, not a file) in every dataclass of mnemodb's modules, by class.
 SERVE_PROBE = """
 import json, sys
 from mnemodb.cli.main import main
 status = main(sys.argv[2:])
+compiled = {}
+for name, module in list(sys.modules.items()):
+    if not name.startswith("mnemodb"):
+        continue
+    for value in list(vars(module).values()):
+        if isinstance(value, type) and value.__module__ == name and "__dataclass_fields__" in vars(value):
+            compiled[f"{name}.{value.__qualname__}"] = sorted(
+                key for key, member in vars(value).items()
+                if getattr(getattr(member, "__code__", None), "co_filename", None) == "<string>"
+            )
 with open(sys.argv[1], "w", encoding="utf-8") as f:
-    json.dump(sorted(sys.modules), f)
+    json.dump({"modules": sorted(sys.modules), "compiled": compiled}, f)
 sys.exit(status)
 """
 
@@ -89,6 +112,16 @@ def test_serving_over_stdio_without_an_embedder_loads_neither_numpy_nor_the_http
     assert served.returncode == 0, served.stderr
     # The server answered: the listing is of a start that went as far as serving.
     assert json.loads(served.stdout.splitlines()[0])["result"]["serverInfo"]
-    modules = json.loads(listing.read_text(encoding="utf-8"))
+    loaded = json.loads(listing.read_text(encoding="utf-8"))
+    modules = loaded["modules"]
     assert "mnemodb.engine" in modules and "mnemodb.server.stdio" in modules
-    assert loaded_from(modules, ON_DEMAND + HTTP_STACK + SDK + METADATA + OTHER_COMMANDS) == []
+    assert loaded_from(modules, ON_DEMAND + HTTP_STACK + SDK + METADATA + OTHER_COMMANDS + RARE) == []
+    compiled: dict[str, list[str]] = loaded["compiled"]
+    # The probe saw the dataclasses a start loads (the records, the tools' schemas, ...).
+    assert "mnemodb.model.records.Memory" in compiled and len(compiled) > 50
+    # Each has its `__init__`, and nothing `Value` gives it: `==`, `hash` and `repr` would
+    # be three compilations more per class, in every start.
+    assert {name: methods for name, methods in compiled.items() if "__init__" not in methods} == {}
+    assert {name: methods for name, methods in compiled.items() if not COMPILED_ANYWAY.issuperset(methods)} == {}
+    # The server's descriptions (`described`: frozen to type checking) compile no run-time guard.
+    assert {name: compiled[name] for name in DESCRIBED} == {name: ["__init__"] for name in DESCRIBED}

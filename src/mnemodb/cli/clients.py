@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from mnemodb.cli.main import PROFILES, CliError
+from mnemodb.model.value import Value
 from mnemodb.server.profiles import DEFAULT_PROFILE
 from mnemodb.store.files import replaced_atomically
 
 __all__ = ["CLIENTS", "add_command"]
 
 
-@dataclass(frozen=True)
-class Client:
+@dataclass(frozen=True, eq=False, repr=False)
+class Client(Value):
     name: str
     key: str
     """The JSON object the servers sit in: `mcpServers`, or VS Code's `servers`."""

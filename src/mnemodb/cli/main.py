@@ -12,9 +12,7 @@ import io
 import json
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -538,6 +536,10 @@ def _input(path: str) -> Iterator[BinaryIO]:
     """`path` opened for reading, or stdin for `-` (copied to a temporary file, so it can be
     read more than once)."""
     if path == "-":
+        # Imported here: shutil loads the compression modules, which serving never needs.
+        import shutil
+        import tempfile
+
         with tempfile.TemporaryFile() as spool:
             shutil.copyfileobj(sys.stdin.buffer, spool)
             spool.seek(0)

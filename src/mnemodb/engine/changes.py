@@ -15,6 +15,7 @@ from mnemodb.engine.tokens import current_grant
 from mnemodb.model.errors import Forbidden, InvalidArgument, NotFound
 from mnemodb.model.ids import is_ulid
 from mnemodb.model.records import Change, ChangeFilter
+from mnemodb.model.value import Value
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -26,8 +27,8 @@ MAX_PAGE = 1000
 """The most entries one page of the log may hold."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChangePage:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ChangePage(Value):
     """Entries of the change log, newest first, and where the next page starts."""
 
     changes: tuple[Change, ...]

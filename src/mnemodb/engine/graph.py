@@ -23,6 +23,7 @@ from mnemodb.model.checks import check_query, check_text
 from mnemodb.model.errors import InvalidArgument, NotFound, OperationTimeout
 from mnemodb.model.ids import SHARED
 from mnemodb.model.records import Entity, Relation
+from mnemodb.model.value import Value
 from mnemodb.search import graph_query as gq
 from mnemodb.search.analyzer import query_terms
 from mnemodb.search.ranking import ENTITY_FIELD_WEIGHTS
@@ -62,46 +63,46 @@ FUZZY_WORDS = 64
 _MIN_SUBSTRING = 3
 
 
-@dataclass(frozen=True, slots=True)
-class NewEntity:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class NewEntity(Value):
     name: str
     entity_type: str = ""
     observations: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class NewRelation:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class NewRelation(Value):
     from_name: str
     to_name: str
     relation_type: str
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Graph:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Graph(Value):
     entities: tuple[Entity, ...]
     relations: tuple[Relation, ...]
     next_cursor: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GraphSearch:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class GraphSearch(Value):
     entities: tuple[Entity, ...]
     relations: tuple[Relation, ...]
     scores: tuple[tuple[str, float], ...]
     """(name, score) of the ranked matches, best first; neighbours added after are not scored."""
 
 
-@dataclass(frozen=True, slots=True)
-class ObservationMatch:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ObservationMatch(Value):
     entity: Entity
     observation: str
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledPattern:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class CompiledPattern(Value):
     """A caller's observation pattern, ready to match: as written (`shown`), after presets
     (`source`), and compiled."""
 
@@ -110,8 +111,8 @@ class CompiledPattern:
     compiled: regex.Pattern[str]
 
 
-@dataclass(frozen=True, slots=True)
-class Neighbor:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Neighbor(Value):
     name: str
     relation: Relation
     direction: Literal["outgoing", "incoming"]

@@ -44,6 +44,7 @@ from mnemodb.model.records import (
     Scalar,
 )
 from mnemodb.model.rules import check_importance
+from mnemodb.model.value import Value
 from mnemodb.search.analyzer import STOPWORDS, asks, author, query_terms, tag_candidates, words
 from mnemodb.search.dates import asks_when, tells_time, time_window
 from mnemodb.search.ranking import (
@@ -98,8 +99,8 @@ Ranking = list[tuple[int, float]]
 Details = dict[int, dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Note(Value):
     """A memory to remember, with what it is about and what it replaces."""
 
     memory: NewMemory
@@ -109,16 +110,16 @@ class Note:
     """A reference to an older memory this one replaces; it stops being current."""
 
 
-@dataclass(frozen=True, slots=True)
-class EntityNote:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class EntityNote(Value):
     """An entity to remember, with properties to give it (merged into an existing one's)."""
 
     entity: NewEntity
     props: Props = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Remembered:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Remembered(Value):
     """The outcome of one remembered item."""
 
     item: Item | None
@@ -138,8 +139,8 @@ class Remembered:
     """Why the item was refused (only when not atomic)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Found(Value):
     """One item of a search or listing, with its score (None in a listing)."""
 
     item: Item
@@ -149,8 +150,8 @@ class Found:
     """With `explain`: each ranking's part in the score (its rank, weight and signals)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ItemPage:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ItemPage(Value):
     found: tuple[Found, ...]
     more: bool
     """True when another page follows."""
@@ -160,8 +161,8 @@ class ItemPage:
     """With expansion: items reached from the page, not on it."""
 
 
-@dataclass(frozen=True, slots=True)
-class Neighbourhood:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Neighbourhood(Value):
     items: tuple[Item, ...]
     edges: tuple[Edge, ...]
     depth: Mapping[str, int] = field(default_factory=dict)
@@ -169,8 +170,8 @@ class Neighbourhood:
     truncated: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class InFull:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class InFull(Value):
     """What `Items.get_in_full` read, all in one snapshot."""
 
     found: list[Item | Edge | None]
@@ -187,8 +188,8 @@ class InFull:
     """(times read, last read in ms) of each memory and entity found, by pk."""
 
 
-@dataclass(frozen=True, slots=True)
-class Patch:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Patch(Value):
     """Changes to one memory or entity; None leaves a field as it is."""
 
     content: str | None = None

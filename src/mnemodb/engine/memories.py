@@ -34,6 +34,7 @@ from mnemodb.model.records import (
     StoredMemory,
 )
 from mnemodb.model.rules import check_importance, normalize_tags
+from mnemodb.model.value import Value
 from mnemodb.search.analyzer import query_terms, tag_candidates
 from mnemodb.search.ranking import relevance, relevance_scorer, text_strengths
 
@@ -46,8 +47,8 @@ __all__ = ["Memories"]
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)
-class _Ranked(Generic[R]):
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class _Ranked(Value, Generic[R]):
     """A memory search's outcome, before it is shaped for a reply."""
 
     best: list[int]  # the winners' pks, best first

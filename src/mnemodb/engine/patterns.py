@@ -24,6 +24,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.value import Value
 
 # `regex` is imported by `compile_js`, the one place that needs it: a server whose callers
 # never give a pattern starts without it, 13 ms sooner.
@@ -81,8 +82,8 @@ def _ranges(ranges: tuple[tuple[int, int], ...]) -> str:
     return "".join(_char(low) if low == high else f"{_char(low)}-{_char(high)}" for low, high in ranges)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Set:
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class _Set(Value):
     """Members of a character class: as written inside `[...]`, and how many they are."""
 
     text: str
@@ -118,8 +119,8 @@ class PatternSyntaxError(ValueError):
     """A pattern JavaScript would refuse; the message is the one V8 gives."""
 
 
-@dataclasses.dataclass(frozen=True)
-class JsPattern:
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class JsPattern(Value):
     """A JavaScript pattern written out for `regex`, and what compiling it costs."""
 
     source: str
@@ -132,7 +133,7 @@ class JsPattern:
     one when more may follow; nesting multiplies again), sequences and alternatives add up."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False, repr=False)
 class _Group:
     """An open group: what it writes out, its cost so far and how it may be repeated."""
 

@@ -22,6 +22,7 @@ from mnemodb.model.history import as_node, replay
 from mnemodb.model.ids import SHARED, content_hash, new_ulid
 from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, ItemFilter, NewMemory, Node, Scalar
 from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
+from mnemodb.model.value import Value
 from mnemodb.search.analyzer import words
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ MAX_HOPS = 4
 # -- the index spec ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class IndexSpec:
+@dataclass(frozen=True, eq=False, repr=False)
+class IndexSpec(Value):
     """Which (label, property) pairs are looked up by exact value, and which are searched as text."""
 
     equality: tuple[tuple[str, str], ...] = ()
@@ -108,8 +109,8 @@ DEFAULT_SPEC = IndexSpec(equality=(("Entity", "name"),), text=(("Memory", "conte
 # -- batch commands --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Ref:
+@dataclass(frozen=True, eq=False, repr=False)
+class Ref(Value):
     """The id produced by an earlier command of the same batch (0-based)."""
 
     index: int
@@ -118,15 +119,15 @@ class Ref:
 NodeRef = str | Ref
 
 
-@dataclass(frozen=True)
-class CreateNode:
+@dataclass(frozen=True, eq=False, repr=False)
+class CreateNode(Value):
     label: str
     props: Mapping[str, Scalar] = field(default_factory=dict)
     scope: str | None = None
 
 
-@dataclass(frozen=True)
-class Link:
+@dataclass(frozen=True, eq=False, repr=False)
+class Link(Value):
     src: NodeRef
     dst: NodeRef
     edge_type: str
@@ -135,25 +136,25 @@ class Link:
     valid_from: int | None = None
 
 
-@dataclass(frozen=True)
-class SetProps:
+@dataclass(frozen=True, eq=False, repr=False)
+class SetProps(Value):
     node: NodeRef
     props: Mapping[str, Scalar | None]
 
 
-@dataclass(frozen=True)
-class RemoveNode:
+@dataclass(frozen=True, eq=False, repr=False)
+class RemoveNode(Value):
     node: NodeRef
 
 
-@dataclass(frozen=True)
-class CloseEdge:
+@dataclass(frozen=True, eq=False, repr=False)
+class CloseEdge(Value):
     edge: NodeRef
     valid_to: int | None = None
 
 
-@dataclass(frozen=True)
-class SetEmbedding:
+@dataclass(frozen=True, eq=False, repr=False)
+class SetEmbedding(Value):
     node: NodeRef
     model: str
     vector: tuple[float, ...]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import secrets
 import unicodedata
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
 from mnemodb.model.ids import SHARED, new_ulid
 from mnemodb.model.records import Token
+from mnemodb.model.value import Value
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -46,8 +46,8 @@ _OPEN = "open"
 _grant: ContextVar[Grant | None] = ContextVar("mnemodb_grant", default=None)
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Grant(Value):
     """What the calls of one request may do: read `read_scopes`, change `write_scopes`
     (a subset of them; empty for a read-only grant), and write to `write_scope` when a call
     names no scope."""
@@ -115,6 +115,9 @@ class Tokens:
         default = engine.scope(write_scope or SHARED)
         writes = () if read_only else tuple(dict.fromkeys([default, *(engine.scope(s) for s in write_scopes or ())]))
         reads = tuple(dict.fromkeys([default, *writes, *(engine.scope(s) for s in read_scopes or ())]))
+        # Imported here: `secrets` loads hmac and random, which a server that makes no token never needs.
+        import secrets
+
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = Token(new_ulid(), name, reads, default, writes, engine.clock())
         with engine.administer() as tx:

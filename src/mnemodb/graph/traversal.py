@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mnemodb.model.records import Direction, Edge
+from mnemodb.model.value import Value
 from mnemodb.store.base import ReadTx
 
 
-@dataclass(frozen=True, slots=True)
-class Expansion:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Expansion(Value):
     depth: dict[int, int]
     """Node pk -> hops from the nearest seed, in the order nodes were reached."""
     edges: list[Edge]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from mnemodb.engine import Engine
 from mnemodb.model.errors import Conflict, EngineError, NotFound, StoreFailed
+from mnemodb.model.value import Value
 from mnemodb.store import sqlite_path
 from mnemodb.store.copying import copy_into, fingerprint, held
 from mnemodb.store.files import not_a_regular_file, replaced_atomically, same_file
@@ -33,8 +34,8 @@ __all__ = ["MigrationReport", "migrate"]
 _SIDECARS = ("-wal", "-shm", "-journal")
 
 
-@dataclass(frozen=True, slots=True)
-class MigrationReport:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class MigrationReport(Value):
     source: str
     target: str
     counts: dict[str, int]

@@ -43,6 +43,7 @@ from mnemodb.model.checks import json_kind
 from mnemodb.model.errors import EngineError, InvalidArgument
 from mnemodb.model.records import Entity, Relation
 from mnemodb.model.rules import crosses_private_scopes, unstorable
+from mnemodb.model.value import Value
 
 if TYPE_CHECKING:
     from mnemodb.engine import Engine
@@ -95,8 +96,8 @@ _META_PREFIX = "server-memory file:"
 # -- reading -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class LineError:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class LineError(Value):
     """A line that was not imported, and why."""
 
     line: int
@@ -107,20 +108,20 @@ class LineError:
         return f"line {self.line}: {self.reason}"
 
 
-@dataclass(frozen=True, slots=True)
-class EntityLine:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class EntityLine(Value):
     line: int
     entity: NewEntity
 
 
-@dataclass(frozen=True, slots=True)
-class RelationLine:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RelationLine(Value):
     line: int
     relation: NewRelation
 
 
-@dataclass(frozen=True, slots=True)
-class OtherLine:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class OtherLine(Value):
     """A well-formed line of a `type` other than entity or relation: ignored, as upstream does."""
 
     line: int
@@ -347,8 +348,8 @@ def server_memory_lines(engine: Engine, *, scopes: Sequence[str] | None = None) 
             after = relations[-1].pk
 
 
-@dataclass(frozen=True, slots=True)
-class ExportResult:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ExportResult(Value):
     entities: int
     relations: int
 
@@ -369,8 +370,8 @@ def export_server_memory(
 # -- importing ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Fingerprint:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Fingerprint(Value):
     """What a file was when it was read: its size, modification time and sha256."""
 
     size: int
@@ -397,8 +398,8 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word[:-1]}ies" if word.endswith("y") else f"{count} {word}s"
 
 
-@dataclass(frozen=True, slots=True)
-class ImportResult:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ImportResult(Value):
     """What an import did. `skipped` lists malformed lines and relations without both ends."""
 
     lines: int = 0

@@ -16,12 +16,13 @@ from mnemodb.model import ops
 from mnemodb.model.ids import content_hash
 from mnemodb.model.records import Change, Entity, Memory, Node
 from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
+from mnemodb.model.value import Value
 
 __all__ = ["PastItem", "as_item", "as_node", "replay", "steps"]
 
 
-@dataclass(frozen=True, slots=True)
-class PastItem:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class PastItem(Value):
     """What an item was after some of its entries: its own fields (a memory's or an
     entity's, empty for another node) and its properties."""
 

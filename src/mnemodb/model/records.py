@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NamedTuple
 
+from mnemodb.model.value import Value
+
 Scalar = str | int | float | bool
 """A property value: JSON scalars only (no null, arrays or objects)."""
 
@@ -29,8 +31,8 @@ MEMORY_TYPES = ("general", "fact", "plan", "decision", "reflection", "lesson", "
 """The memory types memdb defined; the engine accepts any non-empty type name."""
 
 
-@dataclass(frozen=True, slots=True)
-class Memory:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Memory(Value):
     """A piece of remembered text with its metadata."""
 
     pk: int
@@ -75,8 +77,8 @@ class MemoryView(NamedTuple):
     hash: str
 
 
-@dataclass(frozen=True, slots=True)
-class Entity:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Entity(Value):
     """A named thing memories and relations are about, with its observations."""
 
     pk: int
@@ -92,8 +94,8 @@ class Entity:
     """Fields an imported upstream line carried that mnemodb has no column for; kept as they were."""
 
 
-@dataclass(frozen=True, slots=True)
-class Relation:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Relation(Value):
     """A relation between two entities, as the knowledge-graph face names it."""
 
     from_name: str
@@ -106,8 +108,8 @@ class Relation:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Node(Value):
     """Any node, in the label + properties form the property-graph face uses."""
 
     pk: int
@@ -119,8 +121,8 @@ class Node:
     updated_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Edge(Value):
     """A typed, directed, time-bounded relation between two nodes."""
 
     pk: int
@@ -195,8 +197,8 @@ def edge_of(
     return edge
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Change(Value):
     """One entry of the change log: an operation a committed write performed."""
 
     seq: int
@@ -211,8 +213,8 @@ class Change:
     HTTP server without tokens)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeFilter:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ChangeFilter(Value):
     """Conditions a change-log entry must meet, every one of them; the empty filter admits all."""
 
     ops: tuple[str, ...] = ()
@@ -228,8 +230,8 @@ class ChangeFilter:
     """Made before this time (ms)."""
 
 
-@dataclass(frozen=True, slots=True)
-class NewMemory:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class NewMemory(Value):
     """The fields a caller gives to store a memory."""
 
     content: str
@@ -240,8 +242,8 @@ class NewMemory:
     props: Props = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class ItemFilter:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ItemFilter(Value):
     """Conditions an item must meet, every one of them; the empty filter admits every
     item but archived memories.
 
@@ -275,16 +277,16 @@ class ItemFilter:
         return bool(self.tags or self.min_importance is not None or self.max_importance is not None or self.linked_to)
 
 
-@dataclass(frozen=True, slots=True)
-class StoredMemory:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class StoredMemory(Value):
     """The outcome of storing one memory: the memory and whether it was new."""
 
     memory: Memory
     is_new: bool
 
 
-@dataclass(frozen=True, slots=True)
-class ItemResult:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ItemResult(Value):
     """The outcome of one item of a batch: a value, or the reason it failed."""
 
     index: int
@@ -296,8 +298,8 @@ class ItemResult:
         return self.error is None
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SearchHit(Value):
     """A memory found by a search, with its relevance and how it was made."""
 
     memory: Memory
@@ -305,8 +307,8 @@ class SearchHit:
     components: Mapping[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryLink:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class MemoryLink(Value):
     """A relation between two memories, with both endpoints' content hashes."""
 
     edge: Edge
@@ -314,8 +316,8 @@ class MemoryLink:
     to_hash: str
 
 
-@dataclass(frozen=True, slots=True)
-class RelatedMemory:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RelatedMemory(Value):
     """A memory reached from search seeds by following relations."""
 
     memory: Memory
@@ -323,16 +325,16 @@ class RelatedMemory:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class Recall:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Recall(Value):
     """Search seeds expanded over relations: memories and the edges between them."""
 
     memories: tuple[RelatedMemory, ...]
     links: tuple[MemoryLink, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Stats:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Stats(Value):
     memories: int
     tags: int
     entities: int
@@ -346,8 +348,8 @@ class Stats:
     size_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryStats:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class MemoryStats(Value):
     """What memories a set of scopes holds; cheap at any size (kept by counters)."""
 
     memories: int
@@ -356,15 +358,15 @@ class MemoryStats:
     newest_at: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class ImportReport:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ImportReport(Value):
     written: int
     unchanged: int
     errors: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Token(Value):
     """An access token for the HTTP server, as stored: never the token itself."""
 
     id: str

@@ -14,6 +14,7 @@ the query still match the text as before. Times are UTC, as creation times are s
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, date, datetime, timedelta
 
@@ -48,16 +49,27 @@ _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)\b"
 _SEP = r"[\s,]*"
-_PATTERNS = [
-    ("day", re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}{_SEP}{_YEAR}", re.I)),
-    ("day", re.compile(rf"\b{_MONTH}\s*{_DAY}\b{_SEP}{_YEAR}", re.I)),
-    ("month", re.compile(rf"\b{_MONTH}{_SEP}{_YEAR}", re.I)),
-    ("season", re.compile(r"\b(?P<season>" + "|".join(_SEASONS) + rf")(?:\s+of)?\s+{_YEAR}", re.I)),
-    ("lastmonth", re.compile(rf"\b(?:last|in|during|this)\s+{_MONTH}(?!{_SEP}\d)", re.I)),
-    ("year", re.compile(rf"\b(?:in|during|of|since|by)\s+{_YEAR}", re.I)),
-    ("ago", re.compile(r"\b(?P<n>\d+|a|an|one|two|three|four|five|six)\s+(?P<unit>day|week|month)s?\s+ago\b", re.I)),
-    ("relative", re.compile(r"\b(?P<rel>yesterday|today|(?:last|this)\s+(?:week|weekend|month|year))\b", re.I)),
-]
+
+
+@functools.cache
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """The expressions `time_window` reads, by kind, longest first: compiled on its first
+    call rather than when a server starts, which may never be asked about a time."""
+    return [
+        ("day", re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}{_SEP}{_YEAR}", re.I)),
+        ("day", re.compile(rf"\b{_MONTH}\s*{_DAY}\b{_SEP}{_YEAR}", re.I)),
+        ("month", re.compile(rf"\b{_MONTH}{_SEP}{_YEAR}", re.I)),
+        ("season", re.compile(r"\b(?P<season>" + "|".join(_SEASONS) + rf")(?:\s+of)?\s+{_YEAR}", re.I)),
+        ("lastmonth", re.compile(rf"\b(?:last|in|during|this)\s+{_MONTH}(?!{_SEP}\d)", re.I)),
+        ("year", re.compile(rf"\b(?:in|during|of|since|by)\s+{_YEAR}", re.I)),
+        (
+            "ago",
+            re.compile(r"\b(?P<n>\d+|a|an|one|two|three|four|five|six)\s+(?P<unit>day|week|month)s?\s+ago\b", re.I),
+        ),
+        ("relative", re.compile(r"\b(?P<rel>yesterday|today|(?:last|this)\s+(?:week|weekend|month|year))\b", re.I)),
+    ]
+
+
 _ALSO_WORDS = frozenset({"may", "march", "mar"})
 """Month names that are also everyday words ("this may help", "in march order"): without a
 year beside them they name a month only when capitalised."""
@@ -125,7 +137,7 @@ def time_window(query: str, now: int) -> tuple[int, int] | None:
     today = datetime.fromtimestamp(now / 1000, UTC).date()
     spans: list[tuple[date, date]] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern in _PATTERNS:
+    for kind, pattern in _patterns():
         for match in pattern.finditer(query):
             # A longer expression found first ("9 November, 2022") owns its words.
             if any(match.start() < end and start < match.end() for start, end in taken):

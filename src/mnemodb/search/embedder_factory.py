@@ -3,9 +3,9 @@ and key into an `Embedder`, for the server and every command that embeds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mnemodb.model.value import Value, described
 from mnemodb.search.ranking import DEFAULT_FUSION, FusionWeights
 
 if TYPE_CHECKING:
@@ -19,8 +19,8 @@ class EmbedderChoiceError(Exception):
     setting to change and how."""
 
 
-@dataclass(frozen=True)
-class EmbeddingSettings:
+@described
+class EmbeddingSettings(Value):
     """Which embedder gives items and queries vectors, and how a search weighs them."""
 
     embedder: str = "auto"

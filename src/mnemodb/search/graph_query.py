@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mnemodb.model.value import Value
+
 __all__ = [
     "EntityText",
     "FieldQuery",
@@ -37,8 +39,8 @@ _FIELD_STRIP = re.compile(r"(name|type|obs):\S+", re.IGNORECASE)
 _WORDS = re.compile(r"\s+")
 
 
-@dataclass(frozen=True)
-class ParsedQuery:
+@dataclass(frozen=True, eq=False, repr=False)
+class ParsedQuery(Value):
     """One clause: every required term and phrase present, no excluded term, and (when
     there is neither a required term nor a phrase) at least one optional term."""
 
@@ -57,8 +59,8 @@ class ParsedQuery:
         return (*self.required, *self.phrases, *self.optional)
 
 
-@dataclass(frozen=True)
-class FieldQuery:
+@dataclass(frozen=True, eq=False, repr=False)
+class FieldQuery(Value):
     """A whole query: a clause per field (`name:`, `type:`, `obs:`) and one for all text."""
 
     fields: dict[str, ParsedQuery] = field(default_factory=dict)
@@ -106,8 +108,8 @@ def parse(query: str) -> FieldQuery:
     return FieldQuery(fields, parse_terms(remainder) if remainder else None)
 
 
-@dataclass(frozen=True)
-class EntityText:
+@dataclass(frozen=True, eq=False, repr=False)
+class EntityText(Value):
     """What a query looks at in one entity, lower-cased: name, type, the observations
     joined by spaces (`obs`), and (for scoring) each observation."""
 
@@ -194,8 +196,8 @@ def entity_matches(entity: EntityText, query: FieldQuery, *, fuzzy: bool = False
     return clause_matches(entity.all, rest, fuzzy=fuzzy)
 
 
-@dataclass(frozen=True)
-class ScoreTerms:
+@dataclass(frozen=True, eq=False, repr=False)
+class ScoreTerms(Value):
     """The query as scores read it: operators and quotes dropped, and field prefixes too
     (a query of field clauses alone is scored on their values). Made once per search."""
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from mnemodb.model.value import Value
+
 __all__ = ["DTYPES", "Graph", "Node", "model_bytes"]
 
 # TensorProto.DataType of the numpy types a graph may hold.
@@ -90,8 +92,8 @@ def _value_info(name: str, data_type: int, shape: Sequence[int | str]) -> bytes:
     return _text(1, name) + _bytes(2, _bytes(1, tensor_type))
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Node(Value):
     op_type: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]

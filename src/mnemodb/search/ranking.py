@@ -61,13 +61,14 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from mnemodb.model.value import Value
 from mnemodb.store.base import EntityFieldWeights, MemoryFieldWeights
 
 DAY_MS = 86_400_000
 
 
-@dataclass(frozen=True, slots=True)
-class RankWeights:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RankWeights(Value):
     tag_match: float = 0.5
     date_match: float = 0.5
     importance_floor: float = 0.75
@@ -147,8 +148,8 @@ def relevance_scorer(
     return score
 
 
-@dataclass(frozen=True, slots=True)
-class FusionWeights:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FusionWeights(Value):
     """How the rankings of one search become one: weighted reciprocal rank fusion.
 
     An item at rank r (from 1) of a ranking adds weight / (k + r) to its score: `words` for

@@ -55,6 +55,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mnemodb.engine.tokens import TOKEN_PREFIX, Grant, current_grant, granted
 from mnemodb.model.errors import EngineError, StoreUnavailable
+from mnemodb.model.value import Value
 from mnemodb.server.settings import HttpSettings, JwtSettings, is_loopback
 
 if TYPE_CHECKING:
@@ -565,8 +566,8 @@ _BUSY = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Limits:
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class _Limits(Value):
     header_timeout: float
     keep_alive_timeout: float
     max_connections: int

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
+from mnemodb.model.value import Value, described
 from mnemodb.server.schema import Invalid
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ class ProtocolError(Exception):
         return {"code": self.code, "message": self.message}
 
 
-@dataclass(frozen=True)
-class ToolAnnotations:
+@described
+class ToolAnnotations(Value):
     """The hints a tool listing carries about what a tool does (MCP's `ToolAnnotations`)."""
 
     title: str | None = None
@@ -85,8 +85,8 @@ class ToolParams(Protocol):
     def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class Tool:
+@described
+class Tool(Value):
     name: str
     description: str
     params: ToolParams
@@ -132,8 +132,8 @@ def tool(
     )
 
 
-@dataclass(frozen=True)
-class Resource:
+@described
+class Resource(Value):
     uri: str
     name: str
     read: Callable[[Engine], str]
@@ -146,8 +146,8 @@ class Resource:
     """Clients may subscribe; every successful writing tool call then notifies them."""
 
 
-@dataclass(frozen=True)
-class TemplateResource:
+@described
+class TemplateResource(Value):
     """Resources named by a URI template with one `{variable}`: `read` gets the engine and
     the variable's (percent-decoded) value, and returns None when there is no such resource."""
 
@@ -169,15 +169,15 @@ class TemplateResource:
         return unquote(uri[len(head) : len(uri) - len(tail)])
 
 
-@dataclass(frozen=True)
-class PromptArgument:
+@described
+class PromptArgument(Value):
     name: str
     description: str
     required: bool = False
 
 
-@dataclass(frozen=True)
-class Prompt:
+@described
+class Prompt(Value):
     """A prompt template: `render` gets the arguments given and returns the message text."""
 
     name: str
@@ -187,8 +187,8 @@ class Prompt:
     arguments: Sequence[PromptArgument] = ()
 
 
-@dataclass(frozen=True)
-class ProtocolRules:
+@described
+class ProtocolRules(Value):
     """How the stdio transport answers what the SDK would silently drop."""
 
     supported_versions: Sequence[str] | None = None

@@ -14,13 +14,14 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
 from mnemodb.model.checks import is_finite_number
 from mnemodb.model.rules import WHITESPACE
 from mnemodb.model.times import epoch_ms
+from mnemodb.model.value import Value, described
 
 __all__ = [
     "Arr",
@@ -104,8 +105,8 @@ def _invalid_type(expected: str, value: Any, path: Path) -> Issue:
     }
 
 
-@dataclass(frozen=True)
-class Field:
+@described
+class Field(Value):
     description: str | None = field(default=None, kw_only=True)
     default: Any = field(default=_MISSING, kw_only=True)
 
@@ -124,7 +125,7 @@ class Field:
         return out
 
 
-@dataclass(frozen=True)
+@described
 class Str(Field):
     min_length: int | None = None
     max_length: int | None = None
@@ -203,7 +204,7 @@ class Str(Field):
         return _js_regex(self.pattern, self.pattern_flags)
 
 
-@dataclass(frozen=True)
+@described
 class Num(Field):
     minimum: float | None = None
     maximum: float | None = None
@@ -261,12 +262,12 @@ class Num(Field):
         return value
 
 
-@dataclass(frozen=True)
+@described
 class Int(Num):
     integer: bool = True
 
 
-@dataclass(frozen=True)
+@described
 class Bool(Field):
     def schema(self) -> dict[str, Any]:
         return {"type": "boolean"}
@@ -277,7 +278,7 @@ class Bool(Field):
         return value
 
 
-@dataclass(frozen=True)
+@described
 class Enum(Field):
     values: tuple[str, ...] = ()
 
@@ -298,7 +299,7 @@ class Enum(Field):
         return value
 
 
-@dataclass(frozen=True)
+@described
 class Arr(Field):
     items: Field = field(default_factory=Str)
     min_items: int | None = None
@@ -342,7 +343,7 @@ class Arr(Field):
         return cleaned
 
 
-@dataclass(frozen=True)
+@described
 class Obj(Field):
     """An object with named fields. `required` names the fields that must be present."""
 
@@ -401,7 +402,7 @@ class Obj(Field):
         return dict(cleaned)
 
 
-@dataclass(frozen=True)
+@described
 class Scalar(Field):
     """A JSON scalar: a string, a finite number or a boolean (null too when `nullable`)."""
 
@@ -421,7 +422,7 @@ class Scalar(Field):
         return value
 
 
-@dataclass(frozen=True)
+@described
 class Map(Field):
     """An object whose keys are free and whose values all follow `values`."""
 
@@ -453,7 +454,7 @@ class Map(Field):
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?")
 
 
-@dataclass(frozen=True)
+@described
 class Time(Field):
     """An instant: milliseconds since the Unix epoch, or an ISO 8601 date or date-time
     (UTC unless it carries an offset). Cleaned to milliseconds."""
@@ -485,7 +486,7 @@ class Time(Field):
         return value
 
 
-@dataclass(frozen=True)
+@described
 class OneOrMany(Field):
     """One value or a list of them (each following `items`); cleaned to a list."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemodb.model.checks import is_finite_number
+from mnemodb.model.value import Value
 from mnemodb.server.schema import Invalid
 
 __all__ = ["Param", "ParamError", "Params", "sorted_json"]
@@ -80,8 +81,8 @@ def float_text(value: float) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Param:
+@dataclass(frozen=True, eq=False, repr=False)
+class Param(Value):
     """One field of a params struct.
 
     `kind` is `string`, `u8`, `u64`, `usize`, `i64`, `strings` (a list of strings),
@@ -193,8 +194,8 @@ def _holds_number_out_of_range(value: Any) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Params:
+@dataclass(frozen=True, eq=False, repr=False)
+class Params(Value):
     """A params struct. With `deny_unknown` (the default) an unknown key is an error; without
     fields and without `deny_unknown`, anything is accepted and ignored (a tool with no
     params struct)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from mnemodb.model.value import Value, described
 from mnemodb.search.embedder_factory import EmbeddingSettings
 from mnemodb.store import sqlite_path
 from mnemodb.store.files import not_a_regular_file
@@ -39,8 +40,8 @@ class ConfigError(Exception):
     """A setting that cannot be used; the message names it and says what is expected."""
 
 
-@dataclass(frozen=True)
-class JwtSettings:
+@described
+class JwtSettings(Value):
     """Bearer JWTs from an identity provider, checked by signature, issuer, audience and
     expiry. Their `scope_claim` (OAuth's space-separated `scope` by default) says what the
     holder may do: `read:SCOPE` and `write:SCOPE` entries; the first `write:` scope is where
@@ -54,8 +55,8 @@ class JwtSettings:
     scope_claim: str = "scope"
 
 
-@dataclass(frozen=True)
-class HttpSettings:
+@described
+class HttpSettings(Value):
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     """0 picks a free port (the log says which)."""
@@ -95,8 +96,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class Settings:
+@described
+class Settings(Value):
     profile: str
     db_path: str
     write_scope: str
@@ -116,16 +117,16 @@ class Settings:
     """Serve Streamable HTTP with these settings; None serves stdio."""
 
 
-@dataclass(frozen=True)
-class DatabaseSettings:
+@described
+class DatabaseSettings(Value):
     """The database a command opens, and the scope it writes to."""
 
     db_path: str
     write_scope: str
 
 
-@dataclass(frozen=True)
-class UpstreamVariables:
+@dataclass(frozen=True, eq=False, repr=False)
+class UpstreamVariables(Value):
     """An upstream server's own variables, read before mnemodb's own (`MNEMODB_DB`,
     `MNEMODB_TOOL_TIMEOUT_MS`, `MNEMODB_LOG_LEVEL`) so its users' configs keep working."""
 

@@ -74,6 +74,7 @@ from mnemodb.model.records import (
     Scalar,
     Token,
 )
+from mnemodb.model.value import Value
 
 __all__ = [
     "AccessStats",
@@ -273,8 +274,8 @@ TextClause = tuple[str | None, Sequence[str], Sequence[str]]
 of them; every one of these substrings; at least one of these substrings)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StoreHealth:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class StoreHealth(Value):
     """What a store says of itself when asked to check (`Admin.check`)."""
 
     schema_version: int

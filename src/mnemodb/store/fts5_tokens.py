@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
+from mnemodb.model.value import Value
 from mnemodb.store.fts5_unicode_tables import DROPPED_RANGES, FOLD_RUNS, FOLD_SINGLES, SEPARATOR_RANGES
 
 __all__ = ["index_tokens", "stem", "unstemmed_tokens"]
@@ -146,8 +147,8 @@ def _ends_cvc(word: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class _Suffixes:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Suffixes(Value):
     """The suffixes one porter rule chooses from, as a set and their lengths longest first:
     looking up a word's last n letters per length beats trying each suffix in turn."""
 

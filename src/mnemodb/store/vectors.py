@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from mnemodb.model.errors import InvalidArgument
+from mnemodb.model.value import Value
 from mnemodb.store.base import ReadTx, ScopeSet, StoredVector, VectorHit
 
 __all__ = ["APPROXIMATE_FROM", "SCAN_SHARE", "MatrixVectorIndex"]
@@ -210,8 +211,8 @@ class _VectorIndex:
         return readable
 
 
-@dataclass(frozen=True)
-class _Readable:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Readable(Value):
     """The rows one read set may see."""
 
     mask: np.ndarray[Any, Any]
@@ -220,8 +221,8 @@ class _Readable:
     """How many of them each list holds (None: the index has no lists)."""
 
 
-@dataclass(frozen=True)
-class _Lists:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Lists(Value):
     """An inverted file: the first `rows` rows of the matrix grouped by their nearest centre,
     list after list (list i is rows `bounds[i]` to `bounds[i + 1]`)."""
 

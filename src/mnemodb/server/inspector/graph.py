@@ -46,6 +46,7 @@ from mnemodb.model.errors import (
 )
 from mnemodb.model.records import Edge, Entity, Memory
 from mnemodb.model.times import iso_utc
+from mnemodb.model.value import Value
 from mnemodb.server.inspector.web import (
     BASE,
     Page,
@@ -87,8 +88,8 @@ NODE_GAP = 42.0
 # -- parameters -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GraphQuery:
+@dataclass(frozen=True, eq=False, repr=False)
+class GraphQuery(Value):
     center: str | None
     hops: int
     text: str | None
@@ -451,8 +452,8 @@ def ego_graph(engine: Engine, query: GraphQuery) -> dict[str, Any]:
 # -- choosing a centre --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Start:
+@dataclass(frozen=True, eq=False, repr=False)
+class Start(Value):
     item: Item
     relations: int | None = None
 
@@ -503,8 +504,8 @@ def _page_view(engine: Engine, query: GraphQuery) -> dict[str, Any]:
 # -- the panel --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PanelRelation:
+@dataclass(frozen=True, eq=False, repr=False)
+class PanelRelation(Value):
     edge: Edge
     outgoing: bool
     other: Item

@@ -30,6 +30,7 @@ from mnemodb.model.history import steps
 from mnemodb.model.ops import ALL_OPS
 from mnemodb.model.records import SUPERSEDES, Change, Edge, ItemFilter, Memory, NewMemory
 from mnemodb.model.times import iso_utc
+from mnemodb.model.value import Value
 from mnemodb.server.inspector.web import (
     BASE,
     Page,
@@ -98,8 +99,8 @@ def _chosen_scopes(request: Request, engine: Engine) -> tuple[str | None, list[s
 # -- memories -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class MemoryQuery:
+@dataclass(frozen=True, eq=False, repr=False)
+class MemoryQuery(Value):
     text: str | None
     scope: str | None
     scopes: list[str]
@@ -207,8 +208,8 @@ def _back(request: Request, url: str, message: str | None = None) -> Response:
 # -- one item -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FieldChange:
+@dataclass(frozen=True, eq=False, repr=False)
+class FieldChange(Value):
     name: str
     before: Any
     after: Any
@@ -216,8 +217,8 @@ class FieldChange:
     """For text: (kind, words) runs, kind one of equal, removed, added."""
 
 
-@dataclass(frozen=True)
-class HistoryEntry:
+@dataclass(frozen=True, eq=False, repr=False)
+class HistoryEntry(Value):
     change: Change
     changes: list[FieldChange]
 
@@ -274,8 +275,8 @@ def history_entries(changes: Sequence[Change]) -> list[HistoryEntry]:
     return out
 
 
-@dataclass(frozen=True)
-class Link:
+@dataclass(frozen=True, eq=False, repr=False)
+class Link(Value):
     edge: Edge
     outgoing: bool
     other: Item | None

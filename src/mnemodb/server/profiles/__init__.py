@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from mnemodb.model.value import Value, described
 from mnemodb.server.settings import Settings, UpstreamVariables, given, load_standard_settings
 
 if TYPE_CHECKING:
@@ -25,8 +25,8 @@ SettingsLoader = Callable[[str, argparse.Namespace, Mapping[str, str]], Settings
 """(the profile's name, the parsed serve flags, the environment) -> its settings."""
 
 
-@dataclass(frozen=True)
-class ProfileOption:
+@described
+class ProfileOption(Value):
     """A serve flag only one profile reads; given with another profile, it is refused."""
 
     flag: str
@@ -49,8 +49,8 @@ class ProfileOption:
             parser.add_argument(self.flag, metavar=self.metavar, help=self.help)
 
 
-@dataclass(frozen=True)
-class ProfileSpec:
+@described
+class ProfileSpec(Value):
     """What mnemodb needs to know to serve a profile."""
 
     name: str

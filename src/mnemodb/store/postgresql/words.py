@@ -42,6 +42,8 @@ from typing import Any
 
 import psycopg
 
+from mnemodb.model.value import Value
+
 # The unicode61 fold itself (no porter), for indexes FTS5 keeps unstemmed.
 from mnemodb.store.fts5_tokens import index_tokens, unstemmed_tokens
 
@@ -51,8 +53,8 @@ __all__ = ["DDL", "WordIndex", "analyse", "clear", "forget_row", "index_row", "r
 DDL = ""
 
 
-@dataclass(frozen=True)
-class WordIndex:
+@dataclass(frozen=True, eq=False, repr=False)
+class WordIndex(Value):
     """What one word index holds.
 
     `name`: its table (the others are `<name>_df` and `<name>_stats`). `owner`: what a row's

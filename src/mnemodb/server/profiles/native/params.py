@@ -4,9 +4,9 @@ is declared."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from mnemodb.model.value import described
 from mnemodb.server.profile import ToolAnnotations
 from mnemodb.server.schema import Arr, Field, Int, Map, Num, Obj, Scalar, Str, Time
 
@@ -17,7 +17,7 @@ MIN_MAX_CHARS = 500
 # -- parameters ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@described
 class Text(Str):
     r"""A string with something in it besides white space.
 

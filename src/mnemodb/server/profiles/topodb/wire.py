@@ -17,6 +17,7 @@ from mnemodb.model import ops
 from mnemodb.model.ids import SHARED
 from mnemodb.model.records import Change, Edge, Node, Scalar
 from mnemodb.model.rules import MEMORY_FIELDS
+from mnemodb.model.value import Value
 from mnemodb.server.profile import INVALID_PARAMS
 from mnemodb.server.serde_params import I64_MAX, I64_MIN, U64_MAX, sorted_json
 
@@ -172,8 +173,8 @@ def f32(value: float) -> float:
     return narrowed
 
 
-@dataclass(frozen=True, slots=True)
-class SortedReply:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SortedReply(Value):
     """A tool's value whose objects already have their keys in alphabetical order at every
     level, as topodb-mcp writes them: encoded as it is, without sorting it again (for a
     traversal's reply, sorting took a sixth of the call's CPU)."""

@@ -157,28 +157,39 @@ def time_window(query: str, now: int) -> tuple[int, int] | None:
     return ms(start), ms(end) + int(TOLD_WITHIN.total_seconds() * 1000)
 
 
-_ASKS_WHEN = re.compile(
-    r"\b(?:when|since when|how long|(?:what|which) (?:year|month|week|day|date|time|season))\b", re.I
-)
 _WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_TIME_TOLD = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|weekend|"
-    rf"(?:last|next|this|past)\s+(?:week|month|year|night|time|spring|summer|fall|autumn|winter|{_WEEKDAYS})|"
-    rf"{_WEEKDAYS}|january|february|april|june|july|august|september|october|november|december|"
-    r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th))\b",
-    re.I,
-)
-_TIME_TOLD_CAPITALISED = re.compile(r"\b(?:May|March)\b")
+
+
+@functools.cache
+def _asks_when() -> re.Pattern[str]:
+    # Compiled on first use, as `_patterns` is: a start need not pay for it.
+    return re.compile(r"\b(?:when|since when|how long|(?:what|which) (?:year|month|week|day|date|time|season))\b", re.I)
+
+
+@functools.cache
+def _time_told() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """What `tells_time` looks for: any case, then "May" and "March" only capitalised."""
+    return (
+        re.compile(
+            r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|weekend|"
+            rf"(?:last|next|this|past)\s+(?:week|month|year|night|time|spring|summer|fall|autumn|winter|{_WEEKDAYS})|"
+            rf"{_WEEKDAYS}|january|february|april|june|july|august|september|october|november|december|"
+            r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th))\b",
+            re.I,
+        ),
+        re.compile(r"\b(?:May|March)\b"),
+    )
 
 
 def asks_when(query: str) -> bool:
     """Whether `query` asks for a time ("When did Jon ...?", "How long has ...?", "Which
     year ...?"), rather than naming one (see `time_window`)."""
-    return _ASKS_WHEN.search(query) is not None
+    return _asks_when().search(query) is not None
 
 
 def tells_time(text: str) -> bool:
     """Whether `text` says when something happened or will: a relative time ("yesterday",
     "last week", "next month", "two weeks ago"), a weekday, a month, a year or a day of
     the month ("the 15th"). "May" and "March" count only capitalised ("this may help")."""
-    return _TIME_TOLD.search(text) is not None or _TIME_TOLD_CAPITALISED.search(text) is not None
+    any_case, capitalised = _time_told()
+    return any_case.search(text) is not None or capitalised.search(text) is not None

@@ -1241,9 +1241,11 @@ class Items:
                     if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
                         keys.append((src_end.pk, dst_end.pk, edge_type))
             seen = tx.open_edge_keys(keys)
-            # The new relations' log entries, checked as each is written and appended
-            # together once all are (in the call's order, after those of the closes).
-            logged: list[ops.Op] = []
+            # The new relations, checked one by one and written together once all are; a
+            # relation given twice is the one the call opened (by its place among them).
+            edges = engine.writes.new_edges(tx)
+            placed: dict[tuple[int, int, str], int] = {}
+            found: list[tuple[Edge | int, bool]] = []
             for i, (src_ref, dst_ref, edge_type, props, valid_from) in enumerate(add):
                 try:
                     if not check_text(edge_type, "relation type"):
@@ -1258,14 +1260,17 @@ class Items:
                 ends[src.pk], ends[dst.pk] = src, dst
                 key = (src.pk, dst.pk, edge_type)
                 if key in seen:
+                    place = placed.get(key)
+                    if place is not None:
+                        found.append((place, False))
+                        continue
                     existing = tx.find_edges(src.pk, dst.pk, edge_type, open_only=True)
                     if existing:
-                        opened.append((existing[0], False))
+                        found.append((existing[0], False))
                         continue
                 seen.add(key)
                 start = at if valid_from is None else valid_from
-                edge = engine.writes.open_edge(
-                    tx,
+                placed[key] = place = edges.add(
                     src.pk,
                     dst.pk,
                     src.scope,
@@ -1276,9 +1281,12 @@ class Items:
                     start,
                     at,
                     end_ids=(src.id, dst.id),
-                    log_later=logged,
                 )
-                opened.append((edge, True))
+                found.append((place, True))
+            # The new relations' log entries follow those of the closes, in the call's order.
+            logged: list[ops.Op] = []
+            written = edges.write(logged)
+            opened += [(written[e] if isinstance(e, int) else e, new) for e, new in found]
             engine.log_many(tx, logged, at)
         return opened, closed, ends
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mnemodb.engine.engine import Engine
+    from mnemodb.engine.writes import NewEdges
     from mnemodb.store.base import ReadTx, VectorHit, WriteTx
 
 # A ranked hit: (pk, score) first.
@@ -517,18 +518,23 @@ class PropertyGraph:
             at = self._engine.clock()
             link_ends = tx.nodes_by_ids(named) if named else None
             seq = 0
-            # The log entries of a run of links, checked as each is written and appended
-            # together before the next other command (or at the end): the log's order.
-            links_logged: list[ops.Op] = []
+            # A run of links is checked link by link and written, with its log entries,
+            # before the next other command (or at the end): the log's order.
+            links = self._engine.writes.new_edges(tx)
             for command in commands:
-                if links_logged and not isinstance(command, Link):
-                    seq = self._engine.log_many(tx, links_logged, at)
-                    links_logged.clear()
-                new_id, seq = self._run(tx, command, produced, at, seq, links_logged, link_ends)
+                if links and not isinstance(command, Link):
+                    seq = self._write_links(tx, links, at)
+                new_id, seq = self._run(tx, command, produced, at, seq, links, link_ends)
                 produced.append(new_id)
-            if links_logged:
-                seq = self._engine.log_many(tx, links_logged, at)
+            if links:
+                seq = self._write_links(tx, links, at)
         return produced, seq
+
+    def _write_links(self, tx: WriteTx, links: NewEdges, at: int) -> int:
+        """Write the links `links` holds, with their log entries: the seq of the last."""
+        logged: list[ops.Op] = []
+        links.write(logged)
+        return self._engine.log_many(tx, logged, at)
 
     def _resolve(self, ref: NodeRef, produced: Sequence[str | None]) -> str:
         if isinstance(ref, Ref):
@@ -566,10 +572,10 @@ class PropertyGraph:
         """Run one command inside the caller's transaction (no back-references): the id it made."""
         if isinstance(command, SetEmbedding):
             _check_embeddings([command])
-        link_logged: list[ops.Op] = []
-        new_id, _ = self._run(tx, command, [], at, 0, link_logged)
-        if link_logged:
-            self._engine.log_many(tx, link_logged, at)
+        links = self._engine.writes.new_edges(tx)
+        new_id, _ = self._run(tx, command, [], at, 0, links)
+        if links:
+            self._write_links(tx, links, at)
         return new_id
 
     def apply_props(self, tx: WriteTx, node_id: str, props: Mapping[str, Scalar | None], at: int) -> None:
@@ -583,12 +589,13 @@ class PropertyGraph:
         produced: Sequence[str | None],
         at: int,
         seq: int,
-        links_logged: list[ops.Op],
+        links: NewEdges,
         link_ends: dict[str, Node] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
-        the nodes the batch's links name by id, read before it ran. A link's log entry goes
-        to `links_logged`, for the caller to append (the seq returned for it is `seq`)."""
+        the nodes the batch's links name by id, read before it ran. A link is checked and
+        added to `links`, for the caller to write with the rest of its run (the seq returned
+        for it is `seq`)."""
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
@@ -607,8 +614,7 @@ class PropertyGraph:
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
-                engine.writes.open_edge(
-                    tx,
+                links.add(
                     a.pk,
                     b.pk,
                     a.scope,
@@ -620,7 +626,6 @@ class PropertyGraph:
                     at,
                     edge_id=edge_id,
                     end_ids=(a.id, b.id),
-                    log_later=links_logged,
                 )
                 return edge_id, seq
             case SetProps(node=ref, props=props):

@@ -143,6 +143,11 @@ class Edge:
         return self.valid_from <= at and (self.valid_to is None or at < self.valid_to)
 
 
+NewEdgeRow = tuple[str, int, int, str, str, Props, int, int]
+"""A new open edge as the store writes it: (id, src pk, dst pk, type, scope, props,
+valid_from, created_at)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One entry of the change log: an operation a committed write performed."""

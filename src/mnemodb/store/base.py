@@ -68,6 +68,7 @@ from mnemodb.model.records import (
     ItemFilter,
     Memory,
     MemoryView,
+    NewEdgeRow,
     Node,
     Props,
     Relation,
@@ -864,6 +865,11 @@ class EdgeWrites(Protocol):
         pk: int | None = None,
     ) -> int:
         """A new open edge; its pk (`pk` when given and free)."""
+        ...
+
+    def insert_edges(self, rows: Sequence[NewEdgeRow]) -> list[int]:
+        """New open edges, in order: what `insert_edge` of each row in turn writes (in one
+        statement where the store can); their pks, in order."""
         ...
 
     def close_edge(self, pk: int, valid_to: int) -> None:

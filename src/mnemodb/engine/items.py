@@ -10,7 +10,6 @@ that an open `supersedes` edge points at, and closed relations.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import re
@@ -74,6 +73,15 @@ __all__ = [
 
 Item = Memory | Entity
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
+_ULID_LENGTH = 26
+
+
+def _may_be_id(ref: str) -> bool:
+    """Whether `ref` reads as an id or a memory's hash rather than only as a name: a ULID
+    (its length checked first, as most names are not 26 characters) or 64 hex digits."""
+    return (len(ref) == _ULID_LENGTH and is_ulid(ref.upper())) or _HASH.fullmatch(ref) is not None
+
+
 MAX_HOPS = 10
 MAX_EXPAND = 4
 MAX_PATH = 10
@@ -231,7 +239,7 @@ class Items:
     def resolve(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge | None:
         """The memory, entity or edge `ref` names within `reads`, or None."""
         check_text(ref, "reference")
-        if is_ulid(ref.upper()):
+        if len(ref) == _ULID_LENGTH and is_ulid(ref.upper()):
             node = tx.node_by_id(ref.upper())
             if node is not None:
                 return self._items(tx, [node.pk], reads).get(node.pk)
@@ -1236,10 +1244,12 @@ class Items:
             # are. Ends that do not resolve are refused in the loop, in the call's order.
             keys: list[tuple[int, int, str]] = []
             for src_ref, dst_ref, edge_type, *_ in add:
-                with contextlib.suppress(InvalidArgument, NotFound):
+                try:
                     src_end, dst_end = resolve(src_ref), resolve(dst_ref)
-                    if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
-                        keys.append((src_end.pk, dst_end.pk, edge_type))
+                except (InvalidArgument, NotFound):
+                    continue
+                if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
+                    keys.append((src_end.pk, dst_end.pk, edge_type))
             seen = tx.open_edge_keys(keys)
             # The new relations, checked one by one and written together once all are; a
             # relation given twice is the one the call opened (by its place among them).
@@ -1303,17 +1313,17 @@ class Items:
                 check_text(ref, "reference")
             except InvalidArgument:
                 continue  # refused when its turn comes, in the order the call gave
-            if not is_ulid(ref.upper()) and not _HASH.fullmatch(ref):
+            if not _may_be_id(ref):
                 names.append(ref)
-        named: dict[str, Item | Edge | EntityKey | None] = dict.fromkeys(names)
+        # The names, found or not (None); the other references are looked up when asked
+        # for (`resolve` checks their text, as the loop above does the names').
+        known: dict[str, Item | Edge | EntityKey | None] = dict.fromkeys(names)
         if names:
-            named.update(tx.entity_keys_named(reads, names))
-        known: dict[str, Item | Edge | EntityKey | None] = {}
+            known.update(tx.entity_keys_named(reads, names))
 
         def resolve(ref: str) -> Item | Edge | EntityKey | None:
             if ref not in known:
-                check_text(ref, "reference")
-                known[ref] = named[ref] if ref in named else self.resolve(tx, ref, reads)
+                known[ref] = self.resolve(tx, ref, reads)
             return known[ref]
 
         return resolve

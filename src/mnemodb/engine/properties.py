@@ -522,7 +522,7 @@ class PropertyGraph:
             # before the next other command (or at the end): the log's order.
             links = self._engine.writes.new_edges(tx)
             for command in commands:
-                if links and not isinstance(command, Link):
+                if not isinstance(command, Link) and links:
                     seq = self._write_links(tx, links, at)
                 new_id, seq = self._run(tx, command, produced, at, seq, links, link_ends)
                 produced.append(new_id)

@@ -10,7 +10,7 @@ a plain node with properties.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,7 +19,7 @@ from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument
 from mnemodb.model.history import as_node, replay
-from mnemodb.model.ids import SHARED, content_hash, new_ulid
+from mnemodb.model.ids import SHARED, content_hash, new_ulid, new_ulids
 from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, ItemFilter, NewMemory, Node, Scalar
 from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
 from mnemodb.search.analyzer import words
@@ -521,10 +521,12 @@ class PropertyGraph:
             # A run of links is checked link by link and written, with its log entries,
             # before the next other command (or at the end): the log's order.
             links = self._engine.writes.new_edges(tx)
+            # The links' ids, made together.
+            link_ids = iter(new_ulids(sum(isinstance(c, Link) for c in commands)))
             for command in commands:
                 if not isinstance(command, Link) and links:
                     seq = self._write_links(tx, links, at)
-                new_id, seq = self._run(tx, command, produced, at, seq, links, link_ends)
+                new_id, seq = self._run(tx, command, produced, at, seq, links, link_ends, link_ids)
                 produced.append(new_id)
             if links:
                 seq = self._write_links(tx, links, at)
@@ -591,11 +593,12 @@ class PropertyGraph:
         seq: int,
         links: NewEdges,
         link_ends: dict[str, Node] | None = None,
+        link_ids: Iterator[str] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
-        the nodes the batch's links name by id, read before it ran. A link is checked and
-        added to `links`, for the caller to write with the rest of its run (the seq returned
-        for it is `seq`)."""
+        the nodes the batch's links name by id, read before it ran, and `link_ids` the ids
+        its links take, made together. A link is checked and added to `links`, for the
+        caller to write with the rest of its run (the seq returned for it is `seq`)."""
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
@@ -605,7 +608,7 @@ class PropertyGraph:
                 if not check_text(edge_type, "edge type"):
                     raise InvalidArgument("edge type must not be empty")
                 props = check_props(props)
-                edge_id = new_ulid()
+                edge_id = new_ulid() if link_ids is None else next(link_ids)
                 a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id, known=link_ends)
                 b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id, known=link_ends)
                 if a.scope != b.scope and SHARED not in (a.scope, b.scope):

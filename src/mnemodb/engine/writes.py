@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_text
 from mnemodb.model.errors import InvalidArgument
-from mnemodb.model.ids import content_hash, new_ulid
+from mnemodb.model.ids import content_hash, new_ulid, new_ulids
 from mnemodb.model.records import (
     ENTITY,
     MEMORY,
@@ -246,13 +246,14 @@ class NewEdges:
     def __init__(self, engine: Engine, tx: WriteTx) -> None:
         self._engine = engine
         self._tx = tx
-        self._rows: list[NewEdgeRow] = []
+        self._ids: list[str | None] = []
+        self._rows: list[tuple[int, int, str, str, Props, int, int]] = []
         self._ends: list[tuple[str, str] | None] = []
         self._extras: list[tuple[int, Mapping[str, Any]]] = []
         self._allowed: set[tuple[str, str, str]] = set()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._ids)
 
     def add(
         self,
@@ -278,7 +279,8 @@ class NewEdges:
             self._engine.check_writable(scope)  # where its log entry goes: the edge's scope
             self._allowed.add(scopes)
         place = len(self._rows)
-        self._rows.append((edge_id or new_ulid(), src, dst, edge_type, scope, props, valid_from, at))
+        self._ids.append(edge_id)  # None: made with the others' when they are written
+        self._rows.append((src, dst, edge_type, scope, props, valid_from, at))
         self._ends.append(end_ids)
         if extra:
             self._extras.append((place, extra))
@@ -290,10 +292,14 @@ class NewEdges:
         log with others in one go (`Engine.log_many`), in the same order. The edges, in the
         order they were added, each made from what was written where the caller gave its
         ends' ids (read back otherwise)."""
-        rows, ends, extras = self._rows, self._ends, self._extras
-        if not rows:
+        given, ends, extras = self._ids, self._ends, self._extras
+        if not given:
             return []
-        self._rows, self._ends, self._extras = [], [], []
+        fresh = iter(new_ulids(given.count(None)))
+        rows: list[NewEdgeRow] = [
+            (next(fresh) if edge_id is None else edge_id, *row) for edge_id, row in zip(given, self._rows, strict=True)
+        ]
+        self._ids, self._rows, self._ends, self._extras = [], [], [], []
         tx = self._tx
         pks = tx.insert_edges(rows)
         for place, extra in extras:

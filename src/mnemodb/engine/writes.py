@@ -286,12 +286,12 @@ class NewEdges:
             self._extras.append((place, extra))
         return place
 
-    def write(self, log_later: list[ops.Op] | None = None) -> list[Edge]:
+    def write(self, log_later: list[ops.Op] | None = None, *, edges: bool = True) -> list[Edge]:
         """Write the relations added since the last `write`, and log them: each now
         (`Engine.log`), or, given `log_later`, by adding its entry to it, for the caller to
         log with others in one go (`Engine.log_many`), in the same order. The edges, in the
         order they were added, each made from what was written where the caller gave its
-        ends' ids (read back otherwise)."""
+        ends' ids (read back otherwise); none for a caller that wants none (`edges=False`)."""
         given, ends, extras = self._ids, self._ends, self._extras
         if not given:
             return []
@@ -304,18 +304,22 @@ class NewEdges:
         pks = tx.insert_edges(rows)
         for place, extra in extras:
             tx.set_edge_extra(pks[place], extra)
-        edges: list[Edge] = []
+        made: list[Edge] = []
+        logged: list[ops.Op] = []
         for pk, (edge_id, src, dst, kind, scope, props, start, at), end_ids in zip(pks, rows, ends, strict=True):
             if end_ids is None:
                 read = tx.edge_by_pk(pk)
                 assert read is not None
-                edges.append(read)
-            else:
-                from_id, to_id = end_ids
-                edges.append(Edge(pk, edge_id, from_id, to_id, kind, scope, dict(props), start, None, at, src, dst))
+                made.append(read)
+                logged.append(ops.edge_created(read))
+                continue
+            from_id, to_id = end_ids
+            logged.append(ops.edge_opened(edge_id, from_id, to_id, kind, scope, props, start))
+            if edges:
+                made.append(Edge(pk, edge_id, from_id, to_id, kind, scope, dict(props), start, None, at, src, dst))
         if log_later is None:
-            for edge in edges:
-                self._engine.log(tx, ops.edge_created(edge), edge.created_at)
+            for op, (*_, at) in zip(logged, rows, strict=True):
+                self._engine.log(tx, op, at)
         else:
-            log_later += map(ops.edge_created, edges)
-        return edges
+            log_later += logged
+        return made if edges else []

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from mnemodb.engine.engine import Engine
     from mnemodb.engine.writes import NewEdges
-    from mnemodb.store.base import ReadTx, VectorHit, WriteTx
+    from mnemodb.store.base import NodeKey, ReadTx, VectorHit, WriteTx
 
 # A ranked hit: (pk, score) first.
 _Hit = TypeVar("_Hit", bound=tuple[int, float])
@@ -516,7 +516,7 @@ class PropertyGraph:
         named = [ref for c in commands if isinstance(c, Link) for ref in (c.src, c.dst) if isinstance(ref, str)]
         with self._engine.change() as tx:
             at = self._engine.clock()
-            link_ends = tx.nodes_by_ids(named) if named else None
+            link_ends = tx.node_keys_by_ids(named) if named else None
             seq = 0
             # A run of links is checked link by link and written, with its log entries,
             # before the next other command (or at the end): the log's order.
@@ -535,7 +535,7 @@ class PropertyGraph:
     def _write_links(self, tx: WriteTx, links: NewEdges, at: int) -> int:
         """Write the links `links` holds, with their log entries: the seq of the last."""
         logged: list[ops.Op] = []
-        links.write(logged)
+        links.write(logged, edges=False)  # a batch tells of its links by id
         return self._engine.log_many(tx, logged, at)
 
     def _resolve(self, ref: NodeRef, produced: Sequence[str | None]) -> str:
@@ -548,26 +548,32 @@ class PropertyGraph:
             return value
         return ref
 
-    def _node(
+    def _node(self, tx: WriteTx, ref: NodeRef, produced: Sequence[str | None], op: str) -> Node:
+        node_id = self._resolve(ref, produced)
+        # The node's row only: every command reads its key, label and scope, none the
+        # properties a view adds (a memory's text, an entity's name).
+        node = tx.node_by_id(node_id)
+        # Under a token's grant, a node of a scope it may not use does not exist for it (the
+        # same answer as for an id nobody has, so the id's existence is not told either).
+        if node is None or self._engine.hidden(node.scope):
+            raise CommandFailed(op, "not found", subject=node_id, subject_kind="node")
+        return node
+
+    def _link_end(
         self,
         tx: WriteTx,
         ref: NodeRef,
         produced: Sequence[str | None],
-        op: str,
-        *,
-        end: str | None = None,
-        edge: str | None = None,
-        known: Mapping[str, Node] | None = None,
-    ) -> Node:
+        end: str,
+        edge: str,
+        known: Mapping[str, NodeKey] | None,
+    ) -> Node | NodeKey:
+        """`_node` of a link's end: read with the batch's others (`known`: a node missing
+        there is missing), as its key only, unless named by back-reference."""
         node_id = self._resolve(ref, produced)
-        # The node's row only: every command reads its key, label and scope, none the
-        # properties a view adds (a memory's text, an entity's name). A link's end may have
-        # been read with the batch's others (`known`: a node missing there is missing).
         node = tx.node_by_id(node_id) if known is None or isinstance(ref, Ref) else known.get(node_id)
-        # Under a token's grant, a node of a scope it may not use does not exist for it (the
-        # same answer as for an id nobody has, so the id's existence is not told either).
         if node is None or self._engine.hidden(node.scope):
-            raise CommandFailed(op, "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
+            raise CommandFailed("CreateEdge", "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
         return node
 
     def apply(self, tx: WriteTx, command: Command, at: int) -> str | None:
@@ -592,7 +598,7 @@ class PropertyGraph:
         at: int,
         seq: int,
         links: NewEdges,
-        link_ends: dict[str, Node] | None = None,
+        link_ends: dict[str, NodeKey] | None = None,
         link_ids: Iterator[str] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
@@ -609,8 +615,8 @@ class PropertyGraph:
                     raise InvalidArgument("edge type must not be empty")
                 props = check_props(props)
                 edge_id = new_ulid() if link_ids is None else next(link_ids)
-                a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id, known=link_ends)
-                b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id, known=link_ends)
+                a = self._link_end(tx, src, produced, "from", edge_id, link_ends)
+                b = self._link_end(tx, dst, produced, "to", edge_id, link_ends)
                 if a.scope != b.scope and SHARED not in (a.scope, b.scope):
                     raise CommandFailed(
                         "CreateEdge", "cross-scope edge requires at least one Shared endpoint", edge=edge_id

@@ -102,6 +102,7 @@ __all__ = [
     "MetaReads",
     "MetaWrites",
     "NodeEntered",
+    "NodeKey",
     "NodeLabel",
     "NodeReads",
     "NodeWrites",
@@ -154,6 +155,16 @@ class ScoredPk(NamedTuple):
 class NodeLabel(NamedTuple):
     label: str
     scope: str
+
+
+class NodeKey(NamedTuple):
+    """Who a node is and where it lives, without its properties: what a link needs of
+    each end."""
+
+    pk: int
+    id: str
+    scope: str
+    label: str
 
 
 class NodeEntered(NamedTuple):
@@ -356,6 +367,10 @@ class NodeReads(Protocol):
 
     def nodes_by_ids(self, node_ids: Sequence[str]) -> dict[str, Node]:
         """`node_by_id` for many ids in one read: the node of each id that exists, by id."""
+        ...
+
+    def node_keys_by_ids(self, node_ids: Sequence[str]) -> dict[str, NodeKey]:
+        """`nodes_by_ids`, each node's key only (no properties to decode)."""
         ...
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:

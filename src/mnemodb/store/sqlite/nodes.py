@@ -22,6 +22,7 @@ from mnemodb.store.base import (
     EntityKey,
     LookedUp,
     NodeEntered,
+    NodeKey,
     NodeLabel,
     ScoredPk,
     StoredVector,
@@ -134,6 +135,16 @@ class NodeReads:
                 # Most nodes a batch links have no properties of their own: no decoder's call.
                 props = {} if row[4] == "{}" else json.loads(row[4])
                 out[row[1]] = Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
+        return out
+
+    def node_keys_by_ids(self, node_ids: Sequence[str]) -> dict[str, NodeKey]:
+        out: dict[str, NodeKey] = {}
+        for chunk in chunks(list(dict.fromkeys(node_ids)), 256):
+            listed = padded(chunk)  # a different number of ends each call
+            for row in self.conn.execute(
+                f"SELECT pk, id, scope, label FROM node WHERE id IN ({marks(len(listed))})", listed
+            ):
+                out[row[1]] = NodeKey(*row)
         return out
 
     def node_pk(self, node_id: str) -> int | None:

@@ -10,7 +10,7 @@ import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity, NewRelation
-from mnemodb.engine.properties import CommandFailed, Link
+from mnemodb.engine.properties import CommandFailed, CreateNode, Link
 from mnemodb.engine.tokens import Grant, granted
 from mnemodb.model import ops
 from mnemodb.model.errors import EngineError, Forbidden, InvalidArgument, NotFound
@@ -126,3 +126,22 @@ def _relate(
         eng.graph.create_relations([NewRelation(a, b, "t") for a, b in pairs], scope=scope, scopes=scopes)
     else:
         eng.nodes.submit([Link(ids.get(a, new_ulid()), ids.get(b, new_ulid()), "t", {}, scope) for a, b in pairs])
+
+
+def test_a_batch_s_ids_follow_the_order_it_makes_them_in(eng: Engine) -> None:
+    """Nodes and links made in one batch: each id greater than the one made before it, as
+    when every link's id was made as its turn came."""
+    ids = _entities(eng)
+    made, _ = eng.nodes.submit(
+        [
+            Link(ids["s0"], ids["s1"], "x"),
+            CreateNode("Thing"),
+            Link(ids["s1"], ids["s2"], "x"),
+            Link(ids["s2"], ids["s3"], "x"),
+            CreateNode("Thing"),
+            Link(ids["s3"], ids["s4"], "x"),
+        ]
+    )
+    made_ids = [i for i in made if i is not None]
+    assert len(made_ids) == 6
+    assert made_ids == sorted(made_ids) and len(set(made_ids)) == len(made_ids)

@@ -10,7 +10,7 @@ a plain node with properties.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -521,11 +521,16 @@ class PropertyGraph:
             # A run of links is checked link by link and written, with its log entries,
             # before the next other command (or at the end): the log's order.
             links = self._engine.writes.new_edges(tx)
-            # The links' ids, made together.
-            link_ids = iter(new_ulids(sum(isinstance(c, Link) for c in commands)))
-            for command in commands:
-                if not isinstance(command, Link) and links:
-                    seq = self._write_links(tx, links, at)
+            # The ids of a run of links, made together as the run starts (last first): ids
+            # follow the order the batch makes them in, as one by one.
+            link_ids: list[str] = []
+            for i, command in enumerate(commands):
+                if not isinstance(command, Link):
+                    if links:
+                        seq = self._write_links(tx, links, at)
+                elif not link_ids:
+                    run = next((j for j in range(i, len(commands)) if not isinstance(commands[j], Link)), len(commands))
+                    link_ids = new_ulids(run - i)[::-1]
                 new_id, seq = self._run(tx, command, produced, at, seq, links, link_ends, link_ids)
                 produced.append(new_id)
             if links:
@@ -599,11 +604,11 @@ class PropertyGraph:
         seq: int,
         links: NewEdges,
         link_ends: dict[str, NodeKey] | None = None,
-        link_ids: Iterator[str] | None = None,
+        link_ids: list[str] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
         the nodes the batch's links name by id, read before it ran, and `link_ids` the ids
-        its links take, made together. A link is checked and added to `links`, for the
+        the rest of the run of links it is in takes, last first. A link is checked and added to `links`, for the
         caller to write with the rest of its run (the seq returned for it is `seq`)."""
         engine = self._engine
         match command:
@@ -614,7 +619,7 @@ class PropertyGraph:
                 if not check_text(edge_type, "edge type"):
                     raise InvalidArgument("edge type must not be empty")
                 props = check_props(props)
-                edge_id = new_ulid() if link_ids is None else next(link_ids)
+                edge_id = link_ids.pop() if link_ids else new_ulid()
                 a = self._link_end(tx, src, produced, "from", edge_id, link_ends)
                 b = self._link_end(tx, dst, produced, "to", edge_id, link_ends)
                 if a.scope != b.scope and SHARED not in (a.scope, b.scope):

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import regex
 
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import ReadTx, TextClause
+    from mnemodb.store.base import EntityKey, ReadTx, TextClause
 
 __all__ = [
     "OBSERVATION_PRESETS",
@@ -225,7 +225,9 @@ class KnowledgeGraph:
             # What is there already, for the whole call in one read; `seen` keeps what the
             # call itself opens (a relation given twice is made once).
             seen = tx.open_edge_keys(keys)
-            logged: list[ops.Op] = []  # appended together once every relation is written
+            # Checked one by one, written together once all are.
+            edges = self._engine.writes.new_edges(tx)
+            made: list[tuple[EntityKey, EntityKey, NewRelation]] = []
             for item, key in zip(items, keys, strict=True):
                 if key in seen:
                     continue
@@ -236,8 +238,7 @@ class KnowledgeGraph:
                         f"{item.from_name} and {item.to_name} live in different private scopes; "
                         "a relation may cross scopes only to or from the shared scope"
                     )
-                edge = self._engine.writes.open_edge(
-                    tx,
+                edges.add(
                     src.pk,
                     dst.pk,
                     src.scope,
@@ -249,8 +250,10 @@ class KnowledgeGraph:
                     at,
                     extra=item.extra,
                     end_ids=(src.id, dst.id),  # the edge built from what was written, not read back
-                    log_later=logged,
                 )
+                made.append((src, dst, item))
+            logged: list[ops.Op] = []
+            for edge, (src, dst, item) in zip(edges.write(logged), made, strict=True):
                 created.append(
                     Relation(src.name, dst.name, item.relation_type, edge.pk, src.pk, dst.pk, dict(item.extra))
                 )

@@ -10,7 +10,6 @@ that an open `supersedes` edge points at, and closed relations.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import re
@@ -77,6 +76,15 @@ __all__ = [
 
 Item = Memory | Entity
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
+_ULID_LENGTH = 26
+
+
+def _may_be_id(ref: str) -> bool:
+    """Whether `ref` reads as an id or a memory's hash rather than only as a name: a ULID
+    (its length checked first, as most names are not 26 characters) or 64 hex digits."""
+    return (len(ref) == _ULID_LENGTH and is_ulid(ref.upper())) or _HASH.fullmatch(ref) is not None
+
+
 MAX_HOPS = 10
 MAX_EXPAND = 4
 MAX_PATH = 10
@@ -236,7 +244,7 @@ class Items:
     def resolve(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge | None:
         """The memory, entity or edge `ref` names within `reads`, or None."""
         check_text(ref, "reference")
-        if is_ulid(ref.upper()):
+        if len(ref) == _ULID_LENGTH and is_ulid(ref.upper()):
             node = tx.node_by_id(ref.upper())
             if node is not None:
                 return self._items(tx, [node.pk], reads).get(node.pk)
@@ -1240,14 +1248,18 @@ class Items:
             # are. Ends that do not resolve are refused in the loop, in the call's order.
             keys: list[tuple[int, int, str]] = []
             for src_ref, dst_ref, edge_type, *_ in add:
-                with contextlib.suppress(InvalidArgument, NotFound):
+                try:
                     src_end, dst_end = resolve(src_ref), resolve(dst_ref)
-                    if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
-                        keys.append((src_end.pk, dst_end.pk, edge_type))
+                except (InvalidArgument, NotFound):
+                    continue
+                if not isinstance(src_end, Edge | None) and not isinstance(dst_end, Edge | None):
+                    keys.append((src_end.pk, dst_end.pk, edge_type))
             seen = tx.open_edge_keys(keys)
-            # The new relations' log entries, checked as each is written and appended
-            # together once all are (in the call's order, after those of the closes).
-            logged: list[ops.Op] = []
+            # The new relations, checked one by one and written together once all are; a
+            # relation given twice is the one the call opened (by its place among them).
+            edges = engine.writes.new_edges(tx)
+            placed: dict[tuple[int, int, str], int] = {}
+            found: list[tuple[Edge | int, bool]] = []
             for i, (src_ref, dst_ref, edge_type, props, valid_from) in enumerate(add):
                 try:
                     if not check_text(edge_type, "relation type"):
@@ -1262,14 +1274,17 @@ class Items:
                 ends[src.pk], ends[dst.pk] = src, dst
                 key = (src.pk, dst.pk, edge_type)
                 if key in seen:
+                    place = placed.get(key)
+                    if place is not None:
+                        found.append((place, False))
+                        continue
                     existing = tx.find_edges(src.pk, dst.pk, edge_type, open_only=True)
                     if existing:
-                        opened.append((existing[0], False))
+                        found.append((existing[0], False))
                         continue
                 seen.add(key)
                 start = at if valid_from is None else valid_from
-                edge = engine.writes.open_edge(
-                    tx,
+                placed[key] = place = edges.add(
                     src.pk,
                     dst.pk,
                     src.scope,
@@ -1280,9 +1295,12 @@ class Items:
                     start,
                     at,
                     end_ids=(src.id, dst.id),
-                    log_later=logged,
                 )
-                opened.append((edge, True))
+                found.append((place, True))
+            # The new relations' log entries follow those of the closes, in the call's order.
+            logged: list[ops.Op] = []
+            written = edges.write(logged)
+            opened += [(written[e] if isinstance(e, int) else e, new) for e, new in found]
             engine.log_many(tx, logged, at)
         return opened, closed, ends
 
@@ -1299,17 +1317,17 @@ class Items:
                 check_text(ref, "reference")
             except InvalidArgument:
                 continue  # refused when its turn comes, in the order the call gave
-            if not is_ulid(ref.upper()) and not _HASH.fullmatch(ref):
+            if not _may_be_id(ref):
                 names.append(ref)
-        named: dict[str, Item | Edge | EntityKey | None] = dict.fromkeys(names)
+        # The names, found or not (None); the other references are looked up when asked
+        # for (`resolve` checks their text, as the loop above does the names').
+        known: dict[str, Item | Edge | EntityKey | None] = dict.fromkeys(names)
         if names:
-            named.update(tx.entity_keys_named(reads, names))
-        known: dict[str, Item | Edge | EntityKey | None] = {}
+            known.update(tx.entity_keys_named(reads, names))
 
         def resolve(ref: str) -> Item | Edge | EntityKey | None:
             if ref not in known:
-                check_text(ref, "reference")
-                known[ref] = named[ref] if ref in named else self.resolve(tx, ref, reads)
+                known[ref] = self.resolve(tx, ref, reads)
             return known[ref]
 
         return resolve

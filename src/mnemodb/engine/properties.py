@@ -19,7 +19,7 @@ from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument
 from mnemodb.model.history import as_node, replay
-from mnemodb.model.ids import SHARED, content_hash, new_ulid
+from mnemodb.model.ids import SHARED, content_hash, new_ulid, new_ulids
 from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, ItemFilter, NewMemory, Node, Scalar
 from mnemodb.model.rules import MEMORY_FIELDS, fits_memory_field
 from mnemodb.model.value import Value
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import ReadTx, VectorHit, WriteTx
+    from mnemodb.engine.writes import NewEdges
+    from mnemodb.store.base import NodeKey, ReadTx, VectorHit, WriteTx
 
 # A ranked hit: (pk, score) first.
 _Hit = TypeVar("_Hit", bound=tuple[int, float])
@@ -516,20 +517,32 @@ class PropertyGraph:
         named = [ref for c in commands if isinstance(c, Link) for ref in (c.src, c.dst) if isinstance(ref, str)]
         with self._engine.change() as tx:
             at = self._engine.clock()
-            link_ends = tx.nodes_by_ids(named) if named else None
+            link_ends = tx.node_keys_by_ids(named) if named else None
             seq = 0
-            # The log entries of a run of links, checked as each is written and appended
-            # together before the next other command (or at the end): the log's order.
-            links_logged: list[ops.Op] = []
-            for command in commands:
-                if links_logged and not isinstance(command, Link):
-                    seq = self._engine.log_many(tx, links_logged, at)
-                    links_logged.clear()
-                new_id, seq = self._run(tx, command, produced, at, seq, links_logged, link_ends)
+            # A run of links is checked link by link and written, with its log entries,
+            # before the next other command (or at the end): the log's order.
+            links = self._engine.writes.new_edges(tx)
+            # The ids of a run of links, made together as the run starts (last first): ids
+            # follow the order the batch makes them in, as one by one.
+            link_ids: list[str] = []
+            for i, command in enumerate(commands):
+                if not isinstance(command, Link):
+                    if links:
+                        seq = self._write_links(tx, links, at)
+                elif not link_ids:
+                    run = next((j for j in range(i, len(commands)) if not isinstance(commands[j], Link)), len(commands))
+                    link_ids = new_ulids(run - i)[::-1]
+                new_id, seq = self._run(tx, command, produced, at, seq, links, link_ends, link_ids)
                 produced.append(new_id)
-            if links_logged:
-                seq = self._engine.log_many(tx, links_logged, at)
+            if links:
+                seq = self._write_links(tx, links, at)
         return produced, seq
+
+    def _write_links(self, tx: WriteTx, links: NewEdges, at: int) -> int:
+        """Write the links `links` holds, with their log entries: the seq of the last."""
+        logged: list[ops.Op] = []
+        links.write(logged, edges=False)  # a batch tells of its links by id
+        return self._engine.log_many(tx, logged, at)
 
     def _resolve(self, ref: NodeRef, produced: Sequence[str | None]) -> str:
         if isinstance(ref, Ref):
@@ -541,36 +554,42 @@ class PropertyGraph:
             return value
         return ref
 
-    def _node(
+    def _node(self, tx: WriteTx, ref: NodeRef, produced: Sequence[str | None], op: str) -> Node:
+        node_id = self._resolve(ref, produced)
+        # The node's row only: every command reads its key, label and scope, none the
+        # properties a view adds (a memory's text, an entity's name).
+        node = tx.node_by_id(node_id)
+        # Under a token's grant, a node of a scope it may not use does not exist for it (the
+        # same answer as for an id nobody has, so the id's existence is not told either).
+        if node is None or self._engine.hidden(node.scope):
+            raise CommandFailed(op, "not found", subject=node_id, subject_kind="node")
+        return node
+
+    def _link_end(
         self,
         tx: WriteTx,
         ref: NodeRef,
         produced: Sequence[str | None],
-        op: str,
-        *,
-        end: str | None = None,
-        edge: str | None = None,
-        known: Mapping[str, Node] | None = None,
-    ) -> Node:
+        end: str,
+        edge: str,
+        known: Mapping[str, NodeKey] | None,
+    ) -> Node | NodeKey:
+        """`_node` of a link's end: read with the batch's others (`known`: a node missing
+        there is missing), as its key only, unless named by back-reference."""
         node_id = self._resolve(ref, produced)
-        # The node's row only: every command reads its key, label and scope, none the
-        # properties a view adds (a memory's text, an entity's name). A link's end may have
-        # been read with the batch's others (`known`: a node missing there is missing).
         node = tx.node_by_id(node_id) if known is None or isinstance(ref, Ref) else known.get(node_id)
-        # Under a token's grant, a node of a scope it may not use does not exist for it (the
-        # same answer as for an id nobody has, so the id's existence is not told either).
         if node is None or self._engine.hidden(node.scope):
-            raise CommandFailed(op, "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
+            raise CommandFailed("CreateEdge", "not found", subject=node_id, subject_kind="node", end=end, edge=edge)
         return node
 
     def apply(self, tx: WriteTx, command: Command, at: int) -> str | None:
         """Run one command inside the caller's transaction (no back-references): the id it made."""
         if isinstance(command, SetEmbedding):
             _check_embeddings([command])
-        link_logged: list[ops.Op] = []
-        new_id, _ = self._run(tx, command, [], at, 0, link_logged)
-        if link_logged:
-            self._engine.log_many(tx, link_logged, at)
+        links = self._engine.writes.new_edges(tx)
+        new_id, _ = self._run(tx, command, [], at, 0, links)
+        if links:
+            self._write_links(tx, links, at)
         return new_id
 
     def apply_props(self, tx: WriteTx, node_id: str, props: Mapping[str, Scalar | None], at: int) -> None:
@@ -584,12 +603,14 @@ class PropertyGraph:
         produced: Sequence[str | None],
         at: int,
         seq: int,
-        links_logged: list[ops.Op],
-        link_ends: dict[str, Node] | None = None,
+        links: NewEdges,
+        link_ends: dict[str, NodeKey] | None = None,
+        link_ids: list[str] | None = None,
     ) -> tuple[str | None, int]:
         """Run one command: the id it made and the seq of its last log entry. `link_ends` holds
-        the nodes the batch's links name by id, read before it ran. A link's log entry goes
-        to `links_logged`, for the caller to append (the seq returned for it is `seq`)."""
+        the nodes the batch's links name by id, read before it ran, and `link_ids` the ids
+        the rest of the run of links it is in takes, last first. A link is checked and added to `links`, for the
+        caller to write with the rest of its run (the seq returned for it is `seq`)."""
         engine = self._engine
         match command:
             case CreateNode(label=label, props=props, scope=scope):
@@ -599,17 +620,16 @@ class PropertyGraph:
                 if not check_text(edge_type, "edge type"):
                     raise InvalidArgument("edge type must not be empty")
                 props = check_props(props)
-                edge_id = new_ulid()
-                a = self._node(tx, src, produced, "CreateEdge", end="from", edge=edge_id, known=link_ends)
-                b = self._node(tx, dst, produced, "CreateEdge", end="to", edge=edge_id, known=link_ends)
+                edge_id = link_ids.pop() if link_ids else new_ulid()
+                a = self._link_end(tx, src, produced, "from", edge_id, link_ends)
+                b = self._link_end(tx, dst, produced, "to", edge_id, link_ends)
                 if a.scope != b.scope and SHARED not in (a.scope, b.scope):
                     raise CommandFailed(
                         "CreateEdge", "cross-scope edge requires at least one Shared endpoint", edge=edge_id
                     )
                 start = at if valid_from is None else valid_from
                 edge_scope = engine.scope_to_write(scope)
-                engine.writes.open_edge(
-                    tx,
+                links.add(
                     a.pk,
                     b.pk,
                     a.scope,
@@ -621,7 +641,6 @@ class PropertyGraph:
                     at,
                     edge_id=edge_id,
                     end_ids=(a.id, b.id),
-                    log_later=links_logged,
                 )
                 return edge_id, seq
             case SetProps(node=ref, props=props):

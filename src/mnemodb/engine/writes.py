@@ -14,8 +14,20 @@ from typing import TYPE_CHECKING, Any
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_text
 from mnemodb.model.errors import InvalidArgument
-from mnemodb.model.ids import content_hash, new_ulid
-from mnemodb.model.records import ENTITY, MEMORY, Edge, Entity, Memory, NewMemory, Node, Props, StoredMemory
+from mnemodb.model.ids import content_hash, new_ulid, new_ulids
+from mnemodb.model.records import (
+    ENTITY,
+    MEMORY,
+    Edge,
+    Entity,
+    Memory,
+    NewEdgeRow,
+    NewMemory,
+    Node,
+    Props,
+    StoredMemory,
+    edge_of,
+)
 from mnemodb.model.rules import TURN_CONTEXT_WINDOW_MS, check_edge_ends, check_importance, normalize_tags
 
 if TYPE_CHECKING:
@@ -23,7 +35,7 @@ if TYPE_CHECKING:
     from mnemodb.engine.graph import NewEntity
     from mnemodb.store.base import WriteTx
 
-__all__ = ["Writes"]
+__all__ = ["NewEdges", "Writes"]
 
 
 class Writes:
@@ -145,36 +157,33 @@ class Writes:
         edge_id: str | None = None,
         extra: Mapping[str, Any] | None = None,
         end_ids: tuple[str, str] | None = None,
-        log_later: list[ops.Op] | None = None,
     ) -> Edge:
-        """The one way a caller's relation is written (every face comes here): the scope
-        rules, the row, and its change-log entry. Faces that word the cross-scope refusal in
-        their own protocol's terms check it first; the check here stands either way. A
-        caller that knows the ids of the two ends passes them (`end_ids`): the edge is then
-        made from what was written, not read back. A caller writing many relations in one
-        transaction may pass `log_later`: the entry is then checked now and added to it, for
-        the caller to log with the others in one go (`Engine.log_many`), in the same order."""
-        check_edge_ends(src_scope, dst_scope)
-        self._engine.check_edge_scope(scope, src_scope, dst_scope)
-        new_id = edge_id or new_ulid()
-        pk = tx.insert_edge(new_id, src, dst, edge_type, scope, props, valid_from, at)
-        if extra:
-            tx.set_edge_extra(pk, extra)
-        if end_ids is None:
-            read = tx.edge_by_pk(pk)
-            assert read is not None
-            edge = read
-        else:
-            edge = Edge(
-                pk, new_id, end_ids[0], end_ids[1], edge_type, scope, dict(props), valid_from, None, at, src, dst
-            )
-        op = ops.edge_created(edge)
-        if log_later is None:
-            self._engine.log(tx, op, at)
-        else:
-            self._engine.check_writable(op[0])
-            log_later.append(op)
-        return edge
+        """The one way a caller's relation is written (every face comes here, alone or in
+        a batch, `new_edges`): the scope rules, the row, and its change-log entry. Faces that
+        word the cross-scope refusal in their own protocol's terms check it first; the check
+        here stands either way. A caller that knows the ids of the two ends passes them
+        (`end_ids`): the edge is then made from what was written, not read back."""
+        edges = self.new_edges(tx)
+        edges.add(
+            src,
+            dst,
+            src_scope,
+            dst_scope,
+            edge_type,
+            scope,
+            props,
+            valid_from,
+            at,
+            edge_id=edge_id,
+            extra=extra,
+            end_ids=end_ids,
+        )
+        return edges.write()[0]
+
+    def new_edges(self, tx: WriteTx) -> NewEdges:
+        """A batch of relations to open in `tx`: each checked as it is added, all written
+        together (`NewEdges`)."""
+        return NewEdges(self._engine, tx)
 
     def close_edge(self, tx: WriteTx, edge: Edge, valid_to: int, at: int) -> int:
         """Mark an open edge no longer true from `valid_to`; the seq of its log entry."""
@@ -224,3 +233,94 @@ class Writes:
             tx.touch_node(entity.pk, at)
             self._engine.log(tx, ops.observations_removed(entity, removed), at)
         return removed
+
+
+class NewEdges:
+    """Relations a caller opens in one transaction (`Writes.new_edges`): each is checked
+    when it is added (`add`), in the caller's order, so a refusal is the one the caller's
+    own checks before and after it would meet, and all are written together (`write`), in
+    one statement where the store can, with their change-log entries in the same order.
+    What is written is what `open_edge` of each in turn would write: a relation costs one
+    row of a shared statement, and the scope rules are checked once for each combination
+    of scopes (they depend on nothing else)."""
+
+    def __init__(self, engine: Engine, tx: WriteTx) -> None:
+        self._engine = engine
+        self._tx = tx
+        self._ids: list[str | None] = []
+        self._rows: list[tuple[int, int, str, str, Props, int, int]] = []
+        self._ends: list[tuple[str, str] | None] = []
+        self._extras: list[tuple[int, Mapping[str, Any]]] = []
+        self._allowed: set[tuple[str, str, str]] = set()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(
+        self,
+        src: int,
+        dst: int,
+        src_scope: str,
+        dst_scope: str,
+        edge_type: str,
+        scope: str,
+        props: Props,
+        valid_from: int,
+        at: int,
+        *,
+        edge_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        end_ids: tuple[str, str] | None = None,
+    ) -> int:
+        """Check one relation and keep it to be written: its place in `write`'s list."""
+        scopes = (scope, src_scope, dst_scope)
+        if scopes not in self._allowed:
+            check_edge_ends(src_scope, dst_scope)
+            self._engine.check_edge_scope(scope, src_scope, dst_scope)
+            self._engine.check_writable(scope)  # where its log entry goes: the edge's scope
+            self._allowed.add(scopes)
+        place = len(self._rows)
+        self._ids.append(edge_id)  # None: made with the others' when they are written
+        self._rows.append((src, dst, edge_type, scope, props, valid_from, at))
+        self._ends.append(end_ids)
+        if extra:
+            self._extras.append((place, extra))
+        return place
+
+    def write(self, log_later: list[ops.Op] | None = None, *, edges: bool = True) -> list[Edge]:
+        """Write the relations added since the last `write`, and log them: each now
+        (`Engine.log`), or, given `log_later`, by adding its entry to it, for the caller to
+        log with others in one go (`Engine.log_many`), in the same order. The edges, in the
+        order they were added, each made from what was written where the caller gave its
+        ends' ids (read back otherwise); none for a caller that wants none (`edges=False`)."""
+        given, ends, extras = self._ids, self._ends, self._extras
+        if not given:
+            return []
+        fresh = iter(new_ulids(given.count(None)))
+        rows: list[NewEdgeRow] = [
+            (next(fresh) if edge_id is None else edge_id, *row) for edge_id, row in zip(given, self._rows, strict=True)
+        ]
+        self._ids, self._rows, self._ends, self._extras = [], [], [], []
+        tx = self._tx
+        pks = tx.insert_edges(rows)
+        for place, extra in extras:
+            tx.set_edge_extra(pks[place], extra)
+        made: list[Edge] = []
+        logged: list[ops.Op] = []
+        for pk, (edge_id, src, dst, kind, scope, props, start, at), end_ids in zip(pks, rows, ends, strict=True):
+            if end_ids is None:
+                read = tx.edge_by_pk(pk)
+                assert read is not None
+                made.append(read)
+                logged.append(ops.edge_created(read))
+                continue
+            from_id, to_id = end_ids
+            logged.append(ops.edge_opened(edge_id, from_id, to_id, kind, scope, props, start))
+            if edges:
+                made.append(edge_of(pk, edge_id, from_id, to_id, kind, scope, dict(props), start, None, at, src, dst))
+        if log_later is None:
+            for op, (*_, at) in zip(logged, rows, strict=True):
+                self._engine.log(tx, op, at)
+        else:
+            log_later += logged
+        return made if edges else []

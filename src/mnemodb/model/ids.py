@@ -17,6 +17,7 @@ __all__ = [
     "InvalidId",
     "is_ulid",
     "new_ulid",
+    "new_ulids",
     "normalize_scope",
     "parse_ulid",
     "ulid_at",
@@ -61,6 +62,22 @@ class _Generator:
             self._last_ms, self._last_random = now, rand
             return (now << 80) | rand
 
+    def take(self, count: int) -> tuple[int, int]:
+        """`count` (at least 1) values at once, of one millisecond: (its time, the random
+        part of the first); the others' follow on by one, as `next` of each would give."""
+        with self._lock:
+            now = time.time_ns() // 1_000_000
+            if now <= self._last_ms:
+                now = self._last_ms
+                rand = self._last_random + 1
+            else:
+                rand = int.from_bytes(os.urandom(10), "big") >> 1
+            if rand + count - 1 > _MAX_RANDOM:
+                now += 1
+                rand = int.from_bytes(os.urandom(10), "big") >> 1
+            self._last_ms, self._last_random = now, rand + count - 1
+            return now, rand
+
 
 _generator = _Generator()
 
@@ -79,6 +96,27 @@ def new_ulid() -> str:
     return _encode(_generator.next())
 
 
+# The pairs of characters of a ULID's random part (its last 80 bits) but the last.
+_RANDOM_HEAD_SHIFTS = _PAIR_SHIFTS[5:-1]
+
+
+def new_ulids(count: int) -> list[str]:
+    """`count` new ULIDs, in increasing order: what `new_ulid` of each in turn gives, for a
+    write of many rows. One lock is taken, and as the ids follow on by one, only their last
+    two characters change from one to the next but every 1,024th: the rest is written once
+    (a third of the time `new_ulid` takes for each)."""
+    ms, first = _generator.take(count) if count > 0 else (0, 0)
+    prefix = _encode(ms << 80)[:10]
+    out: list[str] = []
+    head, high = "", -1
+    for rand in range(first, first + max(count, 0)):
+        if rand >> 10 != high:
+            high = rand >> 10
+            head = prefix + "".join([_PAIRS[(rand >> shift) & 1023] for shift in _RANDOM_HEAD_SHIFTS])
+        out.append(head + _PAIRS[rand & 1023])
+    return out
+
+
 def ulid_at(ms: int) -> str:
     """A ULID for a past instant (used when importing records that carry their own time)."""
     rand = int.from_bytes(os.urandom(10), "big")
@@ -87,6 +125,10 @@ def ulid_at(ms: int) -> str:
 
 def parse_ulid(text: str) -> str:
     """Return the canonical (upper-case) form of `text`, or raise `InvalidId`."""
+    # Already canonical (upper case, no alias, under 2**128: the first character at most
+    # 7), told in C by stripping the alphabet: most ids a call names are ids this server gave.
+    if len(text) == 26 and text[0] <= "7" and not text.strip(_ALPHABET):
+        return text
     if len(text) != 26:
         raise InvalidId(f"invalid length {len(text)} (a ULID has 26 characters)")
     value = 0

@@ -153,19 +153,26 @@ def memory_unarchived(memory: Memory) -> Op:
 
 
 def edge_created(edge: Edge) -> Op:
-    return edge.scope, CREATE_EDGE, edge.id, edge_record(edge)
+    return edge_opened(edge.id, edge.src, edge.dst, edge.type, edge.scope, edge.props, edge.valid_from)
+
+
+def edge_opened(edge_id: str, src: str, dst: str, edge_type: str, scope: str, props: Props, valid_from: int) -> Op:
+    """`edge_created` of the edge these fields make, for a writer that has them but not
+    the edge (a batch of links, whose caller wants their ids only)."""
+    record = {
+        "id": edge_id,
+        "from": src,
+        "to": dst,
+        "type": edge_type,
+        "scope": scope,
+        "props": dict(props),
+        "valid_from": valid_from,
+    }
+    return scope, CREATE_EDGE, edge_id, record
 
 
 def edge_record(edge: Edge) -> dict[str, Any]:
-    return {
-        "id": edge.id,
-        "from": edge.src,
-        "to": edge.dst,
-        "type": edge.type,
-        "scope": edge.scope,
-        "props": dict(edge.props),
-        "valid_from": edge.valid_from,
-    }
+    return edge_created(edge)[3]
 
 
 def edge_closed(edge: Edge, valid_to: int) -> Op:

@@ -197,6 +197,11 @@ def edge_of(
     return edge
 
 
+NewEdgeRow = tuple[str, int, int, str, str, Props, int, int]
+"""A new open edge as the store writes it: (id, src pk, dst pk, type, scope, props,
+valid_from, created_at)."""
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Change(Value):
     """One entry of the change log: an operation a committed write performed."""

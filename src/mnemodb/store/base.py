@@ -68,6 +68,7 @@ from mnemodb.model.records import (
     ItemFilter,
     Memory,
     MemoryView,
+    NewEdgeRow,
     Node,
     Props,
     Relation,
@@ -102,6 +103,7 @@ __all__ = [
     "MetaReads",
     "MetaWrites",
     "NodeEntered",
+    "NodeKey",
     "NodeLabel",
     "NodeReads",
     "NodeWrites",
@@ -154,6 +156,16 @@ class ScoredPk(NamedTuple):
 class NodeLabel(NamedTuple):
     label: str
     scope: str
+
+
+class NodeKey(NamedTuple):
+    """Who a node is and where it lives, without its properties: what a link needs of
+    each end."""
+
+    pk: int
+    id: str
+    scope: str
+    label: str
 
 
 class NodeEntered(NamedTuple):
@@ -360,6 +372,10 @@ class NodeReads(Protocol):
 
     def nodes_by_ids(self, node_ids: Sequence[str]) -> dict[str, Node]:
         """`node_by_id` for many ids in one read: the node of each id that exists, by id."""
+        ...
+
+    def node_keys_by_ids(self, node_ids: Sequence[str]) -> dict[str, NodeKey]:
+        """`nodes_by_ids`, each node's key only (no properties to decode)."""
         ...
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
@@ -872,6 +888,11 @@ class EdgeWrites(Protocol):
         pk: int | None = None,
     ) -> int:
         """A new open edge; its pk (`pk` when given and free)."""
+        ...
+
+    def insert_edges(self, rows: Sequence[NewEdgeRow]) -> list[int]:
+        """New open edges, in order: what `insert_edge` of each row in turn writes (in one
+        statement where the store can); their pks, in order."""
         ...
 
     def close_edge(self, pk: int, valid_to: int) -> None:

@@ -296,3 +296,17 @@ def test_a_page_over_many_scopes_ops_and_actors_is_the_same_as_over_few(store: S
                 assert tx.change_page(scopes, where, None, 500) == wanted
                 if len(wanted) > 4:
                     assert tx.change_page(scopes, where, wanted[4].seq, 3) == wanted[5:8]
+
+
+def test_append_changes_of_more_entries_than_a_statement_holds(store: Store) -> None:
+    """300 entries (the SQLite store writes up to 128 a statement): consecutive seqs, in order."""
+    entries = [(A if i % 2 else None, "create_edge", f"e{i}", {"i": i, "w": [i, "x"]}) for i in range(300)]
+    with store.write() as tx:
+        first = tx.append_change(T0, B, "create_node", "n1", {})
+        last = tx.append_changes(T0 + 1, entries)
+    assert last == first + 300
+    with store.read() as tx:
+        logged = tx.changes(first + 1, None)
+    assert logged == [
+        Change(first + 1 + i, T0 + 1, scope, op, target, data) for i, (scope, op, target, data) in enumerate(entries)
+    ]

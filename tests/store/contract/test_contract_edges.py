@@ -303,3 +303,27 @@ def test_edges_around_reads_the_edges_their_other_ends_and_the_nodes_access(stor
     assert [e.pk for e in both.edges] == [knows, about, owns, lights]
     assert both.labels == {bob: ENTITY, note: MEMORY, lamp: "Lamp"} and both.keys == {bob: bob_key}
     assert both.access == {ada: AccessStats(3, T0 + 7)}  # `thing` was never read
+
+
+def test_insert_edges_writes_what_insert_edge_of_each_writes(store: Store) -> None:
+    """In order, their pks following on from the last edge's; more rows than one statement
+    of the SQLite store holds (128), and none."""
+    rows = []
+    with store.write() as tx:
+        nodes = [add_node(tx) for _ in range(4)]
+        before = add_edge(tx, nodes[0], nodes[1])
+        for i in range(300):
+            props = {"i": i} if i % 7 == 0 else {}
+            rows.append((new_ulid(), nodes[i % 4], nodes[(i + 1) % 4], f"t{i % 3}", (A, B)[i % 2], props, T0 - i, T0))
+        pks = tx.insert_edges(rows)
+        assert tx.insert_edges([]) == []
+        after = add_edge(tx, nodes[2], nodes[3])
+        ids = {pk: node_id(tx, pk) for pk in nodes}
+    assert pks == list(range(before + 1, before + 301))
+    assert after == before + 301
+    with store.read() as tx:
+        stored = [tx.edge_by_pk(pk) for pk in pks]
+    assert stored == [
+        Edge(pk, edge_id, ids[src], ids[dst], kind, scope, dict(props), start, None, at, src, dst)
+        for pk, (edge_id, src, dst, kind, scope, props, start, at) in zip(pks, rows, strict=True)
+    ]

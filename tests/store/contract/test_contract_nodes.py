@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnemodb.model.ids import new_ulid
 from mnemodb.model.records import ENTITY, MEMORY, Node
-from mnemodb.store.base import AccessStats, EntityFieldWeights, NodeEntered, NodeLabel, Store
+from mnemodb.store.base import AccessStats, EntityFieldWeights, NodeEntered, NodeKey, NodeLabel, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
@@ -352,3 +352,15 @@ def test_nodes_by_ids_reads_what_node_by_id_reads_for_many_ids_at_once(store: St
         assert tx.nodes_by_ids([]) == {}
     assert found == one_by_one
     assert dict(found[ids[1]].props) == {"i": 1} and dict(found[ids[2]].props) == {}
+
+
+def test_node_keys_by_ids_are_the_keys_of_what_nodes_by_ids_reads(store: Store) -> None:
+    with store.write() as tx:
+        pks = [add_node(tx, scope=(A, B)[i % 2], props={"i": i}) for i in range(300)]  # more than one chunk
+        ids = [node_id(tx, pk) for pk in pks]
+    with store.read() as tx:
+        keys = tx.node_keys_by_ids([*ids[:5], ids[3], new_ulid(), *ids[5:]])
+        nodes = tx.nodes_by_ids(ids)
+        assert tx.node_keys_by_ids([]) == {}
+    assert keys == {i: NodeKey(n.pk, n.id, n.scope, n.label) for i, n in nodes.items()}
+    assert set(keys) == set(ids)

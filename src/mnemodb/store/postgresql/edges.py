@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, Node, Props, edge_of
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, NewEdgeRow, Node, Props, edge_of
 from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
 from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
@@ -334,6 +334,9 @@ class EdgeWrites(EdgeReads):
         )
         advance_sequence(self.conn, "edge", pk)
         return pk
+
+    def insert_edges(self, rows: Sequence[NewEdgeRow]) -> list[int]:
+        return [self.insert_edge(*row) for row in rows]
 
     def close_edge(self, pk: int, valid_to: int) -> None:
         self.conn.execute("UPDATE edge SET valid_to = %s WHERE pk = %s", [valid_to, pk])

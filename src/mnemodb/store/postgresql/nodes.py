@@ -19,7 +19,7 @@ import psycopg
 
 from mnemodb.model.packed_changes import unpack
 from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
-from mnemodb.store.base import AccessStats, NodeEntered, NodeLabel
+from mnemodb.store.base import AccessStats, NodeEntered, NodeKey, NodeLabel
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps
 
@@ -157,6 +157,14 @@ class NodeReads:
             got(row[1]): Node(row[0], got(row[1]), got(row[2]), got(row[3]), json.loads(row[4]), row[5], row[6])
             for row in rows
         }
+
+    def node_keys_by_ids(self, node_ids: Sequence[str]) -> dict[str, NodeKey]:
+        if not node_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT pk, id, scope, label FROM node WHERE id = ANY(%s)", [[put(i) for i in dict.fromkeys(node_ids)]]
+        )
+        return {got(row[1]): NodeKey(row[0], got(row[1]), got(row[2]), got(row[3])) for row in rows}
 
     def node_pk(self, node_id: str) -> int | None:
         row = self.conn.execute("SELECT pk FROM node WHERE id = %s", [put(node_id)]).fetchone()

@@ -168,6 +168,9 @@ class LogReads:
 
 
 _APPEND = "INSERT INTO change_log (at, scope, op, target, data, actor) VALUES (?, ?, ?, ?, ?, ?)"
+_APPEND_MOST = 128
+# `append_changes`' statements by rows appended.
+_APPEND_ROWS = {1 << k: _APPEND + ", (?, ?, ?, ?, ?, ?)" * ((1 << k) - 1) for k in range(_APPEND_MOST.bit_length())}
 
 
 class LogWrites(LogReads):
@@ -196,13 +199,21 @@ class LogWrites(LogReads):
         *,
         actor: str | None = None,
     ) -> int:
-        # One prepared statement for the lot; seqs follow on as `append_change`'s do.
-        self.conn.executemany(
-            _APPEND,
-            [(at, scope, op, target, pack(at, scope, target, data), actor) for scope, op, target, data in entries],
-        )
-        # (executemany leaves no lastrowid; writers are serialised, so the last is the greatest.)
-        return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0])
+        # Several rows a statement (chunks of 128, 64, ..., 1: a handful of statement texts,
+        # each prepared once); seqs follow on as `append_change`'s do, the last one the
+        # last inserted rowid.
+        if not entries:
+            return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()[0])
+        done = 0
+        last = 0
+        while done < len(entries):
+            size = min(_APPEND_MOST, 1 << ((len(entries) - done).bit_length() - 1))
+            values: list[Any] = []
+            for scope, op, target, data in entries[done : done + size]:
+                values += (at, scope, op, target, pack(at, scope, target, data), actor)
+            last = int(self.conn.execute(_APPEND_ROWS[size], values).lastrowid or 0)
+            done += size
+        return last
 
     def rewrite_change(self, seq: int, data: Mapping[str, Any]) -> None:
         """Replace one entry's data (its seq, time, op and target stay): how a forgotten

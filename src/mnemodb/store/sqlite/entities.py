@@ -15,7 +15,7 @@ from typing import Any
 
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import EntityFieldWeights, EntityKey, EntityLink, EntityText, ScoredPk, TextClause
-from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, rows_as
+from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, padded, rows_as
 
 __all__ = ["EntityReads", "EntityWrites"]
 
@@ -47,6 +47,10 @@ def oldest_of_each_name(alias: str, scopes: Sequence[str]) -> tuple[str, list[st
         f"AND c.scope IN ({marks(len(scopes))}))",
         list(scopes),
     )
+
+
+_NAMES_MOST = 256
+"""Names a statement of `entity_keys_named` looks up."""
 
 
 class EntityReads:
@@ -150,14 +154,19 @@ class EntityReads:
         """`entities_named`, each entity's key only (no observations to decode)."""
         out: dict[str, EntityKey] = {}
         unique = list(dict.fromkeys(names))
-        for start in range(0, len(unique), 400):
-            chunk = unique[start : start + 400]
+        for start in range(0, len(unique), _NAMES_MOST):
+            chunk = unique[start : start + _NAMES_MOST]
+            # A relation batch names a different number of ends each call: `padded`. The
+            # oldest entity of a name is kept, by pk here rather than sorted by SQLite.
+            listed = padded(chunk)
             for row in self.conn.execute(
                 "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
-                f"WHERE e.name IN ({marks(len(chunk))}) AND e.scope IN ({marks(len(scopes))}) ORDER BY e.node",
-                [*chunk, *scopes],
+                f"WHERE e.name IN ({marks(len(listed))}) AND e.scope IN ({marks(len(scopes))})",
+                [*listed, *scopes],
             ):
-                out.setdefault(row[3], EntityKey(*row))
+                known = out.get(row[3])
+                if known is None or row[0] < known.pk:
+                    out[row[3]] = EntityKey(*row)
         return out
 
     def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:

@@ -20,12 +20,13 @@ from mnemodb.store.base import (
     Coverage,
     EmbeddingChanges,
     NodeEntered,
+    NodeKey,
     NodeLabel,
     ScoredPk,
     StoredVector,
 )
 from mnemodb.store.sqlite.changes import CHANGE_COLUMNS, change_of
-from mnemodb.store.sqlite.sql import chunks, dumps, fts_any, marks
+from mnemodb.store.sqlite.sql import chunks, dumps, fts_any, marks, padded
 
 __all__ = ["NodeReads", "NodeWrites", "view_joins"]
 
@@ -119,15 +120,27 @@ class NodeReads:
 
     def nodes_by_ids(self, node_ids: Sequence[str]) -> dict[str, Node]:
         out: dict[str, Node] = {}
-        for chunk in chunks(list(dict.fromkeys(node_ids)), 400):
+        for chunk in chunks(list(dict.fromkeys(node_ids)), 256):
+            # A batch of links names a different number of ends each call: `padded`.
+            listed = padded(chunk)
             for row in self.conn.execute(
                 "SELECT pk, id, scope, label, props, created_at, updated_at FROM node "
-                f"WHERE id IN ({marks(len(chunk))})",
-                chunk,
+                f"WHERE id IN ({marks(len(listed))})",
+                listed,
             ):
                 # Most nodes a batch links have no properties of their own: no decoder's call.
                 props = {} if row[4] == "{}" else json.loads(row[4])
                 out[row[1]] = Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
+        return out
+
+    def node_keys_by_ids(self, node_ids: Sequence[str]) -> dict[str, NodeKey]:
+        out: dict[str, NodeKey] = {}
+        for chunk in chunks(list(dict.fromkeys(node_ids)), 256):
+            listed = padded(chunk)  # a different number of ends each call
+            for row in self.conn.execute(
+                f"SELECT pk, id, scope, label FROM node WHERE id IN ({marks(len(listed))})", listed
+            ):
+                out[row[1]] = NodeKey(*row)
         return out
 
     def node_pk(self, node_id: str) -> int | None:

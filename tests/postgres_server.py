@@ -161,6 +161,22 @@ class PostgresServer:
             if (self.data / "postmaster.pid").exists():
                 self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
+            self._remove_directory()
+
+    def _remove_directory(self) -> None:
+        # A used cluster holds tens of thousands of files (every test's schema) and takes
+        # seconds to delete, longer than pytest-xdist waits for a worker to exit before
+        # killing it, which left most of the directory behind. A detached `rm` finishes
+        # the deletion whatever becomes of this process.
+        try:
+            subprocess.Popen(
+                ["rm", "-rf", "--", str(self.directory)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 

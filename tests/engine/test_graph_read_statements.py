@@ -113,6 +113,25 @@ def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> 
     assert len([s for s in statements if s.startswith("SELECT e.pk")]) == 1  # and the relations among the items
 
 
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+def test_a_walk_both_ways_does_not_read_again_the_relations_back_to_the_hop_before(
+    lite: Engine, direction: Direction
+) -> None:
+    _chain(lite)
+    found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=3, direction=direction))
+    hops = [s for s in statements if s.startswith(("SELECT 0, e.pk", "SELECT 1, e.pk"))]
+    bob = next(i.pk for i in found.items if getattr(i, "name", None) == "Bob")
+    if direction == "both":
+        # The first hop leaves out nothing; the second the edges back to Bob; the third, to Bob and his neighbours.
+        assert ["NOT IN" in s for s in hops] == [False, True, True]
+        assert f"json_each('[{bob}]')" in hops[1]
+        ahead = {int(pk) for pk in hops[2].split("NOT IN (SELECT value FROM json_each('[")[1].split("]")[0].split(",")}
+        assert ahead == {pk for pk, d in ((i.pk, found.depth[i.id]) for i in found.items) if d <= 1}
+    else:
+        # One way, the edges back were not read: none is left out.
+        assert hops and not any("NOT IN" in s for s in hops)
+
+
 def test_a_walk_reads_again_only_the_relations_among_the_last_hop(lite: Engine) -> None:
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))

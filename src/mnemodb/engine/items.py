@@ -1416,6 +1416,10 @@ class Items:
             # What the last hop read of each node it reached: id, label, scope, superseded.
             met: dict[int, NodeReached] = {}
             entered_by = None if include_superseded else SUPERSEDES
+            # Walking both ways, a hop has read every edge of the nodes it left: the next
+            # hop leaves out the edges back to them (each hop's frontier's edges to the one
+            # before, read again otherwise).
+            left: set[int] = set()
 
             def step(frontier: list[int]) -> list[Edge]:
                 # A hop's edges with the labels, scopes and superseded check of the nodes
@@ -1428,7 +1432,10 @@ class Items:
                     edge_types=types,
                     entered_by=entered_by,
                     entered_at=at,
+                    leaving_out=left,
                 )
+                if direction == "both":
+                    left.update(frontier)
                 met.clear()
                 met.update(walked.reached)
                 return walked.edges

@@ -512,15 +512,17 @@ class EdgeReads(Protocol):
         edge_types: Sequence[str] | None = None,
         entered_by: str | None = None,
         entered_at: int = 0,
+        leaving_out: Collection[int] = (),
     ) -> EdgesWalked:
         """One hop of a walk from the nodes `ends` (pk -> id, each visible in `scopes`
         already: its scope is not looked up again): `edges_of` them in `direction`, valid at
-        `valid_at` unless it is None, visible in `scopes` and of `edge_types` when given;
-        with each node those edges lead to (an edge's target when followed out of its
-        source, its source when followed into its target; one of `ends` too, when an edge
-        joins two), its id, label and scope, and whether an edge of type `entered_by`
-        enters it as `labels_entered` tells at `entered_at` (always False when `entered_by`
-        is None): what a walk reads to take a step, in one statement."""
+        `valid_at` unless it is None, visible in `scopes` and of `edge_types` when given,
+        except those that lead to a node of `leaving_out` (a walk both ways has read every
+        edge of the nodes it left); with each node those edges lead to (an edge's target
+        when followed out of its source, its source when followed into its target; one of
+        `ends` too, when an edge joins two), its id, label and scope, and whether an edge of
+        type `entered_by` enters it as `labels_entered` tells at `entered_at` (always False
+        when `entered_by` is None): what a walk reads to take a step, in one statement."""
         ...
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

@@ -320,8 +320,8 @@ def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(
         tx.close_edge(closed, T0 + 10)
         later = add_edge(tx, ada, newer, "later", valid_from=T0 + 50)
         ids = {pk: node_id(tx, pk) for pk in (ada, note, newer, thing, hidden)}
-    now = {"valid_at": T0 + 20, "scopes": [A, B]}
-    replaced = {"entered_by": "supersedes", "entered_at": T0 + 20}
+    now: dict[str, Any] = {"valid_at": T0 + 20, "scopes": [A, B]}
+    replaced: dict[str, Any] = {"entered_by": "supersedes", "entered_at": T0 + 20}
     with store.read() as reader:
 
         def walked(pks: list[int], direction: Direction, **filters: Any) -> EdgesWalked:
@@ -369,6 +369,15 @@ def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(
             thing: NodeReached(ids[thing], "Thing", B, False),
             newer: NodeReached(ids[newer], MEMORY, A, False),
         }
+        # Leaving out the edges to some nodes (read when the walk left them): the others as before.
+        rest = reader.edges_walked(
+            {ada: ids[ada], note: ids[note]}, "both", **now, **replaced, leaving_out=[thing, ada]
+        )
+        assert [e.pk for e in rest.edges] == [about, replaces]  # `about` leads from Ada to the note too
+        assert rest.edges == [e for e in pair.edges if e.pk != owns]
+        assert rest.reached == {note: pair.reached[note], newer: pair.reached[newer]}
+        out_only = reader.edges_walked({ada: ids[ada]}, "out", **now, leaving_out=[thing])
+        assert out_only == EdgesWalked([], {})
         assert reader.edges_walked({}, "both", valid_at=None, scopes=[A]) == EdgesWalked([], {})
         assert reader.edges_walked({ada: ids[ada]}, "both", valid_at=None, scopes=[]) == EdgesWalked([], {})
 

@@ -9,7 +9,7 @@ ends' scopes are) is `edge_visible`, which the other roles' queries share.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -107,17 +107,19 @@ def _edges_around_sql(valid: bool) -> str:
 _EDGES_AROUND = {valid: _edges_around_sql(valid) for valid in (False, True)}
 
 
-def _edges_walked_sql(direction: Direction, valid: bool, typed: bool, entered: bool) -> str:
+def _edges_walked_sql(direction: Direction, valid: bool, typed: bool, entered: bool, leaving: bool) -> str:
     """`edges_walked`'s statement: for each way the direction takes, the edges leaving the
     nodes (way 0, their targets joined) or entering them (way 1, their sources joined),
     with the far end's id, label and scope and, when `entered`, whether an edge of the type
     asked about enters it. Its parameters, once a way: the type asked about, the instant
     it is asked at twice and the scopes twice (when `entered`); the nodes; the validity
-    instant twice; the scopes; the edge types."""
+    instant twice; the scopes; the edge types; the nodes left out (when `leaving`)."""
     filters = f" AND {_VALID_AT}" if valid else ""
     filters += " AND ARRAY[e.scope, {far}.scope] <@ %s::text[]"
     if typed:
         filters += " AND e.type = ANY(%s::text[])"
+    if leaving:
+        filters += " AND NOT ({far}.pk = ANY(%s::bigint[]))"
     flag = (
         "EXISTS (SELECT 1 FROM edge x JOIN node xs ON xs.pk = x.src WHERE x.dst = {far}.pk AND x.type = %s "
         "AND x.valid_from <= %s AND (x.valid_to IS NULL OR x.valid_to > %s) "
@@ -314,6 +316,7 @@ class EdgeReads:
         edge_types: Sequence[str] | None = None,
         entered_by: str | None = None,
         entered_at: int = 0,
+        leaving_out: Collection[int] = (),
     ) -> EdgesWalked:
         """One hop of a walk, with what it needs of the nodes it reaches, in one statement."""
         found: dict[int, Edge] = {}
@@ -330,8 +333,12 @@ class EdgeReads:
         way_params.append(listed)
         if edge_types:
             way_params.append(put_scopes(edge_types))
+        if leaving_out:
+            way_params.append(list(leaving_out))
         ways = sum(direction in way for way in _WAYS)
-        sql = _edges_walked_sql(direction, valid_at is not None, bool(edge_types), entered_by is not None)
+        sql = _edges_walked_sql(
+            direction, valid_at is not None, bool(edge_types), entered_by is not None, bool(leaving_out)
+        )
         for (
             way,
             pk,

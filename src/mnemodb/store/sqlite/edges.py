@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -106,7 +106,7 @@ _WAYS = (("out", "both"), ("in", "both"))
 
 @functools.lru_cache(maxsize=256)
 def _edges_walked_sql(
-    direction: Direction, count: int, valid: bool, scope_count: int, type_count: int, entered: bool
+    direction: Direction, count: int, valid: bool, scope_count: int, type_count: int, entered: bool, leaving: bool
 ) -> str:
     """`edges_walked`'s statement for `count` nodes: for each way the direction takes, the
     edges leaving them (way 0, their targets joined) or entering them (way 1, their
@@ -114,13 +114,16 @@ def _edges_walked_sql(
     and, when `entered`, whether an edge of the type asked about enters it (through
     edge_dst, stopping at the first). Its parameters, once a way: the type asked about,
     the instant it is asked at twice and the scopes twice (when `entered`); the nodes;
-    the validity instant twice; the scopes twice; the edge types."""
+    the validity instant twice; the scopes twice; the edge types; the nodes left out, as
+    one JSON array (when `leaving`)."""
     listed = marks(count)
     scopes = marks(scope_count)
     filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
     filters += f" AND e.scope IN ({scopes}) AND {{far}}.scope IN ({scopes})"
     if type_count:
         filters += f" AND e.type IN ({marks(type_count)})"
+    if leaving:
+        filters += " AND {far}.pk NOT IN (SELECT value FROM json_each(?))"
     flag = (
         "EXISTS (SELECT 1 FROM edge x JOIN node xs ON xs.pk = x.src WHERE x.dst = {far}.pk AND x.type = ? "
         "AND x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) "
@@ -390,6 +393,7 @@ class EdgeReads:
         edge_types: Sequence[str] | None = None,
         entered_by: str | None = None,
         entered_at: int = 0,
+        leaving_out: Collection[int] = (),
     ) -> EdgesWalked:
         """One hop of a walk, with what it needs of the nodes it reaches, in one statement
         (per 300 nodes)."""
@@ -400,12 +404,19 @@ class EdgeReads:
         valid = [] if valid_at is None else [valid_at, valid_at]
         flag = [] if entered_by is None else [entered_by, entered_at, entered_at, *scopes, *scopes]
         types = list(edge_types) if edge_types else []
+        left = [json.dumps(list(leaving_out))] if leaving_out else []
         ways = sum(direction in way for way in _WAYS)
         for chunk in chunks(list(ends), 300):
             sql = _edges_walked_sql(
-                direction, len(chunk), valid_at is not None, len(scopes), len(types), entered_by is not None
+                direction,
+                len(chunk),
+                valid_at is not None,
+                len(scopes),
+                len(types),
+                entered_by is not None,
+                bool(left),
             )
-            way_params = [*flag, *chunk, *valid, *scopes, *scopes, *types]
+            way_params = [*flag, *chunk, *valid, *scopes, *scopes, *types, *left]
             for (
                 way,
                 pk,

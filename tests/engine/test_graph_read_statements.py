@@ -49,9 +49,11 @@ def test_a_walk_labels_each_node_once_and_reads_each_item_once(lite: Engine) -> 
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Ada"], hops=2))
     assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy"}
-    labelled = [s for s in statements if s.startswith("SELECT n.pk, n.label, n.scope, EXISTS")]
-    assert len(labelled) == 2  # one a hop: the nodes it reached, and which of them are superseded
-    assert all("'supersedes'" in s for s in labelled)
+    hops = [s for s in statements if s.startswith("SELECT 0, e.pk")]
+    # One a hop: its relations, with the nodes they reach labelled and checked for being superseded.
+    assert len(hops) == 2
+    assert all("d.label, d.scope, EXISTS" in s and "'supersedes'" in s for s in hops)
+    assert not [s for s in statements if s.startswith("SELECT n.pk, n.label")]  # no labels read apart
     entity_reads = [s for s in statements if "FROM entity e JOIN node n" in s]
     assert len(entity_reads) == 2  # the start by name, then every other entity reached at once
     assert "'Ada'" in entity_reads[0] and "json_each" in entity_reads[1]
@@ -105,10 +107,29 @@ def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> 
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))
     assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy", "Dee"}
-    edge_reads = [s for s in statements if s.startswith("SELECT e.pk")]
-    hops = [s for s in edge_reads if "UNION ALL" in s]
-    assert len(hops) == 2 and all("e.src IN (" in s and "e.dst IN (" in s for s in hops)  # both ways at once
-    assert len(edge_reads) == 3  # and the relations among the items
+    hops = [s for s in statements if s.startswith("SELECT 0, e.pk")]
+    assert len(hops) == 2 and all("UNION ALL SELECT 1" in s for s in hops)
+    assert all("e.src IN (" in s and "e.dst IN (" in s for s in hops)  # both ways at once
+    assert len([s for s in statements if s.startswith("SELECT e.pk")]) == 1  # and the relations among the items
+
+
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+def test_a_walk_both_ways_does_not_read_again_the_relations_back_to_the_hop_before(
+    lite: Engine, direction: Direction
+) -> None:
+    _chain(lite)
+    found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=3, direction=direction))
+    hops = [s for s in statements if s.startswith(("SELECT 0, e.pk", "SELECT 1, e.pk"))]
+    bob = next(i.pk for i in found.items if getattr(i, "name", None) == "Bob")
+    if direction == "both":
+        # The first hop leaves out nothing; the second the edges back to Bob; the third, to Bob and his neighbours.
+        assert ["NOT IN" in s for s in hops] == [False, True, True]
+        assert f"json_each('[{bob}]')" in hops[1]
+        ahead = {int(pk) for pk in hops[2].split("NOT IN (SELECT value FROM json_each('[")[1].split("]")[0].split(",")}
+        assert ahead == {pk for pk, d in ((i.pk, found.depth[i.id]) for i in found.items) if d <= 1}
+    else:
+        # One way, the edges back were not read: none is left out.
+        assert hops and not any("NOT IN" in s for s in hops)
 
 
 def test_a_walk_reads_again_only_the_relations_among_the_last_hop(lite: Engine) -> None:
@@ -120,9 +141,9 @@ def test_a_walk_reads_again_only_the_relations_among_the_last_hop(lite: Engine) 
     assert len(among) == 1
     read_again = {int(pk) for pk in among[0].split("e.src IN (")[1].split(")")[0].split(",")}
     assert read_again == {pk for pk, d in depth.items() if d == 2}  # the hops before read every relation of theirs
-    # Nothing else: the start, two statements a hop, the memories (their tags with them), the entities,
+    # Nothing else: the start, one statement a hop, the memories (their tags with them), the entities,
     # that re-read (leaving out what SQLite's text index reads of itself).
-    assert len([s for s in statements if s.startswith("SELECT") and "'main'." not in s]) == 8
+    assert len([s for s in statements if s.startswith("SELECT") and "'main'." not in s]) == 6
 
 
 def test_a_walk_reads_its_memories_with_their_tags_in_one_statement(lite: Engine) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mnemodb.engine import Engine
 from mnemodb.engine.properties import CloseEdge, CreateNode, Link
 from mnemodb.graph.traversal import Expansion, expand
-from mnemodb.model.records import Direction
+from mnemodb.model.records import Direction, Edge
 from mnemodb.store.sqlite import SqliteStore
 from support import SCOPE_A, Clock
 
@@ -129,6 +129,24 @@ def test_no_hops_and_lone_nodes(chain: Graph) -> None:
     alone = chain.expand([5], 4)
     assert chain.depth(alone) == {5: 0} and alone.edges == []
     assert chain.expand([], 3) == Expansion({}, [])
+
+
+def test_a_step_reads_each_hop_s_edges_in_place_of_edges_of(chain: Graph) -> None:
+    """Given `step`, each hop's edges are what it returns for that hop's frontier."""
+    frontiers: list[list[int]] = []
+    number = {pk: n for n, pk in enumerate(chain.pks)}
+    with chain.engine.store.read() as tx:
+
+        def step(frontier: list[int]) -> list[Edge]:
+            frontiers.append(sorted(number[pk] for pk in frontier))
+            # Only the edges of type "next": as if the walk were asked for that type.
+            return [e for e in tx.edges_of(frontier, "out") if e.type == "next"]
+
+        reached = expand(tx, [chain.pks[0]], 3, direction="out", step=step)
+    assert frontiers == [[0], [1], [2]]
+    assert chain.depth(reached) == {0: 0, 1: 1, 2: 2, 3: 3}
+    assert chain.edges(reached) == [(0, 1, "next"), (1, 2, "next"), (2, 3, "next")]
+    assert [e.type for e in reached.read] == ["next", "next", "next"]  # what the step read, and nothing else
 
 
 def test_seeds_are_counted_once_and_each_node_at_its_nearest_seed(chain: Graph) -> None:

@@ -4,10 +4,11 @@ the same objects either way."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 
-from mnemodb.model.records import Edge, edge_of
+from mnemodb.model.records import Edge, Entity, Memory, edge_of, entity_of, memory_of
 
 
 @pytest.mark.parametrize(
@@ -32,4 +33,46 @@ def test_edge_of_takes_every_field_of_an_edge_in_order() -> None:
     # A field added to `Edge` must be added to `edge_of` too, which writes each one.
     names = [f.name for f in dataclasses.fields(Edge)]
     made = edge_of(*range(len(names)))
+    assert [getattr(made, name) for name in names] == list(range(len(names)))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        (1, "m", "shared", "text", "ab" * 32, (), 0, "general", None, {}, 10, 10, 0, None, None),
+        (9, "m2", "s", "t\x00", "cd" * 32, ("a", "b"), 5, "fact", "sum", {"k": 1}, 10, 20, 3, 15, 30),
+    ],
+)
+def test_memory_of_makes_the_memory_its_fields_make(fields: tuple[object, ...]) -> None:
+    made = memory_of(*fields)  # type: ignore[arg-type]
+    expected = Memory(*fields)  # type: ignore[arg-type]
+    assert type(made) is Memory
+    assert made == expected
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.content = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        (1, "e", "shared", "Ada", "", (), {}, 10, 10, {}),
+        (4, "e2", "s", "Bob\x00", "person", ("likes tea", "x"), {"born": 1815}, 10, 20, {"upstream": [1]}),
+    ],
+)
+def test_entity_of_makes_the_entity_its_fields_make(fields: tuple[object, ...]) -> None:
+    made = entity_of(*fields)  # type: ignore[arg-type]
+    expected = Entity(*fields)  # type: ignore[arg-type]
+    assert type(made) is Entity
+    assert made == expected
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("record", "make"), [(Memory, memory_of), (Entity, entity_of)])
+def test_memory_of_and_entity_of_take_every_field_in_order(record: type, make: Callable[..., object]) -> None:
+    # A field added to the record must be added to its maker too, which writes each one.
+    names = [f.name for f in dataclasses.fields(record)]
+    made = make(*range(len(names)))
     assert [getattr(made, name) for name in names] == list(range(len(names)))

@@ -48,3 +48,11 @@ def test_iso_utc_reads_back_to_the_same_millisecond() -> None:
     for ms in [_FIRST, _LAST, *(rng.randrange(_FIRST, _LAST + 1) for _ in range(5_000))]:
         text = iso_utc(ms)
         assert epoch_ms(datetime.fromisoformat(text)) == ms
+
+
+def test_iso_utc_keeps_what_it_spelled() -> None:
+    # A reply spells the same times again and again: the second time is the text kept.
+    ms = 1_764_820_622_123
+    first = iso_utc(ms)
+    assert iso_utc(ms) is first
+    assert iso_utc(ms + 1) == "2025-12-04T03:57:02.124Z"

@@ -60,7 +60,7 @@ from mnemodb.store.base import AccessStats
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import EntityKey, ReadTx, WriteTx
+    from mnemodb.store.base import EntityKey, NodeReached, ReadTx, WriteTx
 
 __all__ = [
     "EntityNote",
@@ -1412,20 +1412,43 @@ class Items:
             # `admit` read them. The items are then read by label, without asking again.
             known: dict[int, Item] = {s.pk: s for s in seeds}
             labels: dict[int, str] = {}
+            ids = {s.pk: s.id for s in seeds}
+            # What the last hop read of each node it reached: id, label, scope, superseded.
+            met: dict[int, NodeReached] = {}
+            entered_by = None if include_superseded else SUPERSEDES
+            # Walking both ways, a hop has read every edge of the nodes it left: the next
+            # hop leaves out the edges back to them (each hop's frontier's edges to the one
+            # before, read again otherwise).
+            left: set[int] = set()
+
+            def step(frontier: list[int]) -> list[Edge]:
+                # A hop's edges with the labels, scopes and superseded check of the nodes
+                # they lead to, in one statement; `admit` reads no more.
+                walked = tx.edges_walked(
+                    {pk: ids[pk] for pk in frontier},
+                    direction,
+                    valid_at=None if include_closed else at,
+                    scopes=reads,
+                    edge_types=types,
+                    entered_by=entered_by,
+                    entered_at=at,
+                    leaving_out=left,
+                )
+                if direction == "both":
+                    left.update(frontier)
+                met.clear()
+                met.update(walked.reached)
+                return walked.edges
 
             def admit(pks: Iterable[int]) -> set[int]:
-                if include_superseded:
-                    visible = self._visible(tx, pks, reads)
-                    labels.update(visible)
-                    return set(visible)
-                # Labels and the superseded check in one statement a hop.
                 admitted: set[int] = set()
-                for pk, (label, scope, superseded) in tx.labels_entered(
-                    list(pks), SUPERSEDES, valid_at=at, scopes=reads
-                ).items():
-                    if label in (MEMORY, ENTITY) and scope in reads:
+                for pk in pks:
+                    node = met[pk]
+                    label = node.label
+                    if label in (MEMORY, ENTITY) and node.scope in reads:
                         labels[pk] = label
-                        if not superseded or label != MEMORY:
+                        ids[pk] = node.id
+                        if not node.entered or label != MEMORY:
                             admitted.add(pk)
                 return admitted
 
@@ -1439,6 +1462,7 @@ class Items:
                 edge_types=types,
                 admit=admit,
                 limit=limit + 1,
+                step=step,
             )
             unread = [pk for pk in reached.depth if pk not in known]
             items: dict[int, Item] = dict(known)

@@ -40,11 +40,14 @@ def expand(
     edge_types: Sequence[str] | None = None,
     admit: Callable[[Iterable[int]], set[int]] | None = None,
     limit: int | None = None,
+    step: Callable[[list[int]], list[Edge]] | None = None,
 ) -> Expansion:
     """Nodes within `max_depth` hops of `seeds`.
 
     `admit` filters which reached nodes may be entered (scope, label); `limit` caps the
-    number of nodes, nearer nodes first and newer before older within one hop.
+    number of nodes, nearer nodes first and newer before older within one hop. `step`, when
+    given, reads a hop's edges instead of `edges_of` (the same edges, under the same
+    filters): a caller that reads what `admit` needs with them.
     """
     depth: dict[int, int] = {}
     for pk in seeds:
@@ -58,7 +61,10 @@ def expand(
     for hop in range(1, max_depth + 1):
         if not frontier or (limit is not None and len(depth) >= limit):
             break
-        edges = tx.edges_of(frontier, direction, valid_at=valid_at, scopes=edge_scopes, edge_types=edge_types)
+        if step is not None:
+            edges = step(frontier)
+        else:
+            edges = tx.edges_of(frontier, direction, valid_at=valid_at, scopes=edge_scopes, edge_types=edge_types)
         expanded.update(frontier)
         read += edges
         frontier_set = set(frontier)

@@ -197,6 +197,106 @@ def edge_of(
     return edge
 
 
+# `Memory`'s and `Entity`'s slots, written directly by `memory_of` and `entity_of`.
+_MEMORY_SLOTS = tuple(getattr(Memory, f.name).__set__ for f in fields(Memory))
+_ENTITY_SLOTS = tuple(getattr(Entity, f.name).__set__ for f in fields(Entity))
+(
+    _set_m_pk,
+    _set_m_id,
+    _set_m_scope,
+    _set_m_content,
+    _set_m_hash,
+    _set_m_tags,
+    _set_m_importance,
+    _set_m_memory_type,
+    _set_m_summary,
+    _set_m_props,
+    _set_m_created_at,
+    _set_m_updated_at,
+    _set_m_access_count,
+    _set_m_last_accessed_at,
+    _set_m_archived_at,
+) = _MEMORY_SLOTS
+(
+    _set_n_pk,
+    _set_n_id,
+    _set_n_scope,
+    _set_n_name,
+    _set_n_entity_type,
+    _set_n_observations,
+    _set_n_props,
+    _set_n_created_at,
+    _set_n_updated_at,
+    _set_n_extra,
+) = _ENTITY_SLOTS
+
+
+def memory_of(
+    pk: int,
+    id: str,
+    scope: str,
+    content: str,
+    hash: str,
+    tags: tuple[str, ...],
+    importance: int,
+    memory_type: str,
+    summary: str | None,
+    props: Props,
+    created_at: int,
+    updated_at: int,
+    access_count: int,
+    last_accessed_at: int | None,
+    archived_at: int | None,
+) -> Memory:
+    """`Memory(...)` of every field, made as `edge_of` makes an edge (a walk or a search
+    builds dozens a call; `Memory` has no `__post_init__` to skip)."""
+    memory = _new(Memory)
+    _set_m_pk(memory, pk)
+    _set_m_id(memory, id)
+    _set_m_scope(memory, scope)
+    _set_m_content(memory, content)
+    _set_m_hash(memory, hash)
+    _set_m_tags(memory, tags)
+    _set_m_importance(memory, importance)
+    _set_m_memory_type(memory, memory_type)
+    _set_m_summary(memory, summary)
+    _set_m_props(memory, props)
+    _set_m_created_at(memory, created_at)
+    _set_m_updated_at(memory, updated_at)
+    _set_m_access_count(memory, access_count)
+    _set_m_last_accessed_at(memory, last_accessed_at)
+    _set_m_archived_at(memory, archived_at)
+    return memory
+
+
+def entity_of(
+    pk: int,
+    id: str,
+    scope: str,
+    name: str,
+    entity_type: str,
+    observations: tuple[str, ...],
+    props: Props,
+    created_at: int,
+    updated_at: int,
+    extra: Mapping[str, Any],
+) -> Entity:
+    """`Entity(...)` of every field, made as `edge_of` makes an edge (a walk builds dozens
+    a call; `Entity` has no `__post_init__` to skip)."""
+    entity = _new(Entity)
+    _set_n_pk(entity, pk)
+    _set_n_id(entity, id)
+    _set_n_scope(entity, scope)
+    _set_n_name(entity, name)
+    _set_n_entity_type(entity, entity_type)
+    _set_n_observations(entity, observations)
+    _set_n_props(entity, props)
+    _set_n_created_at(entity, created_at)
+    _set_n_updated_at(entity, updated_at)
+    _set_n_extra(entity, extra)
+    return entity
+
+
 NewEdgeRow = tuple[str, int, int, str, str, Props, int, int]
 """A new open edge as the store writes it: (id, src pk, dst pk, type, scope, props,
 valid_from, created_at)."""

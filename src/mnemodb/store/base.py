@@ -86,6 +86,7 @@ __all__ = [
     "EdgeReads",
     "EdgeWrites",
     "EdgesAround",
+    "EdgesWalked",
     "EmbeddingChanges",
     "EmbeddingReads",
     "EmbeddingWrites",
@@ -105,6 +106,7 @@ __all__ = [
     "NodeEntered",
     "NodeKey",
     "NodeLabel",
+    "NodeReached",
     "NodeReads",
     "NodeWrites",
     "ReadTx",
@@ -177,6 +179,16 @@ class NodeEntered(NamedTuple):
     entered: bool
 
 
+class NodeReached(NamedTuple):
+    """A node one hop of a walk leads to (`edges_walked`): its id, label and scope, and
+    whether an edge of the type asked about enters it (as `NodeEntered`)."""
+
+    id: str
+    label: str
+    scope: str
+    entered: bool
+
+
 class EntityText(NamedTuple):
     """An entity's searchable text, as the substring search reads it."""
 
@@ -239,6 +251,15 @@ class EdgesAround(NamedTuple):
     """The key of each of those ends that is an entity."""
     access: dict[int, AccessStats]
     """The access statistics of each of the nodes read at least once (the others: (0, 0))."""
+
+
+class EdgesWalked(NamedTuple):
+    """One hop of a walk, read in one statement (`EdgeReads.edges_walked`)."""
+
+    edges: list[Edge]
+    """The edges followed from the nodes walked from, oldest first, each once."""
+    reached: dict[int, NodeReached]
+    """Each node an edge leads to (its end away from the node it was followed from)."""
 
 
 class ScopeName(NamedTuple):
@@ -479,6 +500,29 @@ class EdgeReads(Protocol):
         visible in `scopes`; with the label of each edge's other end, the key of each such
         end that is an entity, and `access_of` each of `nodes`: what a detailed look-up
         reads beside the items it shows, in one statement."""
+        ...
+
+    def edges_walked(
+        self,
+        ends: Mapping[int, str],
+        direction: Direction,
+        *,
+        valid_at: int | None,
+        scopes: ScopeSet,
+        edge_types: Sequence[str] | None = None,
+        entered_by: str | None = None,
+        entered_at: int = 0,
+        leaving_out: Collection[int] = (),
+    ) -> EdgesWalked:
+        """One hop of a walk from the nodes `ends` (pk -> id, each visible in `scopes`
+        already: its scope is not looked up again): `edges_of` them in `direction`, valid at
+        `valid_at` unless it is None, visible in `scopes` and of `edge_types` when given,
+        except those that lead to a node of `leaving_out` (a walk both ways has read every
+        edge of the nodes it left); with each node those edges lead to (an edge's target
+        when followed out of its source, its source when followed into its target; one of
+        `ends` too, when an edge joins two), its id, label and scope, and whether an edge of
+        type `entered_by` enters it as `labels_entered` tells at `entered_at` (always False
+        when `entered_by` is None): what a walk reads to take a step, in one statement."""
         ...
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from mnemodb.model.ids import new_ulid
 from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge
-from mnemodb.store.base import AccessStats, EdgesAround, EntityKey, Store
+from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
@@ -303,6 +303,102 @@ def test_edges_around_reads_the_edges_their_other_ends_and_the_nodes_access(stor
     assert [e.pk for e in both.edges] == [knows, about, owns, lights]
     assert both.labels == {bob: ENTITY, note: MEMORY, lamp: "Lamp"} and both.keys == {bob: bob_key}
     assert both.access == {ada: AccessStats(3, T0 + 7)}  # `thing` was never read
+
+
+def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(store: Store) -> None:
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada\x00 \u00e9", "person")  # text PostgreSQL escapes
+        note = add_memory(tx, "a note on Ada")
+        newer = add_memory(tx, "a newer note")
+        thing = add_node(tx, "Thing", scope=B)
+        hidden = add_node(tx, scope=C)
+        about = add_edge(tx, note, ada, "about")
+        owns = add_edge(tx, ada, thing, "owns", props={"since": 1840})
+        replaces = add_edge(tx, newer, note, "supersedes", valid_from=T0 + 10)
+        to_hidden = add_edge(tx, ada, hidden, "owns")
+        closed = add_edge(tx, thing, ada, "owned_by")
+        tx.close_edge(closed, T0 + 10)
+        later = add_edge(tx, ada, newer, "later", valid_from=T0 + 50)
+        ids = {pk: node_id(tx, pk) for pk in (ada, note, newer, thing, hidden)}
+    now: dict[str, Any] = {"valid_at": T0 + 20, "scopes": [A, B]}
+    replaced: dict[str, Any] = {"entered_by": "supersedes", "entered_at": T0 + 20}
+    with store.read() as reader:
+
+        def walked(pks: list[int], direction: Direction, **filters: Any) -> EdgesWalked:
+            found = reader.edges_walked({pk: ids[pk] for pk in pks}, direction, **filters)
+            # The edges as `edges_of` reads them, whole, in its order.
+            kept = {k: v for k, v in filters.items() if k in ("valid_at", "scopes", "edge_types")}
+            assert found.edges == reader.edges_of(pks, direction, **kept)
+            return found
+
+        both = walked([ada], "both", **now, **replaced)
+        assert [e.pk for e in both.edges] == [about, owns]
+        assert both.edges[1] == Edge(
+            owns, both.edges[1].id, ids[ada], ids[thing], "owns", A, {"since": 1840}, T0, None, T0, ada, thing
+        )
+        assert both.reached == {
+            note: NodeReached(ids[note], MEMORY, A, True),  # `replaces` enters it at T0 + 20
+            thing: NodeReached(ids[thing], "Thing", B, False),
+        }
+        # Before `replaces` began, or without asking: not entered.
+        assert walked([ada], "both", **now, entered_by="supersedes", entered_at=T0 + 5).reached[note].entered is False
+        assert walked([ada], "both", **now).reached[note] == NodeReached(ids[note], MEMORY, A, False)
+        # An edge of the type from a node of an unread scope does not count.
+        assert walked([ada], "both", **now, entered_by="owns", entered_at=T0 + 20).reached[thing].entered is True
+        assert walked([ada], "both", valid_at=T0 + 20, scopes=[A, B, C], entered_by="owns", entered_at=T0 + 20).reached[
+            hidden
+        ] == NodeReached(ids[hidden], "Thing", C, True)
+        # One way at a time.
+        out = walked([ada], "out", **now, **replaced)
+        assert [e.pk for e in out.edges] == [owns] and set(out.reached) == {thing}
+        into = walked([ada], "in", **now, **replaced)
+        assert [e.pk for e in into.edges] == [about] and set(into.reached) == {note}
+        # Every edge whatever its time, the unread scope read; of some types only.
+        ever = walked([ada], "both", valid_at=None, scopes=[A, B, C])
+        assert [e.pk for e in ever.edges] == [about, owns, to_hidden, closed, later]
+        assert set(ever.reached) == {note, thing, hidden, newer}
+        assert ever.edges[3].valid_to == T0 + 10
+        typed = walked([ada], "both", valid_at=None, scopes=[A, C], edge_types=["owns", "about"])
+        assert [e.pk for e in typed.edges] == [about, to_hidden]  # `owns` leads to a node of B
+        # An edge between two of the nodes: once, and each end reached by the other.
+        pair = walked([ada, note], "both", **now, **replaced)
+        assert [e.pk for e in pair.edges] == [about, owns, replaces]
+        assert pair.reached == {
+            ada: NodeReached(ids[ada], ENTITY, A, False),
+            note: NodeReached(ids[note], MEMORY, A, True),
+            thing: NodeReached(ids[thing], "Thing", B, False),
+            newer: NodeReached(ids[newer], MEMORY, A, False),
+        }
+        # Leaving out the edges to some nodes (read when the walk left them): the others as before.
+        rest = reader.edges_walked(
+            {ada: ids[ada], note: ids[note]}, "both", **now, **replaced, leaving_out=[thing, ada]
+        )
+        assert [e.pk for e in rest.edges] == [about, replaces]  # `about` leads from Ada to the note too
+        assert rest.edges == [e for e in pair.edges if e.pk != owns]
+        assert rest.reached == {note: pair.reached[note], newer: pair.reached[newer]}
+        out_only = reader.edges_walked({ada: ids[ada]}, "out", **now, leaving_out=[thing])
+        assert out_only == EdgesWalked([], {})
+        assert reader.edges_walked({}, "both", valid_at=None, scopes=[A]) == EdgesWalked([], {})
+        assert reader.edges_walked({ada: ids[ada]}, "both", valid_at=None, scopes=[]) == EdgesWalked([], {})
+
+
+def test_edges_among_reads_only_the_edges_between_the_nodes(store: Store) -> None:
+    with store.write() as tx:
+        one, two, three, away = (add_node(tx) for _ in range(4))
+        first = add_edge(tx, one, two)
+        add_edge(tx, two, away)  # leaves the nodes
+        add_edge(tx, away, three)  # enters them
+        loop = add_edge(tx, three, three)
+        back = add_edge(tx, three, one, valid_from=T0 + 10)
+        closed = add_edge(tx, two, three)
+        tx.close_edge(closed, T0 + 5)
+    with store.read() as reader:
+        assert [e.pk for e in reader.edges_among([three, two, one])] == [first, loop, back, closed]
+        assert [e.pk for e in reader.edges_among([one, two, three], valid_at=T0 + 7)] == [first, loop]
+        assert [e.pk for e in reader.edges_among([one, two, three], valid_at=T0 + 2)] == [first, loop, closed]
+        assert reader.edges_among([one]) == [] and reader.edges_among([]) == []
+        # More nodes than one statement of the SQLite store lists (400).
+        assert [e.pk for e in reader.edges_among([*range(away + 1, away + 500), three, one])] == [loop, back]
 
 
 def test_insert_edges_writes_what_insert_edge_of_each_writes(store: Store) -> None:

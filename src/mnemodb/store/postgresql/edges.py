@@ -9,13 +9,13 @@ ends' scopes are) is `edge_visible`, which the other roles' queries share.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import psycopg
 
 from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, NewEdgeRow, Node, Props, edge_of
-from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
+from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
 from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps, props_of
@@ -105,6 +105,36 @@ def _edges_around_sql(valid: bool) -> str:
 
 
 _EDGES_AROUND = {valid: _edges_around_sql(valid) for valid in (False, True)}
+
+
+def _edges_walked_sql(direction: Direction, valid: bool, typed: bool, entered: bool, leaving: bool) -> str:
+    """`edges_walked`'s statement: for each way the direction takes, the edges leaving the
+    nodes (way 0, their targets joined) or entering them (way 1, their sources joined),
+    with the far end's id, label and scope and, when `entered`, whether an edge of the type
+    asked about enters it. Its parameters, once a way: the type asked about, the instant
+    it is asked at twice and the scopes twice (when `entered`); the nodes; the validity
+    instant twice; the scopes; the edge types; the nodes left out (when `leaving`)."""
+    filters = f" AND {_VALID_AT}" if valid else ""
+    filters += " AND ARRAY[e.scope, {far}.scope] <@ %s::text[]"
+    if typed:
+        filters += " AND e.type = ANY(%s::text[])"
+    if leaving:
+        filters += " AND NOT ({far}.pk = ANY(%s::bigint[]))"
+    flag = (
+        "EXISTS (SELECT 1 FROM edge x JOIN node xs ON xs.pk = x.src WHERE x.dst = {far}.pk AND x.type = %s "
+        "AND x.valid_from <= %s AND (x.valid_to IS NULL OR x.valid_to > %s) "
+        "AND x.scope = ANY(%s::text[]) AND xs.scope = ANY(%s::text[]))"
+        if entered
+        else "FALSE"
+    )
+    return " UNION ALL ".join(
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
+        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"WHERE e.{near_end} = ANY(%s::bigint[]){filters.format(far=far)}"
+        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+        if direction in _WAYS[way]
+    )
 
 
 def _props_text(props: Props) -> str:
@@ -275,6 +305,78 @@ class EdgeReads:
                 if name is not None:
                     keys[far] = EntityKey(far, got(far_id), got(key_scope), got(name))
         return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
+
+    def edges_walked(
+        self,
+        ends: Mapping[int, str],
+        direction: Direction,
+        *,
+        valid_at: int | None,
+        scopes: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        entered_by: str | None = None,
+        entered_at: int = 0,
+        leaving_out: Collection[int] = (),
+    ) -> EdgesWalked:
+        """One hop of a walk, with what it needs of the nodes it reaches, in one statement."""
+        found: dict[int, Edge] = {}
+        reached: dict[int, NodeReached] = {}
+        if not ends or not scopes:
+            return EdgesWalked([], reached)
+        listed = put_scopes(scopes)
+        way_params: list[Any] = []
+        if entered_by is not None:
+            way_params += [put(entered_by), entered_at, entered_at, listed, listed]
+        way_params.append(list(ends))
+        if valid_at is not None:
+            way_params += [valid_at, valid_at]
+        way_params.append(listed)
+        if edge_types:
+            way_params.append(put_scopes(edge_types))
+        if leaving_out:
+            way_params.append(list(leaving_out))
+        ways = sum(direction in way for way in _WAYS)
+        sql = _edges_walked_sql(
+            direction, valid_at is not None, bool(edge_types), entered_by is not None, bool(leaving_out)
+        )
+        for (
+            way,
+            pk,
+            src,
+            dst,
+            valid_from,
+            valid_to,
+            created_at,
+            edge_id,
+            kind,
+            scope,
+            props,
+            far_id,
+            label,
+            far_scope,
+            entered,
+        ) in self.conn.execute(sql, way_params * ways).fetchall():
+            far = NodeReached(got(far_id), got(label), got(far_scope), bool(entered))
+            if way == 0:
+                reached[dst] = far
+            else:
+                reached[src] = far
+            if pk not in found:
+                found[pk] = edge_of(
+                    pk,
+                    got(edge_id),
+                    ends[src] if way == 0 else far.id,
+                    far.id if way == 0 else ends[dst],
+                    got(kind),
+                    got(scope),
+                    props_of(props),
+                    valid_from,
+                    valid_to,
+                    created_at,
+                    src,
+                    dst,
+                )
+        return EdgesWalked([found[pk] for pk in sorted(found)], reached)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
         """Edges whose both ends are in `pks`, oldest first."""

@@ -4,13 +4,14 @@ into the store's read and write transactions."""
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
-from collections.abc import Mapping, Sequence
-from operator import itemgetter
+from collections.abc import Collection, Mapping, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from mnemodb.model.records import ENTITY, Direction, Edge, NewEdgeRow, Node, Props, edge_of
-from mnemodb.store.base import AccessStats, EdgesAround, EntityKey
+from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
 from mnemodb.store.sqlite.nodes import node_view, view_joins
 from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, padded, props_of
 
@@ -41,6 +42,7 @@ _REACHING = (
     (("out", "both"), _reaching(0, "d", "src"), "d"),
     (("in", "both"), _reaching(1, "s", "dst"), "s"),
 )
+_PK = attrgetter("pk")
 # `edges_reached`'s rows in edge order, out before in.
 _EDGE_AND_WAY = itemgetter(0, 23)
 
@@ -96,6 +98,48 @@ def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
         f"FROM node_access WHERE node IN ({listed})"
     )
     return " UNION ALL ".join([*ways, access])
+
+
+_WAYS = (("out", "both"), ("in", "both"))
+"""The directions that follow an edge out of its source (way 0) and into its target (way 1)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _edges_walked_sql(
+    direction: Direction, count: int, valid: bool, scope_count: int, type_count: int, entered: bool, leaving: bool
+) -> str:
+    """`edges_walked`'s statement for `count` nodes: for each way the direction takes, the
+    edges leaving them (way 0, their targets joined) or entering them (way 1, their
+    sources joined), each through its end's index, with the far end's id, label and scope
+    and, when `entered`, whether an edge of the type asked about enters it (through
+    edge_dst, stopping at the first). Its parameters, once a way: the type asked about,
+    the instant it is asked at twice and the scopes twice (when `entered`); the nodes;
+    the validity instant twice; the scopes twice; the edge types; the nodes left out, as
+    one JSON array (when `leaving`)."""
+    listed = marks(count)
+    scopes = marks(scope_count)
+    filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
+    filters += f" AND e.scope IN ({scopes}) AND {{far}}.scope IN ({scopes})"
+    if type_count:
+        filters += f" AND e.type IN ({marks(type_count)})"
+    if leaving:
+        filters += " AND {far}.pk NOT IN (SELECT value FROM json_each(?))"
+    flag = (
+        "EXISTS (SELECT 1 FROM edge x JOIN node xs ON xs.pk = x.src WHERE x.dst = {far}.pk AND x.type = ? "
+        "AND x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) "
+        f"AND x.scope IN ({scopes}) AND xs.scope IN ({scopes}))"
+        if entered
+        else "0"
+    )
+    ways = [
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
+        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"WHERE e.{near_end} IN ({listed}){filters.format(far=far)}"
+        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+        if direction in _WAYS[way]
+    ]
+    return " UNION ALL ".join(ways)
 
 
 _INSERT_EDGES_HEAD = "INSERT INTO edge (id, src, dst, type, scope, props, valid_from, valid_to, created_at) VALUES "
@@ -339,10 +383,94 @@ class EdgeReads:
                         keys[far] = EntityKey(far, far_id, key_scope, name)
         return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
 
+    def edges_walked(
+        self,
+        ends: Mapping[int, str],
+        direction: Direction,
+        *,
+        valid_at: int | None,
+        scopes: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        entered_by: str | None = None,
+        entered_at: int = 0,
+        leaving_out: Collection[int] = (),
+    ) -> EdgesWalked:
+        """One hop of a walk, with what it needs of the nodes it reaches, in one statement
+        (per 300 nodes)."""
+        found: dict[int, Edge] = {}
+        reached: dict[int, NodeReached] = {}
+        if not ends or not scopes:
+            return EdgesWalked([], reached)
+        valid = [] if valid_at is None else [valid_at, valid_at]
+        flag = [] if entered_by is None else [entered_by, entered_at, entered_at, *scopes, *scopes]
+        types = list(edge_types) if edge_types else []
+        left = [json.dumps(list(leaving_out))] if leaving_out else []
+        ways = sum(direction in way for way in _WAYS)
+        for chunk in chunks(list(ends), 300):
+            sql = _edges_walked_sql(
+                direction,
+                len(chunk),
+                valid_at is not None,
+                len(scopes),
+                len(types),
+                entered_by is not None,
+                bool(left),
+            )
+            way_params = [*flag, *chunk, *valid, *scopes, *scopes, *types, *left]
+            for (
+                way,
+                pk,
+                src,
+                dst,
+                valid_from,
+                valid_to,
+                created_at,
+                edge_id,
+                kind,
+                scope,
+                props,
+                far_id,
+                label,
+                far_scope,
+                entered,
+            ) in self.conn.execute(sql, way_params * ways).fetchall():
+                if way == 0:
+                    reached[dst] = NodeReached(far_id, label, far_scope, bool(entered))
+                else:
+                    reached[src] = NodeReached(far_id, label, far_scope, bool(entered))
+                if pk not in found:
+                    found[pk] = edge_of(
+                        pk,
+                        edge_id,
+                        ends[src] if way == 0 else far_id,
+                        far_id if way == 0 else ends[dst],
+                        kind,
+                        scope,
+                        {} if props == "{}" else props_of(props),
+                        valid_from,
+                        valid_to,
+                        created_at,
+                        src,
+                        dst,
+                    )
+        return EdgesWalked([found[pk] for pk in sorted(found)], reached)
+
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
-        """Edges whose both endpoints are in `pks`."""
-        members = set(pks)
-        return [e for e in self.edges_of(pks, "out", valid_at=valid_at) if e.dst_pk in members]
+        """Edges whose both endpoints are in `pks`: those leaving each chunk of `pks`
+        through edge_src, their targets checked against every one of `pks` in the statement,
+        so that the edges leaving the walk are neither read nor built."""
+        if not pks:
+            return []
+        members = json.dumps(list(pks))
+        valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
+        found: list[Edge] = []
+        for chunk in chunks(pks, 400):
+            found += self._edges(
+                f"e.src IN ({marks(len(chunk))}) AND e.dst IN (SELECT value FROM json_each(?)){valid}",
+                [*chunk, members, *([valid_at, valid_at] if valid_at is not None else [])],
+            )
+        found.sort(key=_PK)
+        return found
 
 
 class EdgeWrites(EdgeReads):

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Entity, Relation
+from mnemodb.model.records import Entity, Relation, entity_of
 from mnemodb.store.base import EntityFieldWeights, EntityKey, EntityLink, EntityText, ScoredPk, TextClause
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, padded, rows_as
 
@@ -72,9 +72,10 @@ class EntityReads:
         # search reads thousands of entities, and each call has its own fixed cost.
         arrays = json.loads("[" + ",".join(r[9] for r in rows if r[9] is not None) + "]")
         stored = iter(arrays)
-        # Positional arguments: a search builds thousands of these a call.
+        # Positional arguments, without the frozen dataclass's `__init__` (`entity_of`): a
+        # search builds thousands of these a call, a walk dozens.
         return [
-            Entity(
+            entity_of(
                 r[0],
                 r[1],
                 r[2],

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Memory, MemoryView
+from mnemodb.model.records import Memory, MemoryView, memory_of
 from mnemodb.store.base import TextHit, TimeRange
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
@@ -49,9 +49,10 @@ class MemoryReads:
         decoded = iter(json.loads("[" + ",".join(tagged) + "]") if tagged else ())
         untagged: tuple[str, ...] = ()
         # Positional arguments in the record's field order, unpacked from the row: the
-        # keyword form cost about 30 % more, paid for every winner of every search.
+        # keyword form cost about 30 % more, paid for every winner of every search; made
+        # without the frozen dataclass's `__init__` (`memory_of`).
         return [
-            Memory(
+            memory_of(
                 pk,
                 id_,
                 scope,

@@ -316,7 +316,9 @@ class NativeTools:
         seen = {i.pk for i in found.items[: offset + len(shapes)]}
         page = {i.pk for i in found.items[offset : offset + len(shapes)]}
         ends = {i.pk: i for i in found.items}
-        edges = [e for e in found.edges if {e.src_pk, e.dst_pk} <= seen and {e.src_pk, e.dst_pk} & page]
+        edges = [
+            e for e in found.edges if e.src_pk in seen and e.dst_pk in seen and (e.src_pk in page or e.dst_pk in page)
+        ]
         more = len(found.items) > offset + len(shapes)
         return {
             "items": shapes,
@@ -326,7 +328,9 @@ class NativeTools:
 
     @staticmethod
     def _reached(item: Item, found: Neighbourhood, full: bool) -> dict[str, Any]:
-        return item_shape(item, full=full) | {"hops": found.depth.get(item.id, 0)}
+        shape = item_shape(item, full=full)
+        shape["hops"] = found.depth.get(item.id, 0)
+        return shape
 
     def _neighbourhood(self, found: Neighbourhood, full: bool) -> dict[str, Any]:
         ends = {i.pk: i for i in found.items}

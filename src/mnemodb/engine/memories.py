@@ -268,7 +268,7 @@ class Memories:
         weights = self._engine.weights
         with self._engine.store.read() as tx:
             found = tx.memory_candidates(terms, tag_terms, read, pool, include_archived=include_archived)
-            strength = text_strengths(dict(found.text))
+            strength = text_strengths(found.text)
             tagged = set(found.tagged)
             raise_by = weights.tag_match
             # Each candidate's match, as `relevance` computes it: its text strength, raised

@@ -168,13 +168,22 @@ def relevances(
     floats, without a call per candidate."""
     floor, days, most = weights.importance_floor, weights.recency_days, weights.recency_max
     factors = [floor + (1.0 - floor) * importance / 10 for importance in range(11)]
-    return {
-        pk: matches[pk] * factors[max(0, min(10, row.importance))]
-        + max(0.0, (days - max(0.0, (now - row.created_at) / DAY_MS)) / days) * most
-        + 0.0
-        for pk, row in rows.items()
-        if pk in matches
-    }
+    out: dict[int, float] = {}
+    # `x if x > 0.0 else 0.0` is `max(0.0, x)` (NaN and -0.0 included) without a call, and
+    # the index `max(0, min(10, importance))`.
+    for pk, row in rows.items():
+        match = matches.get(pk)
+        if match is None:
+            continue
+        importance = row.importance
+        age = (now - row.created_at) / DAY_MS
+        fresh = (days - (age if age > 0.0 else 0.0)) / days
+        out[pk] = (
+            match * factors[importance if 0 <= importance <= 10 else (0 if importance < 0 else 10)]
+            + (fresh if fresh > 0.0 else 0.0) * most
+            + 0.0
+        )
+    return out
 
 
 def within_reach(

@@ -158,8 +158,9 @@ class MemoryCandidates(NamedTuple):
     """A memory search's candidates, read without their rows, and what bounds the
     relevance any of them can get: what a search ranks before it reads its winners."""
 
-    text: list[ScoredPk]
-    """The best matches by words, best first: `search_text`'s hits without their rows."""
+    text: dict[int, float]
+    """The best matches by words, best first: `search_text`'s hits without their rows, pk
+    -> score."""
     tagged: list[int]
     """The newest memories with a tag searched for, newest first: `memories_with_tags`'
     hits, by pk."""

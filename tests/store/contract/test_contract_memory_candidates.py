@@ -41,7 +41,7 @@ def _same_as_the_separate_reads(
 ) -> None:
     text = tx.search_text(["river"], scopes, limit, include_archived=include_archived)
     tagged = tx.memories_with_tags(["wet"], scopes, limit, include_archived=include_archived)
-    assert [(hit.pk, hit.score) for hit in found.text] == [(hit.pk, hit.score) for hit in text]
+    assert list(found.text.items()) == [(hit.pk, hit.score) for hit in text]
     assert found.tagged == [hit.pk for hit in tagged]
     for hit in (*text, *tagged):
         assert hit.importance <= found.most_important
@@ -84,8 +84,8 @@ def test_archived_memories_are_left_out_unless_asked(store: Store) -> None:
     with store.read() as tx:
         kept = tx.memory_candidates(["river"], ["wet"], [A], 100)
         every = tx.memory_candidates(["river"], ["wet"], [A], 100, include_archived=True)
-    assert not archived & ({hit.pk for hit in kept.text} | set(kept.tagged))
-    assert archived <= {hit.pk for hit in every.text} | set(every.tagged)
+    assert not archived & (set(kept.text) | set(kept.tagged))
+    assert archived <= set(every.text) | set(every.tagged)
 
 
 def test_no_words_or_no_tags_read_no_candidates_of_that_kind(store: Store) -> None:
@@ -95,13 +95,13 @@ def test_no_words_or_no_tags_read_no_candidates_of_that_kind(store: Store) -> No
         no_tags = tx.memory_candidates(["river"], [], [A], 10)
         nothing = tx.memory_candidates(["river"], ["wet"], [A], 0)
         elsewhere = tx.memory_candidates(["zebra"], ["nope"], [A], 10)
-    assert no_words.text == [] and no_words.tagged
+    assert no_words.text == {} and no_words.tagged
     assert no_tags.tagged == [] and no_tags.text
-    assert (nothing.text, nothing.tagged) == ([], [])
-    assert (elsewhere.text, elsewhere.tagged) == ([], [])
+    assert (nothing.text, nothing.tagged) == ({}, [])
+    assert (elsewhere.text, elsewhere.tagged) == ({}, [])
 
 
 def test_an_empty_store_has_no_candidates_and_no_times(store: Store) -> None:
     with store.read() as tx:
         found = tx.memory_candidates(["river"], ["wet"], [A], 10)
-    assert (found.text, found.tagged, found.oldest, found.newest) == ([], [], None, None)
+    assert (found.text, found.tagged, found.oldest, found.newest) == ({}, [], None, None)

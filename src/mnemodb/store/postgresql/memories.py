@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.records import Memory, MemoryView
-from mnemodb.store.base import MemoryCandidates, ScoredPk, TextHit, TimeRange
+from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
 from mnemodb.store.postgresql import words
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, got_all, put
@@ -298,7 +298,7 @@ class MemoryReads:
         # Archived memories are not in the importance index.
         most_important = 10 if high is None or (include_archived and archived) else int(high)
         live = include_archived or not archived
-        text: list[ScoredPk] = []
+        text: dict[int, float] = {}
         if terms and limit > 0:
             # As `search_text`, without the rows: the candidates' scores alone.
             found = words.ranked(
@@ -311,7 +311,7 @@ class MemoryReads:
                 condition="w.scope = ANY(%s)" if live else "w.scope = ANY(%s) AND m.archived_at IS NULL",
                 params=[put_scopes(scopes)],
             )
-            text = rows_as(ScoredPk, found)
+            text = {int(pk): float(score) for pk, score in found}
         tagged: list[int] = []
         if tags and limit > 0:
             # As `memories_with_tags`, by pk alone.

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Memory, MemoryView
-from mnemodb.store.base import MemoryCandidates, ScoredPk, TextHit, TimeRange
+from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
@@ -252,7 +252,7 @@ class MemoryReads:
             # Archived memories are not in the importance index.
             most_important = 10
         leave_archived = archived and not include_archived
-        text: list[ScoredPk] = []
+        text: dict[int, float] = {}
         if terms and limit > 0:
             # As `search_text`, without the rows: the candidates' scores alone.
             match = f"{{content summary}} : ({fts_any(terms)})"
@@ -268,7 +268,7 @@ class MemoryReads:
                     f"{'AND m.archived_at IS NULL ' if leave_archived else ''}ORDER BY score DESC, f.rowid LIMIT ?",
                     [match, *scopes, limit],
                 ).fetchall()
-            text = rows_as(ScoredPk, rows)
+            text = dict(rows)
         tagged: list[int] = []
         if tags and limit > 0:
             # As `memories_with_tags`, by pk alone.

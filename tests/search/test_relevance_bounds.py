@@ -31,7 +31,7 @@ weights = st.one_of(
     st.builds(
         RankWeights,
         tag_match=st.floats(min_value=0.0, max_value=1.0),
-        importance_floor=st.floats(min_value=0.0, max_value=1.5),
+        importance_floor=st.floats(min_value=-0.5, max_value=1.5),
         recency_max=st.floats(min_value=-0.5, max_value=0.5),
         recency_days=st.floats(min_value=0.5, max_value=30.0),
     ),

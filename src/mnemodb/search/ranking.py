@@ -212,6 +212,12 @@ def within_reach(
     low_factor, high_factor = min(ends), max(ends)
     recencies = [max(0.0, (days - max(0.0, (now - at) / DAY_MS)) / days) * most for at in (oldest, newest)]
     low_recency, high_recency = min(recencies), max(recencies)
+    if low_factor >= 0.0 and min(matches.values()) >= 0.0:
+        # The usual case (no weight or match below 0): the lower factor gives the lower
+        # product, and the same bounds come without a call per candidate.
+        lows = sorted([m * low_factor + low_recency for m in matches.values()], reverse=True)
+        bar = lows[limit - 1]
+        return [pk for pk, m in matches.items() if not m * high_factor + high_recency < bar]
     lows = sorted([min(m * low_factor, m * high_factor) + low_recency for m in matches.values()], reverse=True)
     bar = lows[limit - 1]
     # `not below`: a comparison with a NaN (weights that make no sense) keeps the candidate.

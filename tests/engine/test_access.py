@@ -106,3 +106,15 @@ def test_nothing_waiting_writes_nothing(eng: Engine) -> None:
 def test_settings_that_cannot_work_are_refused(interval: float, batch: int, capacity: int) -> None:
     with pytest.raises(ValueError, match="interval must be positive"):
         AccessRecorder(lambda hits: None, interval=interval, batch=batch, capacity=capacity)
+
+
+def test_reads_that_fit_and_reads_that_overflow_count_alike(eng: Engine) -> None:
+    a, b, c, d = memories(eng, 4)
+    batches = Batches(eng)
+    recorder = AccessRecorder(batches, interval=3600, batch=3, capacity=3)
+    recorder.close()  # no thread: what is waiting is written by flush alone
+    recorder.record([a, b, a], T0)  # fits: 2 nodes waiting of 3
+    recorder.record((pk for pk in [a, c, c]), T0 + 1)  # 2 + 3 may not fit: counted one by one
+    recorder.record([d, b], T0 + 2)  # full: d dropped, b counted
+    recorder.flush()
+    assert batches.written == [{a: (3, T0 + 1), b: (2, T0 + 2), c: (2, T0 + 1)}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,8 @@ from mnemodb.engine import Engine, InvalidArgument, SearchHit
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.items import ItemPage
 from mnemodb.model.records import ItemFilter, Memory
+from mnemodb.search.analyzer import query_terms, tag_candidates
+from mnemodb.search.ranking import relevance_scorer, text_strengths
 from support import SCOPE_A, Clock
 
 
@@ -167,6 +170,56 @@ def test_search_views_are_the_search_read_as_shown_fields(eng: Engine, clock: Cl
             assert (view.created_at, view.last_accessed_at, view.hash) == (*shown[5:], m.hash)
     assert any(view.last_accessed_at is not None for view, _ in eng.memories.search_views("number 7"))
     assert "an archived omega" not in [view.content for view, _ in eng.memories.search_views("omega")]
+
+
+def _every_candidate_scored(eng: Engine, query: str, limit: int, include_archived: bool) -> list[tuple[int, float]]:
+    """The ranking as it was before candidates were cut by a bound: every candidate of the
+    pool read with its importance and creation time, and scored."""
+    terms = query_terms(query)
+    tags = tag_candidates(query)
+    pool = limit + max(limit // 2, 25)
+    now = eng.clock()
+    with eng.store.read() as tx:
+        text = tx.search_text(terms, eng.read_scopes, pool, include_archived=include_archived)
+        tagged = tx.memories_with_tags(tags, eng.read_scopes, pool, include_archived=include_archived)
+    strength = text_strengths({hit.pk: hit.score for hit in text})
+    by_tag = {hit.pk for hit in tagged}
+    score = relevance_scorer(now, eng.weights)
+    scores: dict[int, float] = {}
+    for hit in (*text, *tagged):
+        scores.setdefault(
+            hit.pk, score(strength.get(hit.pk, 0.0), hit.pk in by_tag, hit.importance, hit.created_at, False)
+        )
+    return [(pk, scores[pk]) for pk in sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_search_ranks_as_when_every_candidate_was_scored(eng: Engine, clock: Clock, seed: int) -> None:
+    # Many matches of like strength (a few words, repeated), importances, tags and ages
+    # that reorder them, a few archived: the candidates cut before they are read must be
+    # ones that could not have been among the results.
+    rng = random.Random(seed)
+    words = ["delta", "echo", "foxtrot", "golf", "hotel"]
+    stored = []
+    for i in range(260):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6 if seed % 2 else 2)))
+        tags = [rng.choice(words)] if rng.random() < 0.2 else ["plain"]
+        importance = rng.choice((0, 0, 0, 3, 10)) if seed % 3 else 0
+        stored.append(eng.memories.store(f"{text} n{i}", tags, importance=importance).memory)
+        clock.now += rng.choice((1, 1000, 3_600_000, 2 * 86_400_000)) if seed % 3 != 1 else 1
+    for memory in rng.sample(stored, 15):
+        eng.items.archive(memory.id)
+    clock.now += rng.choice((0, 86_400_000))
+    for query in ("delta", "echo golf", "hotel foxtrot delta", "golf"):
+        for limit in (1, 7, 40, 100):
+            for include_archived in (False, True):
+                expected = _every_candidate_scored(eng, query, limit, include_archived)
+                hits = eng.memories.search(
+                    query, limit=limit, include_archived=include_archived, record_access=False, explain=False
+                )
+                assert [(h.memory.pk, h.score) for h in hits] == expected, (query, limit, include_archived)
+            views = eng.memories.search_views(query, limit=limit)
+            assert [(view.pk, score) for view, score in views] == _every_candidate_scored(eng, query, limit, False)
 
 
 def test_a_negative_limit_does_not_drop_one_result(eng: Engine) -> None:

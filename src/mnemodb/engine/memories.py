@@ -36,7 +36,7 @@ from mnemodb.model.records import (
 from mnemodb.model.rules import check_importance, normalize_tags
 from mnemodb.model.value import Value
 from mnemodb.search.analyzer import query_terms, tag_candidates
-from mnemodb.search.ranking import relevance, relevance_scorer, text_strengths
+from mnemodb.search.ranking import Scored, relevance, relevances, text_strengths, within_reach
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
@@ -44,16 +44,17 @@ if TYPE_CHECKING:
 
 __all__ = ["Memories"]
 
-R = TypeVar("R")
+
+S = TypeVar("S", bound=Scored)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class _Ranked(Value, Generic[R]):
+class _Ranked(Value, Generic[S]):
     """A memory search's outcome, before it is shaped for a reply."""
 
     best: list[int]  # the winners' pks, best first
-    scores: dict[int, float]  # every candidate's score
-    winners: Mapping[int, R]  # the winners, as the caller's reader read them
+    scores: dict[int, float]  # the score of every candidate read (those within reach)
+    winners: Mapping[int, S]  # the candidates read, the winners among them, as the caller's reader read them
     strength: dict[int, float]  # text strength by pk
     tagged: set[int]  # the pks found by tag
     now: int  # the time scored at (ms)
@@ -203,7 +204,7 @@ class Memories:
         """Memories matching the query's words or tags, most relevant first; archived
         memories only with `include_archived`. Without `explain`, the hits' `components`
         are left empty (the scores are the same)."""
-        ranked = self._rank(query, scopes, limit, include_archived, lambda tx, pks, _: tx.memories_by_pk(pks))
+        ranked = self._rank(query, scopes, limit, include_archived, lambda tx, pks: tx.memories_by_pk(pks))
         if ranked is None:
             return []
         best, scores, memories = ranked.best, ranked.scores, ranked.winners
@@ -233,8 +234,7 @@ class Memories:
         """`search` without archived memories or explanations, each winner read as the
         fields a listing shows (`MemoryView`) with its relevance: the same memories, in
         the same order, with the same scores."""
-        # The candidates' creation times are known: the node rows are not read again.
-        ranked = self._rank(query, scopes, limit, False, lambda tx, pks, born: tx.memory_views(pks, born))
+        ranked = self._rank(query, scopes, limit, False, lambda tx, pks: tx.memory_views(pks))
         if ranked is None:
             return []
         views, scores = ranked.winners, ranked.scores
@@ -248,11 +248,11 @@ class Memories:
         scopes: Sequence[str] | None,
         limit: int,
         include_archived: bool,
-        read_winners: Callable[[ReadTx, Sequence[int], Mapping[int, int]], Mapping[int, R]],
-    ) -> _Ranked[R] | None:
-        """A search's winners, best first, read by `read_winners` in the same read. None
-        when the query has no word or tag to look for. `read_winners` is also given every
-        candidate's creation time (pk -> ms)."""
+        read_winners: Callable[[ReadTx, Sequence[int]], Mapping[int, S]],
+    ) -> _Ranked[S] | None:
+        """A search's winners, best first, read by `read_winners` in the same read (with
+        the other candidates that could have been among them). None when the query has no
+        word or tag to look for."""
         if limit < 1:
             raise InvalidArgument("limit must be at least 1")
         read = self._engine.scopes(scopes)
@@ -260,26 +260,31 @@ class Memories:
         tag_terms = tag_candidates(query)
         if not terms and not tag_terms:
             return None
-        # Rank light candidate rows first; only the winners are read in full. The pool is
-        # wider than the limit so importance and recency can lift a slightly weaker match.
+        # The candidates are read light (pk and text score) and only those that can still
+        # be among the winners in full. The pool is wider than the limit so importance and
+        # recency can lift a slightly weaker match.
         pool = limit + max(limit // 2, 25)
         now = self._engine.clock()
+        weights = self._engine.weights
         with self._engine.store.read() as tx:
-            by_text = tx.search_text(terms, read, pool, include_archived=include_archived)
-            by_tag = tx.memories_with_tags(tag_terms, read, pool, include_archived=include_archived)
-            strength = text_strengths({hit.pk: hit.score for hit in by_text})
-            tagged = {c[0] for c in by_tag}
-            # Every candidate is scored, the winners alone explained: the parts of a score
-            # cost as much again as the score (0.1 ms a search of 10,000 memories).
-            score = relevance_scorer(now, self._engine.weights)
-            scores: dict[int, float] = {}
-            born: dict[int, int] = {}
-            for pk, _, importance, created_at in (*by_text, *by_tag):
-                if pk not in scores:
-                    scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, False)
-                    born[pk] = created_at
-            best = sorted(scores, key=lambda pk: (-scores[pk], -pk))[:limit]
-            winners = read_winners(tx, best, born)
+            found = tx.memory_candidates(terms, tag_terms, read, pool, include_archived=include_archived)
+            strength = text_strengths(found.text)
+            tagged = set(found.tagged)
+            raise_by = weights.tag_match
+            # Each candidate's match, as `relevance` computes it: its text strength, raised
+            # by a tag equal to a query word.
+            matches = {pk: s + (1.0 - s) * raise_by if pk in tagged else s for pk, s in strength.items()}
+            for pk in found.tagged:
+                if pk not in matches:
+                    matches[pk] = raise_by
+            reach = list(matches)
+            if found.oldest is not None and found.newest is not None:
+                reach = within_reach(matches, limit, now, found.most_important, found.oldest, found.newest, weights)
+            winners = read_winners(tx, reach)
+        # Every candidate within reach is scored, the winners alone explained: the parts of
+        # a score cost as much again as the score (0.1 ms a search of 10,000 memories).
+        scores = relevances(matches, winners, now, weights)
+        best = [-pk for _, pk in sorted([(-value, -pk) for pk, value in scores.items()])[:limit]]
         return _Ranked(best, scores, winners, strength, tagged, now)
 
     def recall(

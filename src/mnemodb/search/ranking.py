@@ -60,6 +60,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from mnemodb.model.value import Value
 from mnemodb.store.base import EntityFieldWeights, MemoryFieldWeights
@@ -146,6 +147,81 @@ def relevance_scorer(
         return match * factors[max(0, min(10, importance))] + max(0.0, (days - age_days) / days) * most + bonus
 
     return score
+
+
+class Scored(Protocol):
+    """What a memory's relevance is computed from, besides its match."""
+
+    @property
+    def importance(self) -> int: ...
+
+    @property
+    def created_at(self) -> int: ...
+
+
+def relevances(
+    matches: Mapping[int, float], rows: Mapping[int, Scored], now: int, weights: RankWeights = DEFAULT_WEIGHTS
+) -> dict[int, float]:
+    """`relevance_scorer`'s score of each of `rows` (pk -> its importance and creation
+    time) whose match is in `matches` (its text strength, raised by a tag as `relevance`
+    raises it), with no query date: the same arithmetic in the same order, so the same
+    floats, without a call per candidate."""
+    floor, days, most = weights.importance_floor, weights.recency_days, weights.recency_max
+    factors = [floor + (1.0 - floor) * importance / 10 for importance in range(11)]
+    out: dict[int, float] = {}
+    # `x if x > 0.0 else 0.0` is `max(0.0, x)` (NaN and -0.0 included) without a call, and
+    # the index `max(0, min(10, importance))`.
+    for pk, row in rows.items():
+        match = matches.get(pk)
+        if match is None:
+            continue
+        importance = row.importance
+        age = (now - row.created_at) / DAY_MS
+        fresh = (days - (age if age > 0.0 else 0.0)) / days
+        out[pk] = (
+            match * factors[importance if 0 <= importance <= 10 else (0 if importance < 0 else 10)]
+            + (fresh if fresh > 0.0 else 0.0) * most
+            + 0.0
+        )
+    return out
+
+
+def within_reach(
+    matches: Mapping[int, float],
+    limit: int,
+    now: int,
+    most_important: int,
+    oldest: int,
+    newest: int,
+    weights: RankWeights = DEFAULT_WEIGHTS,
+) -> list[int]:
+    """The candidates, of `matches` (pk -> match: the text strength, raised by a tag as
+    `relevance` raises it), that can be among the `limit` most relevant when each one's
+    importance is from 0 to `most_important` and its creation time from `oldest` to
+    `newest` (no query date), in the order given.
+
+    A candidate is left out when even its highest possible relevance is below the lowest
+    possible relevance of `limit` others: those are all more relevant than it, whatever
+    its importance, its age and the tie-break. The bounds are `relevance_scorer`'s own
+    arithmetic at the ends of those ranges: each of its steps is monotonic in its inputs
+    (floating point rounding included), so no candidate's score falls outside them."""
+    if len(matches) <= limit:
+        return list(matches)
+    floor, days, most = weights.importance_floor, weights.recency_days, weights.recency_max
+    ends = [floor + (1.0 - floor) * importance / 10 for importance in (0, max(0, min(10, most_important)))]
+    low_factor, high_factor = min(ends), max(ends)
+    recencies = [max(0.0, (days - max(0.0, (now - at) / DAY_MS)) / days) * most for at in (oldest, newest)]
+    low_recency, high_recency = min(recencies), max(recencies)
+    if low_factor >= 0.0 and min(matches.values()) >= 0.0:
+        # The usual case (no weight or match below 0): the lower factor gives the lower
+        # product, and the same bounds come without a call per candidate.
+        lows = sorted([m * low_factor + low_recency for m in matches.values()], reverse=True)
+        bar = lows[limit - 1]
+        return [pk for pk, m in matches.items() if not m * high_factor + high_recency < bar]
+    lows = sorted([min(m * low_factor, m * high_factor) + low_recency for m in matches.values()], reverse=True)
+    bar = lows[limit - 1]
+    # `not below`: a comparison with a NaN (weights that make no sense) keeps the candidate.
+    return [pk for pk, m in matches.items() if not max(m * low_factor, m * high_factor) + high_recency < bar]
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -98,6 +98,7 @@ __all__ = [
     "EntityTextSearch",
     "EntityWrites",
     "ItemReads",
+    "MemoryCandidates",
     "MemoryFieldWeights",
     "MemoryReads",
     "MemoryWrites",
@@ -153,6 +154,24 @@ class ScoredPk(NamedTuple):
 
     pk: int
     score: float
+
+
+class MemoryCandidates(NamedTuple):
+    """A memory search's candidates, read without their rows, and what bounds the
+    relevance any of them can get: what a search ranks before it reads its winners."""
+
+    text: dict[int, float]
+    """The best matches by words, best first: `search_text`'s hits without their rows, pk
+    -> score."""
+    tagged: list[int]
+    """The newest memories with a tag searched for, newest first: `memories_with_tags`'
+    hits, by pk."""
+    most_important: int
+    """No candidate's importance is above it (10 when the store cannot tell)."""
+    oldest: int | None
+    """No candidate was created before it (None: no candidate)."""
+    newest: int | None
+    """No candidate was created after it (None: no candidate)."""
 
 
 class NodeLabel(NamedTuple):
@@ -344,11 +363,9 @@ class MemoryReads(Protocol):
         """`memory_by_pk` for many; pks that are not memories are left out."""
         ...
 
-    def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
         """The shown fields of each memory in `pks` (tags sorted), as `memories_by_pk`
-        reads them; pks that are not memories are left out. `created_at`, when given,
-        holds each pk's creation time as read in the same transaction (a search's
-        candidates carry it), and the node rows are not read for it."""
+        reads them; pks that are not memories are left out."""
         ...
 
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
@@ -640,6 +657,21 @@ class TextSearch(Protocol):
     ) -> list[TextHit]:
         """The newest memories carrying any of `tags`, newest first, score 0.0; archived ones
         left out unless `include_archived`."""
+        ...
+
+    def memory_candidates(
+        self,
+        terms: Sequence[str],
+        tags: Sequence[str],
+        scopes: ScopeSet,
+        limit: int,
+        *,
+        include_archived: bool = False,
+    ) -> MemoryCandidates:
+        """`search_text(terms, scopes, limit)` and `memories_with_tags(tags, scopes, limit)`
+        (archived memories left out unless `include_archived`) by pk and score alone, in as
+        few statements as the store can, with bounds on the importance and creation time of
+        every memory they hold."""
         ...
 
     def filtered_text_search(

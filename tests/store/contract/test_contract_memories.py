@@ -98,28 +98,10 @@ def test_memories_read_by_pk_carry_their_tags_sorted_and_untagged_ones_none(stor
         one = {pk: tx.memory_by_pk(pk) for pk in pks[:4]}
         by_hash = tx.memory_by_hash([A], digest(f"memory number {count - 1}"))
         views = tx.memory_views(pks)
-        given = tx.memory_views(pks, dict.fromkeys(pks, T0))
     assert {pk: m.tags for pk, m in found.items()} == expected
     assert {pk: m.tags for pk, m in one.items() if m is not None} == {pk: expected[pk] for pk in pks[:4]}
     assert by_hash is not None and by_hash.tags == expected[pks[-1]]
-    assert {pk: v.tags for pk, v in views.items()} == expected  # the views too, read with or without the nodes
-    assert {pk: v.tags for pk, v in given.items()} == expected
-
-
-def test_memory_views_take_the_creation_times_they_are_given(store: Store) -> None:
-    # 520 memories: more than one chunk of the SQLite store's read (500).
-    with store.write() as tx:
-        pks = [add_memory(tx, f"memory number {i}", at=T0 + i, tags=["t"] if i % 3 else []) for i in range(520)]
-        entity = add_entity(tx, "Ada")
-    store.bump_access({pks[7]: (1, T0 + 900)})
-    born = {pk: T0 + i for i, pk in enumerate(pks)} | {entity: T0}
-    with store.read() as tx:
-        read = tx.memory_views([*pks, entity])
-        given = tx.memory_views([*pks, entity], born)
-        assert tx.memory_views([], born) == {}
-    assert given == read
-    assert sorted(given) == pks
-    assert (given[pks[519]].created_at, given[pks[7]].last_accessed_at, given[pks[3]].tags) == (T0 + 519, T0 + 900, ())
+    assert {pk: v.tags for pk, v in views.items()} == expected  # the views too
 
 
 def test_memory_by_hash_is_the_oldest_in_the_scopes(store: Store) -> None:

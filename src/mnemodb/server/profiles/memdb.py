@@ -231,27 +231,45 @@ def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     _check_query(a["query"])
     # The winners are read as the fields shown (a hundred full records cost about a fifth
     # of the search) and shaped here, in `search_shape`'s key order.
-    # Each one a dict display, not a dict filled key by key: 0.6 against 0.75 us a winner.
+    # Each one a dict display, not a dict filled key by key: 0.6 against 0.75 us a winner;
+    # a display of its own for a memory with a summary (which stands between the content
+    # and the tags) rather than one spliced in, and a memory never read shows its
+    # creation time as its last access without formatting it twice.
     found = engine.memories.search_views(a["query"], limit=SEARCH_LIMIT)
+    second = _second
     out: list[dict[str, Any]] = []
     for (pk, content, summary, tags, importance, memory_type, created_at, last_at, digest), relevance in found:
-        created = _second(created_at // 1000)
-        accessed = _second((last_at or created_at) // 1000)
-        # A summary, when there is one, stands between the content and the tags.
-        out.append(
-            {
-                "id": pk,
-                "content": content,
-                **({} if summary is None else {"summary": summary}),
-                "tags": list(tags),
-                "importance": importance,
-                "memory_type": memory_type,
-                "created_at": created,
-                "accessed_at": accessed,
-                "hash": digest,
-                "relevance": relevance,
-            }
-        )
+        created = second(created_at // 1000)
+        accessed = second(last_at // 1000) if last_at else created
+        if summary is None:
+            out.append(
+                {
+                    "id": pk,
+                    "content": content,
+                    "tags": list(tags),
+                    "importance": importance,
+                    "memory_type": memory_type,
+                    "created_at": created,
+                    "accessed_at": accessed,
+                    "hash": digest,
+                    "relevance": relevance,
+                }
+            )
+        else:
+            out.append(
+                {
+                    "id": pk,
+                    "content": content,
+                    "summary": summary,
+                    "tags": list(tags),
+                    "importance": importance,
+                    "memory_type": memory_type,
+                    "created_at": created,
+                    "accessed_at": accessed,
+                    "hash": digest,
+                    "relevance": relevance,
+                }
+            )
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.records import Memory, MemoryView
-from mnemodb.store.base import TextHit, TimeRange
+from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
 from mnemodb.store.postgresql import words
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, got_all, put
@@ -206,23 +206,15 @@ class MemoryReads:
             return {}
         return {memory.pk: memory for memory in self._memories("m.node = ANY(%s)", [list(pks)])}
 
-    def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
         if not pks:
             return {}
         # The tags with each row (`_TAGS`), not in a second statement.
-        if created_at is None:
-            rows = self.conn.execute(
-                "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash, "
-                f"{_TAGS} FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
-                [list(pks)],
-            ).fetchall()
-        else:  # as the SQLite store: the node rows are not read
-            found = self.conn.execute(
-                f"SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash, {_TAGS} "
-                "FROM memory m LEFT JOIN node_access a ON a.node = m.node WHERE m.node = ANY(%s)",
-                [list(pks)],
-            ).fetchall()
-            rows = [(r[0], r[1], r[2], r[3], r[4], created_at[r[0]], r[5], r[6], r[7]) for r in found]
+        rows = self.conn.execute(
+            "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, m.hash, "
+            f"{_TAGS} FROM {_MEMORY_FROM} WHERE m.node = ANY(%s)",
+            [list(pks)],
+        ).fetchall()
         return {
             r[0]: MemoryView(
                 pk=r[0],
@@ -279,6 +271,64 @@ class MemoryReads:
             extra_join="JOIN memory m ON m.node = r.node JOIN node n ON n.pk = r.node",
         )
         return rows_as(TextHit, rows)
+
+    def memory_candidates(
+        self,
+        terms: Sequence[str],
+        tags: Sequence[str],
+        scopes: Sequence[str],
+        limit: int,
+        *,
+        include_archived: bool = False,
+    ) -> MemoryCandidates:
+        # Whether the scopes hold an archived memory, their highest importance (not
+        # archived) and their first and last memory's creation time, in one statement:
+        # each an end of an index per scope, as `most_important` and `memory_time_range`.
+        row = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM scope_count WHERE kind = 'archived' AND n > 0 AND scope = ANY(%s)), "
+            "max(x.high), min(y.low), max(y.last) FROM unnest(%s::text[]) AS s(scope) "
+            "CROSS JOIN LATERAL (SELECT max(importance) AS high FROM memory "
+            "WHERE scope = s.scope AND archived_at IS NULL) x "
+            "CROSS JOIN LATERAL (SELECT min(created_at) AS low, max(created_at) AS last FROM node "
+            "WHERE label = 'Memory' AND scope = s.scope) y",
+            [put_scopes(scopes), put_scopes(scopes)],
+        ).fetchone()
+        assert row is not None
+        archived, high, oldest, newest = row
+        # Archived memories are not in the importance index.
+        most_important = 10 if high is None or (include_archived and archived) else int(high)
+        live = include_archived or not archived
+        text: dict[int, float] = {}
+        if terms and limit > 0:
+            # As `search_text`, without the rows: the candidates' scores alone.
+            found = words.ranked(
+                self.conn,
+                MEMORY_TEXT,
+                terms,
+                limit=limit,
+                columns=("content", "summary"),
+                join="" if live else "JOIN memory m ON m.node = w.node",
+                condition="w.scope = ANY(%s)" if live else "w.scope = ANY(%s) AND m.archived_at IS NULL",
+                params=[put_scopes(scopes)],
+            )
+            text = {int(pk): float(score) for pk, score in found}
+        tagged: list[int] = []
+        if tags and limit > 0:
+            # As `memories_with_tags`, by pk alone.
+            if not live:
+                rows = self.conn.execute(
+                    "SELECT m.node FROM memory m WHERE m.node IN (SELECT node FROM memory_tag "
+                    "WHERE tag = ANY(%s) AND scope = ANY(%s)) AND m.archived_at IS NULL ORDER BY m.node DESC LIMIT %s",
+                    [put_scopes(tags), put_scopes(scopes), limit],
+                ).fetchall()
+            else:
+                rows = self.conn.execute(
+                    "SELECT DISTINCT node FROM memory_tag WHERE tag = ANY(%s) AND scope = ANY(%s) "
+                    "ORDER BY node DESC LIMIT %s",
+                    [put_scopes(tags), put_scopes(scopes), limit],
+                ).fetchall()
+            tagged = [int(pk) for (pk,) in rows]
+        return MemoryCandidates(text, tagged, most_important, oldest, newest)
 
     def memories_with_tags(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, *, include_archived: bool = False

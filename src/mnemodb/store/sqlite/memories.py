@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Memory, MemoryView, memory_of
-from mnemodb.store.base import TextHit, TimeRange
+from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
 from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
@@ -117,43 +117,43 @@ class MemoryReads:
                 out[memory.pk] = memory
         return out
 
-    def memory_views(self, pks: Sequence[int], created_at: Mapping[int, int] | None = None) -> dict[int, MemoryView]:
+    def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
         out: dict[int, MemoryView] = {}
         for chunk in chunks(pks, 500):
-            # The tags with each row (`_TAGS`), not in a second statement.
-            if created_at is None:
-                rows = self.conn.execute(
-                    "SELECT m.node, m.content, m.summary, m.importance, m.memory_type, n.created_at, a.last_at, "
-                    f"m.hash, {_TAGS} FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
-                    chunk,
-                ).fetchall()
-            else:
-                # Without the node rows: a search's hundred winners at 10,000 memories read
-                # in 0.21 ms, not 0.25 ms, right after the search's own statements.
-                found = self.conn.execute(
-                    f"SELECT m.node, m.content, m.summary, m.importance, m.memory_type, a.last_at, m.hash, {_TAGS} "
-                    "FROM memory m LEFT JOIN node_access a ON a.node = m.node "
-                    f"WHERE m.node IN ({marks(len(chunk))})",
-                    chunk,
-                ).fetchall()
-                rows = [(pk, c, s, i, t, created_at[pk], last, h, g) for pk, c, s, i, t, last, h, g in found]
+            # The tags with each row (`_TAGS`), not in a second statement; the columns in
+            # the view's order, so that an untagged row (most) becomes a view as it is.
+            rows = self.conn.execute(
+                f"SELECT m.node, m.content, m.summary, {_TAGS}, m.importance, m.memory_type, n.created_at, "
+                f"a.last_at, m.hash FROM {_MEMORY_FROM} WHERE m.node IN ({marks(len(chunk))})",
+                chunk,
+            ).fetchall()
             if not rows:
                 continue
             # The tagged rows' arrays decoded in one call, each sorted (as `_memories` does).
-            tagged = [r[8] for r in rows if r[8] != "[]"]
-            decoded = iter(json.loads("[" + ",".join(tagged) + "]") if tagged else ())
-            untagged: tuple[str, ...] = ()
-            for pk, content, summary, importance, memory_type, born, last_at, digest, tags in rows:
-                out[pk] = MemoryView(
-                    pk,
-                    content,
-                    summary,
-                    untagged if tags == "[]" else tuple(sorted(next(decoded))),
-                    importance,
-                    memory_type,
-                    born,
-                    last_at,
-                    digest,
+            # Built as `rows_as` builds records, without the named tuple's own `__new__`.
+            tagged = [r[3] for r in rows if r[3] != "[]"]
+            if not tagged:
+                untagged: tuple[str, ...] = ()
+                for pk, content, summary, _, importance, memory_type, born, last_at, digest in rows:
+                    out[pk] = tuple.__new__(
+                        MemoryView, (pk, content, summary, untagged, importance, memory_type, born, last_at, digest)
+                    )
+                continue
+            decoded = iter(json.loads("[" + ",".join(tagged) + "]"))
+            for pk, content, summary, tags, importance, memory_type, born, last_at, digest in rows:
+                out[pk] = tuple.__new__(
+                    MemoryView,
+                    (
+                        pk,
+                        content,
+                        summary,
+                        () if tags == "[]" else tuple(sorted(next(decoded))),
+                        importance,
+                        memory_type,
+                        born,
+                        last_at,
+                        digest,
+                    ),
                 )
         return out
 
@@ -209,6 +209,84 @@ class MemoryReads:
             [match, *scopes, limit],
         ).fetchall()
         return rows_as(TextHit, rows)
+
+    def memory_candidates(
+        self,
+        terms: Sequence[str],
+        tags: Sequence[str],
+        scopes: Sequence[str],
+        limit: int,
+        *,
+        include_archived: bool = False,
+    ) -> MemoryCandidates:
+        wanted = set(scopes)
+        # The counters of every scope holding memories, and for each scope read its
+        # highest importance (not archived) and its first and last memory's creation
+        # time: one statement, a seek in an index each.
+        read = marks(len(scopes))
+        facts = self.conn.execute(
+            "SELECT c.kind, c.scope, "
+            f"CASE WHEN c.kind = 'memory' AND c.scope IN ({read}) THEN (SELECT MAX(importance) FROM memory "
+            "WHERE scope = c.scope AND archived_at IS NULL) END, "
+            f"CASE WHEN c.kind = 'memory' AND c.scope IN ({read}) THEN (SELECT MIN(created_at) FROM node "
+            "WHERE label = 'Memory' AND scope = c.scope) END, "
+            f"CASE WHEN c.kind = 'memory' AND c.scope IN ({read}) THEN (SELECT MAX(created_at) FROM node "
+            "WHERE label = 'Memory' AND scope = c.scope) END "
+            "FROM scope_count c WHERE c.kind IN ('memory', 'archived') AND c.n > 0",
+            [*scopes, *scopes, *scopes],
+        ).fetchall()
+        holds_only = True
+        archived = False
+        most_important = -1
+        oldest: int | None = None
+        newest: int | None = None
+        for kind, scope, high, low, last in facts:
+            if kind == "archived":
+                archived = archived or scope in wanted
+            elif scope not in wanted:
+                holds_only = False
+            elif low is not None:
+                most_important = max(most_important, -1 if high is None else high)
+                oldest = low if oldest is None else min(oldest, low)
+                newest = last if newest is None else max(newest, last)
+        if include_archived and archived:
+            # Archived memories are not in the importance index.
+            most_important = 10
+        leave_archived = archived and not include_archived
+        text: dict[int, float] = {}
+        if terms and limit > 0:
+            # As `search_text`, without the rows: the candidates' scores alone.
+            match = f"{{content summary}} : ({fts_any(terms)})"
+            if holds_only and not leave_archived:
+                rows = self.conn.execute(
+                    "SELECT rowid, -rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank, rowid LIMIT ?",
+                    [match, limit],
+                ).fetchall()
+            else:
+                rows = self.conn.execute(
+                    "SELECT f.rowid, -bm25(memory_fts) AS score FROM memory_fts f "
+                    f"JOIN memory m ON m.node = f.rowid WHERE memory_fts MATCH ? AND m.scope IN ({read}) "
+                    f"{'AND m.archived_at IS NULL ' if leave_archived else ''}ORDER BY score DESC, f.rowid LIMIT ?",
+                    [match, *scopes, limit],
+                ).fetchall()
+            text = dict(rows)
+        tagged: list[int] = []
+        if tags and limit > 0:
+            # As `memories_with_tags`, by pk alone.
+            if leave_archived:
+                found = self.conn.execute(
+                    f"SELECT node FROM memory WHERE node IN (SELECT node FROM memory_tag WHERE tag IN "
+                    f"({marks(len(tags))}) AND scope IN ({read})) AND archived_at IS NULL ORDER BY node DESC LIMIT ?",
+                    [*tags, *scopes, limit],
+                ).fetchall()
+            else:
+                found = self.conn.execute(
+                    f"SELECT DISTINCT node FROM memory_tag WHERE tag IN ({marks(len(tags))}) "
+                    f"AND scope IN ({read}) ORDER BY node DESC LIMIT ?",
+                    [*tags, *scopes, limit],
+                ).fetchall()
+            tagged = [pk for (pk,) in found]
+        return MemoryCandidates(text, tagged, 10 if most_important < 0 else most_important, oldest, newest)
 
     def _holds_only(self, scopes: Sequence[str]) -> bool:
         """True when no memory lives outside `scopes` (read from the per-scope counters)."""

@@ -525,7 +525,13 @@ class Outcome:
     ablations: list[tuple[str, dict[int, list[dict[str, float]]], list[dict[str, float]]]] = field(default_factory=list)
 
 
-RANKING_RULES = {"date": "date_match", "author": "author_match", "asks": "question_turn", "when": "time_told"}
+RANKING_RULES = {
+    "date": "date_match",
+    "author": "author_match",
+    "asks": "question_turn",
+    "when": "time_told",
+    "told": "date_told",
+}
 """The ranking's rules added after the retrieval issue's baseline (search.ranking.RankWeights
 fields), each reported switched off alone and all together (the old ranking) with
 --method items, so a run shows what each buys on its own."""

@@ -386,11 +386,56 @@ def test_a_memory_written_at_the_time_a_question_names_ranks_above_an_equal_matc
         assert "date" not in word_signals(page)[0]
 
 
+def test_a_memory_telling_of_the_time_a_question_names_ranks_above_an_equal_match(tmp_path: Path) -> None:
+    day = 86_400_000
+    april = 1_680_307_200_000  # 1 April 2023 (UTC)
+    clock = Clock(april + 17 * day)
+    with open_engine_at(tmp_path / "told.db", clock=clock) as eng:
+        eng.memories.store("We went to a convention together last month")
+        clock.now += day
+        eng.memories.store("We went to a convention together, such fun")
+        clock.now = april + 60 * day
+        question = "Who went to a convention in March 2023?"
+        # Neither was written in March: without the rule the newer one ranks first ...
+        eng.weights = replace(eng.weights, date_told=0.0)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page) == [
+            "We went to a convention together, such fun",
+            "We went to a convention together last month",
+        ]
+        assert [("told" in signals, signals["date"]) for signals in word_signals(page)] == [(False, 0.0)] * 2
+        # ... the one whose "last month", read on 18 April, is March ranks first, and says so.
+        eng.weights = replace(eng.weights, date_told=0.5)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page) == [
+            "We went to a convention together last month",
+            "We went to a convention together, such fun",
+        ]
+        assert [(signals["told"], signals["date"]) for signals in word_signals(page)] == [(1.0, 0.0), (0.0, 0.0)]
+        # A "last month" that, read when it was written, is another month raises nothing.
+        page = eng.items.search("Who went to a convention in January 2023?", kinds=["memory"], explain=True)
+        assert [signals["told"] for signals in word_signals(page)] == [0.0, 0.0]
+
+
+def test_a_memory_written_at_the_time_named_is_not_raised_again_for_telling_it(tmp_path: Path) -> None:
+    march = 1_677_628_800_000  # 1 March 2023 (UTC)
+    clock = Clock(march + 86_400_000)
+    with open_engine_at(tmp_path / "dated-told.db", clock=clock) as eng:
+        eng.memories.store("A convention yesterday")
+        eng.memories.store("A convention, such fun")
+        clock.now = march + 90 * 86_400_000
+        page = eng.items.search("a convention in March 2023", kinds=["memory"], explain=True)
+        # Both written then: the date rule raises both, and the text's own time adds nothing.
+        assert [signals["date"] for signals in word_signals(page)] == [1.0, 1.0]
+        assert all("told" not in signals for signals in word_signals(page))
+
+
 def test_a_question_naming_no_time_explains_no_date(tmp_path: Path) -> None:
     with open_engine_at(tmp_path / "undated.db", clock=Clock()) as eng:
         eng.memories.store("Dinner with Sam")
         page = eng.items.search("dinner with Sam", kinds=["memory"], explain=True)
         assert "date" not in word_signals(page)[0]
+        assert "told" not in word_signals(page)[0]
 
 
 # -- the author a question names -------------------------------------------------------------------

@@ -4,6 +4,8 @@ sure of them: its pages must be those of the whole ranking, on a real database."
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -130,6 +132,21 @@ def test_an_archived_memory_does_not_count_as_the_most_important(eng: Engine, cl
     assert _placed(first) == _placed(whole)[:10]
 
 
+def test_a_memory_telling_of_the_time_named_is_lifted_from_past_the_first_pool(eng: Engine, clock: Clock) -> None:
+    # The eleventh score (1.0) beats the last scored match's strength plus the most recency
+    # can add, but not with the bonus for telling of the time the query names: the late
+    # memory, written a month after that time, says "last month" and ranks first. The
+    # other rules on the text are off, so that this bonus alone decides when to stop.
+    eng.weights = replace(eng.weights, author_match=0.0, question_turn=0.0, time_told=0.0)
+    _strong_then_weak(eng, clock, best=11, best_importance=10, late="last month ", late_words=39)
+    named = datetime.fromtimestamp((clock.now - 20 * DAY_MS) / 1000, UTC)
+    first, whole = _first_and_whole(eng, f"lantern Melanie on {named.day} {named:%B} {named.year}")
+    late = whole.found[0].item
+    assert isinstance(late, Memory) and late.content.startswith("last month ")
+    assert [f.score for f in whole.found[1:11]] == [1.0] * 10
+    assert _placed(first) == _placed(whole)[:10]
+
+
 @pytest.fixture
 def told(eng: Engine, clock: Clock) -> Engine:
     """Memories sharing a few words in every mix, some by a named speaker, some ending on a
@@ -145,7 +162,13 @@ def told(eng: Engine, clock: Clock) -> Engine:
 
 
 @pytest.mark.parametrize(
-    "query", ["When did Melanie see the harbor?", "copper lantern", "how long was the meadow signal"]
+    "query",
+    [
+        "When did Melanie see the harbor?",
+        "copper lantern",
+        "how long was the meadow signal",
+        "what did Caroline say of the harbor last week",
+    ],
 )
 def test_pages_under_the_text_rules_are_slices_of_the_whole_ranking(told: Engine, query: str) -> None:
     whole = told.items.search(query, kinds=["memory"], limit=RANKED_POOL - 1)

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from mnemodb.search.dates import TOLD_WITHIN, asks_when, tells_time, time_window
+from mnemodb.search.dates import TOLD_WITHIN, asks_when, named_span, tells_time, time_window
 
 
 def ms(day: date) -> int:
@@ -98,3 +98,22 @@ def test_a_text_saying_when(text: str) -> None:
 @pytest.mark.parametrize("text", ["this may help", "I love painting", "a 500-piece puzzle", "number 15"])
 def test_a_text_saying_no_time(text: str) -> None:
     assert not tells_time(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "written", "start", "end"),
+    [
+        # Read at the time the text was written, not at the time of the question.
+        ("We went to a convention together last month", date(2023, 4, 18), date(2023, 2, 16), date(2023, 4, 18)),
+        ("Yesterday was crazy cool", date(2022, 6, 5), date(2022, 6, 4), date(2022, 6, 5)),
+        ("I started on 9 November, 2022 and loved it", date(2023, 1, 2), date(2022, 11, 9), date(2022, 11, 10)),
+    ],
+)
+def test_the_time_a_text_names_read_when_it_was_written(text: str, written: date, start: date, end: date) -> None:
+    assert named_span(text, ms(written)) == (ms(start), ms(end))
+    # The window of creation times a question names is that span and the week after it.
+    assert time_window(text, ms(written)) == (ms(start), ms(end) + TOLD)
+
+
+def test_a_text_naming_no_time_names_no_span() -> None:
+    assert named_span("We went to a convention together", NOW) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
@@ -45,7 +45,7 @@ from mnemodb.model.records import (
 from mnemodb.model.rules import check_importance
 from mnemodb.model.value import Value
 from mnemodb.search.analyzer import STOPWORDS, asks, author, query_terms, tag_candidates, words
-from mnemodb.search.dates import asks_when, tells_time, time_window
+from mnemodb.search.dates import asks_when, named_span, tells_time, time_window
 from mnemodb.search.ranking import (
     ACCESS_SATURATION,
     AUTHOR_POOL,
@@ -869,6 +869,10 @@ class Items:
         # so that one written then is scored even when the whole store's best matches
         # leave it out, and gets the date bonus (RankWeights.date_match).
         window = _dated_filter(where, time_window(query, now)) if weights.date_match > 0 else None
+        # The same time for what the first places' text says (RankWeights.date_told).
+        told = named_span(query, now) if weights.date_told > 0 else None
+        created: dict[int, int] = {}
+        dated: set[int] = set()
         by_date = (
             []
             if window is None
@@ -891,6 +895,9 @@ class Items:
                 if pk in scores:
                     continue
                 in_window = window is not None and window.created_from <= created_at < window.created_to  # type: ignore[operator]
+                created[pk] = created_at
+                if in_window:
+                    dated.add(pk)
                 if notes is None:
                     scores[pk] = score(strength.get(pk, 0.0), pk in tagged, importance, created_at, in_window)
                 else:
@@ -917,19 +924,18 @@ class Items:
                 # the most any memory searched has, the recency of one written now, the
                 # date bonus only if a match in the window may have been cut from `by_date`
                 # (the others are scored), and no tag (a tagged match is scored). The same
-                # scorer computes it, so rounding cannot put such a memory above it.
-                bound = score(
-                    strength[by_text[-1].pk],
-                    False,
-                    10 if most_important is None else most_important,
-                    now,
-                    window is not None and len(by_date) >= RANKED_POOL,
-                )
+                # scorer computes it, so rounding cannot put such a memory above it. A
+                # memory not written then may still tell of that time (`_ToldDates`).
+                at_most = (strength[by_text[-1].pk], False, 10 if most_important is None else most_important, now)
+                bound = score(*at_most, window is not None and len(by_date) >= RANKED_POOL)
+                if told is not None:
+                    bound = max(bound, score(*at_most, False) + weights.date_told)
                 if _settled(ranking, top, bound, lowest, highest):
                     break
             pool = min(RANKED_POOL, pool * 2)
-        if ranking and (lowest < 1.0 or highest > 1.0):
-            ranking = _by_text(tx, ranking, query, weights, parts if notes is not None else None)
+        if ranking and (lowest < 1.0 or highest > 1.0 or told is not None):
+            dates = None if told is None else _ToldDates(told, created, dated, weights.date_told)
+            ranking = _by_text(tx, ranking, query, weights, parts if notes is not None else None, dates)
         if notes is not None:
             notes["words"].update(parts)
         return ranking
@@ -1587,15 +1593,43 @@ def _settled(ranking: Ranking, top: int, bound: float, lowest: float, highest: f
     return ruled and ranking[top - 1][1] * lowest > bound * highest
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class _ToldDates:
+    """What the date a text tells is judged by (RankWeights.date_told): the times [from,
+    to) the query names, when each memory ranked was written, those already raised for
+    being written then (the date rule's), and the bonus."""
+
+    span: tuple[int, int]
+    created: Mapping[int, int]
+    dated: Collection[int]
+    bonus: float
+
+    def tells(self, pk: int, content: str) -> bool:
+        """Whether `content`, read at the time it was written, names a time in the span
+        ("last month" in a turn of 18 April 2023, for a query about March 2023)."""
+        at = self.created.get(pk)
+        if at is None or not tells_time(content):
+            return False
+        said = named_span(content, at)
+        return said is not None and said[0] < self.span[1] and self.span[0] < said[1]
+
+
 def _by_text(
-    tx: ReadTx, ranking: Ranking, query: str, weights: RankWeights, parts: dict[int, dict[str, float]] | None
+    tx: ReadTx,
+    ranking: Ranking,
+    query: str,
+    weights: RankWeights,
+    parts: dict[int, dict[str, float]] | None,
+    dates: _ToldDates | None = None,
 ) -> Ranking:
     """The ranking with its first `AUTHOR_POOL` memories judged by their text: raised by
     `author_match` of their score when their opening label names someone the query names,
-    lowered by `question_turn` when they end by asking, and raised by `time_told` when
-    the query asks when and they say when (see `search.ranking`). With `parts`, each of
-    those memories' explanation tells which rules it met: `author` and `asks` (1 or 0),
-    and `time` when the query asks when."""
+    lowered by `question_turn` when they end by asking, raised by `time_told` when the
+    query asks when and they say when, and, with `dates` (the query names a time), given
+    `date_told` when they were not written in that time but say they tell of it (see
+    `search.ranking`). With `parts`, each of those memories' explanation tells which rules
+    it met: `author` and `asks` (1 or 0), `time` when the query asks when, and `told`
+    when it names a time and the memory was not written then."""
     named = set(words(query)) - STOPWORDS if weights.author_match > 0 else set()
     when = weights.time_told > 0 and asks_when(query)
     head = ranking[:AUTHOR_POOL]
@@ -1605,6 +1639,11 @@ def _by_text(
         content = contents.get(pk, "")
         signals: dict[str, float] = {}
         factor = 1.0
+        base = score
+        if dates is not None and pk not in dates.dated:
+            said = dates.tells(pk, content)
+            base += dates.bonus if said else 0.0
+            signals["told"] = 1.0 if said else 0.0
         if weights.author_match > 0:
             by_named = bool(named) and not named.isdisjoint(author(content))
             factor *= 1.0 + weights.author_match if by_named else 1.0
@@ -1617,7 +1656,7 @@ def _by_text(
             timed = tells_time(content)
             factor *= 1.0 + weights.time_told if timed else 1.0
             signals["time"] = 1.0 if timed else 0.0
-        out.append((pk, score * factor))
+        out.append((pk, base * factor))
         if parts is not None and pk in parts:
             parts[pk].update(signals)
     out.sort(key=lambda kv: (-kv[1], -kv[0]))

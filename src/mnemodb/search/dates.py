@@ -18,7 +18,7 @@ import functools
 import re
 from datetime import UTC, date, datetime, timedelta
 
-__all__ = ["TOLD_WITHIN", "asks_when", "tells_time", "time_window"]
+__all__ = ["TOLD_WITHIN", "asks_when", "named_span", "tells_time", "time_window"]
 
 TOLD_WITHIN = timedelta(days=7)
 """How long after the named time a memory may be written and still be about it."""
@@ -134,11 +134,19 @@ def _span(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | N
 def time_window(query: str, now: int) -> tuple[int, int] | None:
     """The creation times [from, to) in ms of the memories that the calendar expressions
     in `query` point at, asked at `now` (ms), or None when it names no time."""
+    span = named_span(query, now)
+    return None if span is None else (span[0], span[1] + int(TOLD_WITHIN.total_seconds() * 1000))
+
+
+def named_span(text: str, now: int) -> tuple[int, int] | None:
+    """The times [from, to) in ms that the calendar expressions of `text` name, read at
+    `now` (ms): "last month" in a text written on 18 April 2023 is March 2023. None when
+    it names no time."""
     today = datetime.fromtimestamp(now / 1000, UTC).date()
     spans: list[tuple[date, date]] = []
     taken: list[tuple[int, int]] = []
     for kind, pattern in _patterns():
-        for match in pattern.finditer(query):
+        for match in pattern.finditer(text):
             # A longer expression found first ("9 November, 2022") owns its words.
             if any(match.start() < end and start < match.end() for start, end in taken):
                 continue
@@ -154,7 +162,7 @@ def time_window(query: str, now: int) -> tuple[int, int] | None:
     def ms(day: date) -> int:
         return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
-    return ms(start), ms(end) + int(TOLD_WITHIN.total_seconds() * 1000)
+    return ms(start), ms(end)
 
 
 _WEEKDAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mnemodb.model.records import Edge, edge_of
+from mnemodb.model.records import Edge, ItemFilter, edge_of
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,25 @@ def test_edge_of_takes_every_field_of_an_edge_in_order() -> None:
     names = [f.name for f in dataclasses.fields(Edge)]
     made = edge_of(*range(len(names)))
     assert [getattr(made, name) for name in names] == list(range(len(names)))
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ItemFilter(),
+        ItemFilter(include_archived=True, current_only=True),
+        ItemFilter(types=("note",)),
+        ItemFilter(created_from=0),
+        ItemFilter(created_to=5),
+        ItemFilter(props=(("k", 1),)),
+        ItemFilter(tags=("t",)),
+        ItemFilter(min_importance=0),
+        ItemFilter(max_importance=10),
+        ItemFilter(linked_to=(3,)),
+        ItemFilter(pks=()),
+        ItemFilter(pks=(1, 2), current_only=True),
+    ],
+)
+def test_a_filter_narrows_when_it_judges_more_than_scopes_archiving_and_superseding(where: ItemFilter) -> None:
+    passing = ItemFilter(include_archived=True)
+    assert where.narrowing == (dataclasses.replace(where, include_archived=True, current_only=False) != passing)

@@ -72,3 +72,39 @@ def test_a_scope_left_out_is_left_out_at_every_limit(store: Store, crowded: dict
     # Superseded by a memory of B: an edge a reader of A cannot see decides nothing.
     assert crowded["superseded"] & found
     assert head == whole[:3]
+
+
+@pytest.fixture
+def buried(store: Store) -> set[int]:
+    """700 memories holding "river": the 420 best matches (the shortest texts) archived, so
+    a search that passes only live memories finds its first hit past the first few hundred
+    best matches."""
+    archived: set[int] = set()
+    with store.write() as tx:
+        for i in range(700):
+            filler = " ".join(["stone"] * (i // 20))
+            pk = add_memory(tx, f"river {filler} {i}", at=T0 + i)
+            if i < 420:
+                tx.set_archived(pk, T0 + 1_000)
+                archived.add(pk)
+    return archived
+
+
+def test_hits_past_the_best_matches_scored_first_are_found(store: Store, buried: set[int]) -> None:
+    at = T0 + 5_000
+    with store.read() as tx:
+        # Asked for more and more in one read, as a ranking widening its pool asks.
+        heads = {
+            limit: tx.filtered_text_search(["river"], [A], limit, ItemFilter(), at, WEIGHTS) for limit in (1, 64, 300)
+        }
+        whole = tx.filtered_text_search(["river"], [A], 1_000, ItemFilter(), at, WEIGHTS)
+        # The same filter judged in one statement (a floor every memory passes).
+        floor = tx.filtered_text_search(["river"], [A], 1_000, ItemFilter(min_importance=0), at, WEIGHTS)
+    assert_best_first(whole)
+    assert len(whole) == 280 and not set(pks_of(whole)) & buried
+    assert floor == whole
+    for limit, head in heads.items():
+        assert head == whole[:limit], limit
+    with store.read() as tx:
+        # And in a read of its own, asked for a few first.
+        assert tx.filtered_text_search(["river"], [A], 5, ItemFilter(), at, WEIGHTS) == whole[:5]

@@ -108,3 +108,22 @@ def test_hits_past_the_best_matches_scored_first_are_found(store: Store, buried:
     with store.read() as tx:
         # And in a read of its own, asked for a few first.
         assert tx.filtered_text_search(["river"], [A], 5, ItemFilter(), at, WEIGHTS) == whole[:5]
+
+
+def test_contents_after_a_search_are_those_the_rows_hold(store: Store, crowded: dict[str, set[int]]) -> None:
+    at = T0 + 5_000
+    with store.read() as tx:
+        hits = pks_of(tx.filtered_text_search(["river", "reed"], [A, B], 40, CURRENT, at, WEIGHTS))
+        asked = [*hits, *sorted(crowded["archived"])[:5], 10**9]
+        after_search = {holding: tx.memory_contents(asked, holding) for holding in ("", "river", "reed 1", "zzz")}
+    with store.read() as tx:
+        alone = {holding: tx.memory_contents(asked, holding) for holding in ("", "river", "reed 1", "zzz")}
+    assert after_search == alone
+    assert set(alone[""]) == set(asked) - {10**9} and alone["zzz"] == {}
+    assert all("river" in text for text in alone["river"].values()) and alone["river"]
+    # A change in the same transaction is read, not what the search saw.
+    with store.write() as tx:
+        hits = pks_of(tx.filtered_text_search(["river"], [A, B], 10, CURRENT, at, WEIGHTS))
+        tx.update_memory(hits[0], {"content": "a rewritten text"})
+        assert tx.memory_contents(hits[:3], "")[hits[0]] == "a rewritten text"
+        assert tx.memory_contents(hits[:3], "river").keys() == set(hits[1:3])

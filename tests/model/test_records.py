@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mnemodb.model.records import Edge, Entity, Memory, edge_of, entity_of, memory_of
+from mnemodb.model.records import Edge, Entity, ItemFilter, Memory, edge_of, entity_of, memory_of
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,25 @@ def test_memory_of_and_entity_of_take_every_field_in_order(record: type, make: C
     names = [f.name for f in dataclasses.fields(record)]
     made = make(*range(len(names)))
     assert [getattr(made, name) for name in names] == list(range(len(names)))
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ItemFilter(),
+        ItemFilter(include_archived=True, current_only=True),
+        ItemFilter(types=("note",)),
+        ItemFilter(created_from=0),
+        ItemFilter(created_to=5),
+        ItemFilter(props=(("k", 1),)),
+        ItemFilter(tags=("t",)),
+        ItemFilter(min_importance=0),
+        ItemFilter(max_importance=10),
+        ItemFilter(linked_to=(3,)),
+        ItemFilter(pks=()),
+        ItemFilter(pks=(1, 2), current_only=True),
+    ],
+)
+def test_a_filter_narrows_when_it_judges_more_than_scopes_archiving_and_superseding(where: ItemFilter) -> None:
+    passing = ItemFilter(include_archived=True)
+    assert where.narrowing == (dataclasses.replace(where, include_archived=True, current_only=False) != passing)

@@ -381,6 +381,23 @@ class ItemFilter(Value):
     def memories_only(self) -> bool:
         return bool(self.tags or self.min_importance is not None or self.max_importance is not None or self.linked_to)
 
+    @property
+    def narrowing(self) -> bool:
+        """Whether it sets a condition past the readable scopes, archiving and superseding:
+        `replace(self, include_archived=True, current_only=False) != ItemFilter(include_archived=True)`,
+        without building a filter (a search asks several times a call)."""
+        return bool(
+            self.types
+            or self.created_from is not None
+            or self.created_to is not None
+            or self.props
+            or self.tags
+            or self.min_importance is not None
+            or self.max_importance is not None
+            or self.linked_to
+            or self.pks is not None
+        )
+
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class StoredMemory(Value):

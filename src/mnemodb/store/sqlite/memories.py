@@ -36,6 +36,10 @@ def archived_in(conn: sqlite3.Connection, scopes: Sequence[str]) -> bool:
 
 class MemoryReads:
     conn: sqlite3.Connection
+    # The contents of the memories a search judged in this transaction (`ItemReads.
+    # filtered_text_search` reads them with the rows it judges), by the connection's
+    # changes when they were read: the rules on a ranking's first places read them next.
+    _contents_read: tuple[int, dict[int, str]] | None = None
 
     def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
         rows = self.conn.execute(
@@ -159,6 +163,12 @@ class MemoryReads:
 
     def memory_contents(self, pks: Sequence[int], holding: str) -> dict[int, str]:
         out: dict[int, str] = {}
+        kept = self._contents_read
+        if kept is not None and kept[0] == self.conn.total_changes:
+            known = kept[1]
+            # `holding in content` is `instr(content, holding) > 0`, the empty text included.
+            out.update((pk, known[pk]) for pk in pks if pk in known and holding in known[pk])
+            pks = [pk for pk in pks if pk not in known]
         for chunk in chunks(pks, 500):
             out.update(
                 self.conn.execute(

@@ -155,8 +155,11 @@ class NativeTools:
     @staticmethod
     def _found(found: Found, full: bool, shown_first: Callable[[str], bool] | None = None) -> dict[str, Any]:
         item = found.item
-        if isinstance(item, Entity) and shown_first is not None and not full:
-            item = replace(item, observations=tuple(sorted(item.observations, key=lambda o: not shown_first(o))))
+        if isinstance(item, Entity) and shown_first is not None and not full and len(item.observations) > 1:
+            # A copy only when the order changes: a copy of an entity costs more than its shape.
+            ordered = tuple(sorted(item.observations, key=lambda o: not shown_first(o)))
+            if ordered != item.observations:
+                item = replace(item, observations=ordered)
         shape = item_shape(item, full=full)
         if found.score is not None:
             shape["score"] = found.score

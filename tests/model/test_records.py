@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mnemodb.model.records import Edge, edge_of
+from mnemodb.model.records import Edge, Relation, edge_of, relation_of
 
 
 @pytest.mark.parametrize(
@@ -32,4 +32,27 @@ def test_edge_of_takes_every_field_of_an_edge_in_order() -> None:
     # A field added to `Edge` must be added to `edge_of` too, which writes each one.
     names = [f.name for f in dataclasses.fields(Edge)]
     made = edge_of(*range(len(names)))
+    assert [getattr(made, name) for name in names] == list(range(len(names)))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ("Ada", "Babbage", "knows", 1, 2, 3, {}),
+        ("a\x00", "", "é", 9, 4, 4, {"since": 1999, "w": [0.5, None]}),
+    ],
+)
+def test_relation_of_makes_the_relation_its_fields_make(fields: tuple[object, ...]) -> None:
+    made = relation_of(*fields)  # type: ignore[arg-type]
+    expected = Relation(*fields)  # type: ignore[arg-type]
+    assert type(made) is Relation
+    assert made == expected and repr(made) == repr(expected)
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.pk = 8  # type: ignore[misc]
+
+
+def test_relation_of_takes_every_field_of_a_relation_in_order() -> None:
+    names = [f.name for f in dataclasses.fields(Relation)]
+    made = relation_of(*range(len(names)))
     assert [getattr(made, name) for name in names] == list(range(len(names)))

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Entity, Relation
+from mnemodb.model.records import Entity, Relation, relation_of
 from mnemodb.store.base import (
     EntityFieldWeights,
     EntityKey,
@@ -423,8 +423,8 @@ class EntityReads:
         rows = self.conn.execute(
             f"WITH touched(pk) AS MATERIALIZED (SELECT value FROM json_each(?)) {statement} ORDER BY 1", params
         )
-        # Positional arguments, in the record's field order: thousands a search.
-        return [Relation(r[4], r[5], r[3], r[0], r[1], r[2], _json_object(r[6])) for r in rows]
+        # Thousands a search: made without the record's `__init__`.
+        return [relation_of(r[4], r[5], r[3], r[0], r[1], r[2], _json_object(r[6])) for r in rows]
 
     def relations_matching(
         self,

@@ -8,16 +8,18 @@ searches that match up to a few thousand entities a query at 100,000, every one 
 in full with the relations touching it. It is seeded in process through the engine's
 bulk paths (`create_entities` and `create_relations`, 2,000 a call).
 
-Each call goes through the path a stdio server answers a read on (`ToolCalls.call_here`,
-the parameters validated, the result encoded as the reply line by the stdio transport's
-encoder); a read that `call_here` defers (its statements ran past the quick-read limit)
-is run again as a worker thread would, and counted as deferred. Each measurement runs in
-a child process of its own with `PYTHONPATH` set to one source tree, so two trees
-(`--compare`) are measured on the same database file, alternately, round after round
-(the machine may be shared: CPU is `time.process_time`, the median of batches of calls,
+Each call is answered as the stdio transport answers it: `ToolCalls.call_here` on the
+calling thread (the parameters validated, the result encoded as the reply line by the
+stdio transport's encoder), or, when that gives the call up (its statements ran past the
+quick-read limit, or the tree remembers that the tool's last try there did),
+`ToolCalls.call` on a worker thread, in one event loop. Each measurement runs in a child
+process of its own with `PYTHONPATH` set to one source tree, so two trees (`--compare`)
+are measured on the same database file, alternately, round after round (the machine may
+be shared: CPU is `time.process_time` of every thread, the median of batches of calls,
 and each row is the range over the rounds with its median). A child also counts the SQL
-statements a call runs (not counting BEGIN, COMMIT and PRAGMA, nor the statements SQLite
-runs inside one) and the reply's bytes.
+statements of one call (run on its own thread, not counting BEGIN, COMMIT and PRAGMA, nor
+the statements SQLite runs inside one), the calls tried on the calling thread and
+stopped, the calls answered on a worker thread, and the replies' bytes.
 
 `--replies` checks that both trees answer byte for byte alike: each child answers every
 query once (plain, then with `includeNeighbors`, with `limit`, and some fuzzily), writes

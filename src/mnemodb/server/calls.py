@@ -125,9 +125,9 @@ class ToolCalls:
         self.overran: set[str] = set()
         """Reads whose last try in `call_here` ran past `QUICK_READ_S`: `call_here` leaves
         the next call of each to `call` rather than try it again, until one is done there in
-        under half that time. A try that is stopped has done its work for nothing: a
-        2 MB knowledge-graph search at 100,000 entities cost half as much again over stdio
-        when every call was tried first."""
+        under half that time. A try that is stopped has done its work for nothing: on a busy
+        machine, 47-50 of 60 knowledge-graph searches at 100,000 entities (2 MB replies,
+        `bench/kg_search.py`) were tried here, stopped and done again on a worker."""
         self.subscribed: set[str] = set()
         """Resource URIs a client subscribed to: each hears of every successful writing call.
         A stdio server has one client; the 2026-07-28 era has no resources/subscribe at all."""
@@ -172,8 +172,9 @@ class ToolCalls:
     def call_here(self, name: str, arguments: Any, finish: Callable[[ToolResult], T]) -> T | None:
         """`call`, run on this thread, for a tool that changes nothing and is done within
         `QUICK_READ_S` (or its own limit, if shorter): `finish` of its result. None when the
-        call must go through `call` instead: a tool that writes, an unknown one, or a read
-        that ran out of that time, which the store stopped and rolled back.
+        call must go through `call` instead: a tool that writes, an unknown one, a read
+        that ran out of that time, which the store stopped and rolled back, or a read whose
+        last try here did (`overran`).
 
         For the stdio transport, where one client waits on each answer: handing a call to a
         worker thread and back costs more than a point read itself (a trivial read's server

@@ -55,8 +55,9 @@ class NoPath:
 class PlainReply(dict[str, Any]):
     """A result of strings, integers, lists and string-keyed objects alone (no extra fields
     an imported line carried, which may hold any JSON value): JSON that orjson writes byte
-    for byte as the standard library's compact encoder does without ASCII escaping, in a
-    tenth of its time (a search's reply at 100,000 entities is 2 MB)."""
+    for byte as the standard library's compact encoder does without ASCII escaping, in
+    about a quarter of its time (the text of a search's 2 MB reply at 100,000 entities:
+    3.3 ms against 14.1, on a busy machine)."""
 
 
 def _compact_json(value: Any) -> str:

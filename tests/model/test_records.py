@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mnemodb.model.records import Edge, Entity, ItemFilter, Memory, edge_of, entity_of, memory_of
+from mnemodb.model.records import Edge, Entity, ItemFilter, Memory, Relation, edge_of, entity_of, memory_of, relation_of
 
 
 @pytest.mark.parametrize(
@@ -98,3 +98,26 @@ def test_memory_of_and_entity_of_take_every_field_in_order(record: type, make: C
 def test_a_filter_narrows_when_it_judges_more_than_scopes_archiving_and_superseding(where: ItemFilter) -> None:
     passing = ItemFilter(include_archived=True)
     assert where.narrowing == (dataclasses.replace(where, include_archived=True, current_only=False) != passing)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ("Ada", "Babbage", "knows", 1, 2, 3, {}),
+        ("a\x00", "", "é", 9, 4, 4, {"since": 1999, "w": [0.5, None]}),
+    ],
+)
+def test_relation_of_makes_the_relation_its_fields_make(fields: tuple[object, ...]) -> None:
+    made = relation_of(*fields)  # type: ignore[arg-type]
+    expected = Relation(*fields)  # type: ignore[arg-type]
+    assert type(made) is Relation
+    assert made == expected and repr(made) == repr(expected)
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.pk = 8  # type: ignore[misc]
+
+
+def test_relation_of_takes_every_field_of_a_relation_in_order() -> None:
+    names = [f.name for f in dataclasses.fields(Relation)]
+    made = relation_of(*range(len(names)))
+    assert [getattr(made, name) for name in names] == list(range(len(names)))

@@ -26,6 +26,7 @@ from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from inprocess import serve_settings, served
+from mnemodb.engine.graph import NewEntity, NewRelation
 from mnemodb.server import calls as calls_module
 from mnemodb.server import lean as lean_module
 from mnemodb.server.app import build_server
@@ -349,6 +350,65 @@ def test_a_read_stopped_at_the_quick_limit_is_answered_in_full_by_a_worker(
     replies = _exchange(db, "knowledge-graph", messages, lean=True)
     assert replies[2] == [{"jsonrpc": "2.0", "id": 2, "result": in_full}]
     assert replies[3] == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+
+
+def test_a_read_whose_try_overran_goes_to_a_worker_until_it_is_quick_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with served(serve_settings(tmp_path / "m.db", "knowledge-graph")) as server:
+        profile = build_profile("knowledge-graph", server.settings)
+        heard: list[tuple[str, str]] = []
+        calls = ToolCalls(profile, server.engine, on_tool_call=lambda name, outcome, _: heard.append((name, outcome)))
+        _seeded_graph(calls, 500)
+        monkeypatch.setattr(calls_module, "QUICK_READ_S", 60.0)  # in time even on a busy machine
+        whole = calls.call_here("read_graph", {}, _as_is)
+        assert whole is not None and calls.overran == set()
+        monkeypatch.setattr(calls_module, "QUICK_READ_S", 0.0)
+        assert calls.call_here("read_graph", {}, _as_is) is None
+        assert calls.overran == {"read_graph"}
+        # Not tried again here, though it would now be done in time: nothing is run or heard.
+        monkeypatch.setattr(calls_module, "QUICK_READ_S", 60.0)
+        heard.clear()
+        assert calls.call_here("read_graph", {}, _as_is) is None
+        assert heard == []
+        # Other reads are still answered here.
+        assert calls.call_here("open_nodes", {"names": ["entity 1"]}, _as_is) is not None
+        # A worker's answer past half the limit keeps it there; one within it brings it back.
+        monkeypatch.setattr(calls_module, "QUICK_READ_S", 0.0)
+        assert anyio.run(calls.call, "read_graph", {}, _as_is) == whole
+        assert calls.overran == {"read_graph"}
+        monkeypatch.setattr(calls_module, "QUICK_READ_S", 60.0)
+        assert anyio.run(calls.call, "read_graph", {}, _as_is) == whole
+        assert calls.overran == set()
+        assert calls.call_here("read_graph", {}, _as_is) == whole
+
+
+def test_a_search_reply_is_the_standard_library_json_of_its_content_with_or_without_extra_fields(
+    tmp_path: Path,
+) -> None:
+    """A search's text is its structured content as `json.dumps` writes it (compact,
+    characters as they are), whichever encoder wrote it, and its reply line is the same."""
+    odd = ["line\nbreak\ttab", 'a "quote" \\ back/slash', "nul \x00 unit \x1f del \x7f", "Zoë 東京 \u2028 😀", ""]
+    with served(serve_settings(tmp_path / "m.db", "knowledge-graph")) as server:
+        engine = server.engine
+        calls = ToolCalls(build_profile("knowledge-graph", server.settings), engine)
+        engine.graph.create_entities([NewEntity(f"Ada {i}", "person", (*odd, f"n{i}")) for i in range(3)])
+        engine.graph.create_relations([NewRelation("Ada 0", "Ada 1", "knows"), NewRelation("Ada 2", "Ada 0", "é")])
+
+        def answered(query: str) -> str:
+            result = calls.call_here("search_nodes", {"query": query}, _as_is)
+            assert result is not None and not result["isError"]
+            text = result["content"][0]["text"]
+            assert text == json.dumps(result["structuredContent"], separators=(",", ":"), ensure_ascii=False)
+            assert json.loads(_encoded_result(7, result))["result"] == json.loads(_encoded(result))
+            return str(text)
+
+        plain = answered("ada")
+        assert len(json.loads(plain)["entities"]) == 3 and "\\u0000" in plain
+        extra = {"weight": float("nan"), "big": 2**70, "small": 1e-7, "nested": {"k": [1.5, None, True]}}
+        engine.graph.create_entities([NewEntity("Ada extra", "person", ("x",), extra=extra)])
+        with_extra = answered("ada")
+        assert '"weight":NaN' in with_extra and str(2**70) in with_extra and "1e-07" in with_extra
 
 
 def test_lines_past_the_read_buffer_are_all_answered_once_and_reads_in_order(tmp_path: Path) -> None:

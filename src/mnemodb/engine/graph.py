@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from mnemodb.engine.patterns import COMPILE_SECONDS_PER_STEP, MAX_PATTERN_STEPS, compile_js
 from mnemodb.graph.paths import shortest_path
@@ -32,10 +32,11 @@ if TYPE_CHECKING:
     import regex
 
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import EntityKey, ReadTx, TextClause
+    from mnemodb.store.base import EntityKey, EntityMatch, ReadTx, TextClause
 
 __all__ = [
     "OBSERVATION_PRESETS",
+    "FoundEntity",
     "Graph",
     "GraphSearch",
     "KnowledgeGraph",
@@ -86,9 +87,25 @@ class Graph(Value):
     next_cursor: str | None = None
 
 
+class FoundEntity(NamedTuple):
+    """An entity as a search returns it: what the knowledge-graph face shows of it, without
+    the node's id, scope, properties and times (a search returns thousands, each read,
+    built and shown once)."""
+
+    pk: int
+    name: str
+    entity_type: str
+    observations: tuple[str, ...]
+    extra: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, entity: Entity) -> FoundEntity:
+        return cls(entity.pk, entity.name, entity.entity_type, entity.observations, entity.extra)
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class GraphSearch(Value):
-    entities: tuple[Entity, ...]
+    entities: tuple[FoundEntity, ...]
     relations: tuple[Relation, ...]
     scores: tuple[tuple[str, float], ...]
     """(name, score) of the ranked matches, best first; neighbours added after are not scored."""
@@ -138,6 +155,22 @@ def _decode_cursor(cursor: str, kind: str) -> int:
         return int(value)
     except (ValueError, UnicodeDecodeError):
         raise InvalidArgument("cursor is not one this server gave out; start again without it") from None
+
+
+def _found(rows: Sequence[EntityMatch]) -> Iterable[FoundEntity]:
+    """The store's rows as found entities, their observation arrays decoded in one call
+    rather than one a row (each call has its own fixed cost; a search reads thousands)."""
+    arrays = json.loads("[" + ",".join(row.observations_json for row in rows) + "]")
+    make = FoundEntity
+    for row, observations in zip(rows, arrays, strict=True):
+        extra = row.extra_json
+        yield make(
+            row.pk,
+            row.name,
+            row.entity_type,
+            tuple(observations),
+            {} if not extra or extra == "{}" else dict(json.loads(extra)),
+        )
 
 
 _REGEX_SYNTAX = re.compile(r"[\\^$.|?*+()\[\]{}]")
@@ -390,13 +423,7 @@ class KnowledgeGraph:
     def _candidates(self, tx: ReadTx, query: gq.FieldQuery, reads: Sequence[str], *, fuzzy: bool) -> list[int] | None:
         """Entities that may match (a superset) from the trigram index, or None when the
         query cannot narrow them (a term under three characters, exclusions only)."""
-        clauses: list[TextClause] = []
-        for column, clause in (*query.fields.items(), (None, query.all)):
-            if clause is None or clause.empty:
-                continue
-            every = (*clause.required, *clause.phrases)
-            clauses.append((column, every, clause.optional if not every else ()))
-        exact = tx.entity_text_search(clauses, reads)
+        exact = tx.entity_text_search(self._clauses(query), reads)
         if not fuzzy or exact is None:
             return exact
         terms = [t for clause in (*query.fields.values(), query.all) if clause is not None for t in clause.positive]
@@ -421,6 +448,17 @@ class KnowledgeGraph:
             for pk in tx.entity_text_search([(None, (), tuple(near))], reads) or ():
                 found.setdefault(pk, None)
         return sorted(found)
+
+    @staticmethod
+    def _clauses(query: gq.FieldQuery) -> list[TextClause]:
+        """The substring conditions of `query` the trigram index can look entities up by."""
+        clauses: list[TextClause] = []
+        for column, clause in (*query.fields.items(), (None, query.all)):
+            if clause is None or clause.empty:
+                continue
+            every = (*clause.required, *clause.phrases)
+            clauses.append((column, every, clause.optional if not every else ()))
+        return clauses
 
     def _vocabulary(self, tx: ReadTx, reads: Sequence[str]) -> list[str]:
         """Every word of the entities' names, types and observations in `reads`, lower-cased.
@@ -492,7 +530,8 @@ class KnowledgeGraph:
             if limit is not None and limit > 0:
                 ranked = self.ranked(tx, query, reads, fuzzy=fuzzy)[:limit]
                 # Only the entities returned are read in full.
-                entities = tx.entities_by_pk([pk for pk, _ in ranked])
+                read = tx.entities_by_pk([pk for pk, _ in ranked])
+                entities = {pk: FoundEntity.of(entity) for pk, entity in read.items()}
                 scored = [(score, pk) for pk, score in ranked]
             else:
                 found = self._ranked_entities(tx, query, reads, fuzzy=fuzzy)
@@ -511,7 +550,7 @@ class KnowledgeGraph:
                 neighbours = tx.entities_by_pk(extra_pks)
                 for pk in extra_pks:
                     if pk in neighbours:
-                        final[pk] = neighbours[pk]
+                        final[pk] = FoundEntity.of(neighbours[pk])
                 relations = tx.relations_touching(list(final), reads)
         return GraphSearch(
             tuple(final.values()),
@@ -521,26 +560,27 @@ class KnowledgeGraph:
 
     def _ranked_entities(
         self, tx: ReadTx, query: str, reads: Sequence[str], *, fuzzy: bool
-    ) -> list[tuple[Entity, float]]:
-        """Every entity the query matches, read in full, with its score, best first.
+    ) -> list[tuple[FoundEntity, float]]:
+        """Every entity the query matches, as a search returns it, with its score, best first.
 
         Every match is returned whole, so when the index narrows the candidates exactly
-        enough (no typo tolerance), they are read in full once and checked, scored and
-        returned from that one read, rather than read as text to rank and then again."""
+        enough (no typo tolerance), they are read with the index's look-up, in one
+        statement, and checked, scored and returned from that one read, rather than read as
+        text to rank and then again."""
         parsed = gq.parse(check_query(query))
         if parsed.empty:
             return []
-        candidates = None if fuzzy else self._candidates(tx, parsed, reads, fuzzy=False)
+        candidates = None if fuzzy else tx.entity_text_matches(self._clauses(parsed), reads)
         if candidates is None:
             ranked = self.ranked(tx, query, reads, fuzzy=fuzzy)
             entities = tx.entities_by_pk([pk for pk, _ in ranked])
-            return [(entities[pk], score) for pk, score in ranked if pk in entities]
+            return [(FoundEntity.of(entities[pk]), score) for pk, score in ranked if pk in entities]
         terms = gq.ScoreTerms.of(query)
-        scored: list[tuple[Entity, float]] = []
+        scored: list[tuple[FoundEntity, float]] = []
         # Bound once: this loop runs for every candidate, thousands a search.
         text_of, matches, score = gq.EntityText.of, gq.entity_matches, gq.score_entity
         # In any order: the sort below orders ties by pk.
-        for entity in tx.entities_by_pk(candidates).values():
+        for entity in _found(candidates):
             text = text_of(entity.name, entity.entity_type, entity.observations)
             if matches(text, parsed):
                 scored.append((entity, score(text, terms)))

@@ -297,6 +297,35 @@ def entity_of(
     return entity
 
 
+# `Relation`'s slots, written directly by `relation_of` (the order of its fields).
+(
+    _set_from_name,
+    _set_to_name,
+    _set_relation_type,
+    _set_relation_pk,
+    _set_relation_src_pk,
+    _set_relation_dst_pk,
+    _set_relation_extra,
+) = (getattr(Relation, f.name).__set__ for f in fields(Relation))
+
+
+def relation_of(
+    from_name: str, to_name: str, type: str, pk: int, src_pk: int, dst_pk: int, extra: Mapping[str, Any]
+) -> Relation:
+    """`Relation(...)` of these fields, the same object, made without the frozen
+    dataclass's `__init__`, as `edge_of` makes an edge: a knowledge-graph search at 100,000
+    entities reads thousands of relations a call. `Relation` has no `__post_init__`."""
+    relation = _new(Relation)
+    _set_from_name(relation, from_name)
+    _set_to_name(relation, to_name)
+    _set_relation_type(relation, type)
+    _set_relation_pk(relation, pk)
+    _set_relation_src_pk(relation, src_pk)
+    _set_relation_dst_pk(relation, dst_pk)
+    _set_relation_extra(relation, extra)
+    return relation
+
+
 NewEdgeRow = tuple[str, int, int, str, str, Props, int, int]
 """A new open edge as the store writes it: (id, src pk, dst pk, type, scope, props,
 valid_from, created_at)."""

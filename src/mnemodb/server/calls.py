@@ -122,6 +122,12 @@ class ToolCalls:
         self.on_tool_call = on_tool_call
         self.tools = {tool.name: tool for tool in profile.tools}
         self.listing: list[dict[str, Any]] = [listed_tool(tool, profile) for tool in profile.tools]
+        self.overran: set[str] = set()
+        """Reads whose last try in `call_here` ran past `QUICK_READ_S`: `call_here` leaves
+        the next call of each to `call` rather than try it again, until one is done there in
+        under half that time. A try that is stopped has done its work for nothing: on a busy
+        machine, 47-50 of 60 knowledge-graph searches at 100,000 entities (2 MB replies,
+        `bench/kg_search.py`) were tried here, stopped and done again on a worker."""
         self.subscribed: set[str] = set()
         """Resource URIs a client subscribed to: each hears of every successful writing call.
         A stdio server has one client; the 2026-07-28 era has no resources/subscribe at all."""
@@ -154,6 +160,8 @@ class ToolCalls:
             validated = tool.params.validate(arguments)
             result = await run_in_worker(engine, work, self.tool_timeout_ms)
             outcome = "ok"
+            if name in self.overran and time.perf_counter() - started < QUICK_READ_S / 2:
+                self.overran.discard(name)
         except BaseException as exc:
             outcome = "error" if isinstance(exc, Exception) else "cancelled"
             outcome, result = self._settled(tool, exc, finish)
@@ -164,8 +172,9 @@ class ToolCalls:
     def call_here(self, name: str, arguments: Any, finish: Callable[[ToolResult], T]) -> T | None:
         """`call`, run on this thread, for a tool that changes nothing and is done within
         `QUICK_READ_S` (or its own limit, if shorter): `finish` of its result. None when the
-        call must go through `call` instead: a tool that writes, an unknown one, or a read
-        that ran out of that time, which the store stopped and rolled back.
+        call must go through `call` instead: a tool that writes, an unknown one, a read
+        that ran out of that time, which the store stopped and rolled back, or a read whose
+        last try here did (`overran`).
 
         For the stdio transport, where one client waits on each answer: handing a call to a
         worker thread and back costs more than a point read itself (a trivial read's server
@@ -174,7 +183,7 @@ class ToolCalls:
         bounds database statements; what a read does outside them is bounded by its input's
         limits, as on the worker thread."""
         tool = self.tools.get(name)
-        if tool is None or not tool.changes_nothing:
+        if tool is None or not tool.changes_nothing or name in self.overran:
             return None
         profile, engine = self.profile, self.engine
         limit = self.tool_timeout_ms / 1000 if self.tool_timeout_ms > 0 else None
@@ -190,6 +199,7 @@ class ToolCalls:
         except OperationTimeout as exc:
             if second_try:
                 outcome = "deferred"
+                self.overran.add(name)
                 return None
             outcome, result = self._settled(tool, exc, finish)
         except BaseException as exc:

@@ -93,6 +93,7 @@ __all__ = [
     "EntityFieldWeights",
     "EntityKey",
     "EntityLink",
+    "EntityMatch",
     "EntityReads",
     "EntityText",
     "EntityTextSearch",
@@ -218,6 +219,19 @@ class EntityText(NamedTuple):
     """The observations joined by single spaces."""
     observations_json: str
     """The observations as a JSON array of strings, in order (parsed only on a match)."""
+
+
+class EntityMatch(NamedTuple):
+    """An entity the substring search may have found, with what a search shows of it: no
+    node fields (id, scope, properties, times), observations and extra fields as stored."""
+
+    pk: int
+    name: str
+    entity_type: str
+    observations_json: str
+    """The observations as a JSON array of strings, in order."""
+    extra_json: str | None
+    """Fields an imported upstream line carried, as a JSON object (None: none)."""
 
 
 class EntityKey(NamedTuple):
@@ -713,6 +727,12 @@ class EntityTextSearch(Protocol):
         first; the engine checks each candidate exactly. None when the index cannot narrow
         the search (a substring shorter than the index's grain, three characters for
         trigrams): the engine then reads every entity's text (`entity_texts`)."""
+        ...
+
+    def entity_text_matches(self, clauses: Sequence[TextClause], scopes: ScopeSet) -> list[EntityMatch] | None:
+        """`entity_text_search`'s candidates, each with its name, type, observations and
+        extra fields, in one read: for a search that returns every match whole. None when
+        `entity_text_search` is None."""
         ...
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
 
-from mnemodb.store.base import Store, TextClause
-from store.contract.rows import A, B, C, add_entity
+from mnemodb.model.records import ENTITY
+from mnemodb.store.base import EntityMatch, Store, TextClause
+from store.contract.rows import T0, A, B, C, add_entity, add_node
 from stores import chosen_backend
 
 
@@ -120,3 +122,66 @@ def test_names_alone_follow_renames_deletions_and_observation_changes(store: Sto
     assert _candidates(store, [("name", ["Babbage"], [])], [A, C]) == [e["bab"]]
     assert _candidates(store, [("name", [], ["Machine", "Lovelace"])], [A]) == [e["ada"], e["eng"]]
     assert _candidates(store, [("name", ["Ada"], []), ("name", ["lace"], [])], [A, B]) == [e["ada"]]
+
+
+def _matches(store: Store, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[EntityMatch] | None:
+    """`entity_text_matches`, checked against what `entity_text_search` and
+    `entities_by_pk` say of the same entities."""
+    with store.read() as tx:
+        found = tx.entity_text_matches(clauses, scopes)
+        candidates = tx.entity_text_search(clauses, scopes)
+        whole = tx.entities_by_pk(candidates or [])
+    if found is None:
+        assert candidates is None
+        return None
+    assert [m.pk for m in found] == candidates, "the same candidates, oldest first"
+    for match in found:
+        entity = whole[match.pk]
+        assert (match.name, match.entity_type) == (entity.name, entity.entity_type)
+        assert tuple(json.loads(match.observations_json)) == entity.observations
+        assert (json.loads(match.extra_json) if match.extra_json else {}) == dict(entity.extra)
+    return found
+
+
+def test_matches_are_the_candidates_with_what_a_search_shows_of_them(store: Store) -> None:
+    e = _populate(store)
+    with store.write() as tx:
+        odd = add_entity(tx, "Odd\x00Babbage", "inventor", ['line\nbreak "quoted" \\ \u2028', "", "Zoë 東京"])
+        tx.insert_entity(
+            add_node(tx, ENTITY, scope=A), A, "Babbage Extra", "x", {"color": "red", "n": [1, 2.5]}, ["one"], T0
+        )
+    clause_sets: list[list[TextClause]] = [
+        [(None, ["Babbage"], [])],
+        [("name", ["Babbage"], [])],
+        [("name", [], ["Lovelace", "Extra"])],
+        [(None, [], ["steam", "oë 東京", "quoted"])],
+        [("obs", ["analytical"], [])],
+        [("type", ["invent"], []), (None, [], ["Babbage", "engine"])],
+        [(None, ["xyzzy"], [])],
+    ]
+    seen: set[int] = set()
+    for clauses in clause_sets:
+        found = _matches(store, clauses, [A, B, C])
+        assert found is not None, clauses
+        seen.update(m.pk for m in found)
+    assert {e["ada"], e["bab"], e["eng"], e["far"], e["b"]} <= seen
+    assert e["dup"] not in seen, "only the entity a name means"
+    assert _matches(store, [(None, ["Babbage"], [])], [B]) == []
+    _matches(store, [(None, ["A"], [])], [A])  # None exactly when entity_text_search is
+    found = _matches(store, [(None, [], ["oë 東", "Extra"])], [A])
+    assert found is not None and odd in {m.pk for m in found}
+    assert any(m.extra_json for m in found)
+
+
+def test_matches_follow_renames_deletions_and_new_observations(store: Store) -> None:
+    e = _populate(store)
+    with store.write() as tx:
+        tx.rename_entity(e["eng"], name="Difference Machine")
+        tx.add_observations(e["ada"], ["a Difference noted"], 1)
+        tx.delete_node(e["bab"])
+    found = _matches(store, [(None, ["Difference"], [])], [A])
+    assert found is not None and {m.pk for m in found} == {e["ada"], e["eng"]}
+    by_pk = {m.pk: m for m in found}
+    assert by_pk[e["eng"]].name == "Difference Machine"
+    assert json.loads(by_pk[e["ada"]].observations_json)[-1] == "a Difference noted"
+    assert _matches(store, [("name", ["Charles"], [])], [A]) == []

@@ -28,7 +28,15 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.records import Entity, Relation
-from mnemodb.store.base import EntityFieldWeights, EntityKey, EntityLink, EntityText, ScoredPk, TextClause
+from mnemodb.store.base import (
+    EntityFieldWeights,
+    EntityKey,
+    EntityLink,
+    EntityMatch,
+    EntityText,
+    ScoredPk,
+    TextClause,
+)
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.postgresql.words import WordIndex, index_row, ranked, word_index_ddl
@@ -311,14 +319,10 @@ class EntityReads:
         ).fetchall()
         return [pk for pk, kind in rows if got(kind).lower() == wanted]
 
-    def entity_text_search(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[int] | None:
-        """Entities whose text satisfies every clause's substring conditions (a superset
-        the caller checks exactly), or None when no clause can use the trigram index (every
-        substring shorter than three characters).
-
-        Unlike FTS5's trigram tokenizer, which ends a text at U+0000, the folded columns hold
-        the whole text (U+0000 escaped as every stored text is), so a substring holding one,
-        or text after one, is looked up whole."""
+    @staticmethod
+    def _text_conditions(clauses: Sequence[TextClause]) -> tuple[str, list[Any]] | None:
+        """SQL over `entity_text t` meeting every clause, and its parameters; None when no
+        substring is long enough for the trigram indexes."""
         parts: list[str] = []
         params: list[Any] = []
         for column, every, some in clauses:
@@ -336,13 +340,43 @@ class EntityReads:
             parts += terms
         if not parts:
             return None
+        return " AND ".join(parts), params
+
+    def entity_text_search(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[int] | None:
+        """Entities whose text satisfies every clause's substring conditions (a superset
+        the caller checks exactly), or None when no clause can use the trigram index (every
+        substring shorter than three characters).
+
+        Unlike FTS5's trigram tokenizer, which ends a text at U+0000, the folded columns hold
+        the whole text (U+0000 escaped as every stored text is), so a substring holding one,
+        or text after one, is looked up whole."""
+        conditions = self._text_conditions(clauses)
+        if conditions is None:
+            return None
+        where, params = conditions
         canonical, scope_params = oldest_of_each_name("e", scopes)
         rows = self.conn.execute(
             "SELECT t.node FROM entity_text t JOIN entity e ON e.node = t.node "
-            f"WHERE {' AND '.join(parts)} AND e.scope = ANY(%s::text[]) AND {canonical} ORDER BY t.node",
+            f"WHERE {where} AND e.scope = ANY(%s::text[]) AND {canonical} ORDER BY t.node",
             [*params, put_scopes(scopes), *scope_params],
         ).fetchall()
         return [r[0] for r in rows]
+
+    def entity_text_matches(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[EntityMatch] | None:
+        """`entity_text_search`'s candidates with their name, type, observations (the JSON
+        copy in `entity_text`) and extra fields, in the same statement."""
+        conditions = self._text_conditions(clauses)
+        if conditions is None:
+            return None
+        where, params = conditions
+        canonical, scope_params = oldest_of_each_name("e", scopes)
+        rows = self.conn.execute(
+            "SELECT t.node, e.name, e.entity_type, t.items, e.extra "
+            f"FROM entity_text t JOIN entity e ON e.node = t.node WHERE {where} "
+            f"AND e.scope = ANY(%s::text[]) AND {canonical} ORDER BY t.node",
+            [*params, put_scopes(scopes), *scope_params],
+        ).fetchall()
+        return [EntityMatch(pk, got(name), got(kind), items, extra) for pk, name, kind, items, extra in rows]
 
     def entity_word_search(
         self, terms: Sequence[str], scopes: Sequence[str], limit: int, weights: EntityFieldWeights

@@ -13,8 +13,16 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Entity, Relation, entity_of
-from mnemodb.store.base import EntityFieldWeights, EntityKey, EntityLink, EntityText, ScoredPk, TextClause
+from mnemodb.model.records import Entity, Relation, entity_of, relation_of
+from mnemodb.store.base import (
+    EntityFieldWeights,
+    EntityKey,
+    EntityLink,
+    EntityMatch,
+    EntityText,
+    ScoredPk,
+    TextClause,
+)
 from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, padded, rows_as
 
 __all__ = ["EntityReads", "EntityWrites"]
@@ -231,11 +239,10 @@ class EntityReads:
         ).fetchall()
         return [pk for pk, kind in rows if kind.lower() == wanted]
 
-    def entity_text_search(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[int] | None:
-        """Entities whose text satisfies every clause's substring conditions (a superset
-        the caller checks exactly), or None when no clause can use the trigram index.
-        Conditions on names alone read the index of names (`entity_name_text`), which
-        matches what the name column of `entity_text` matches."""
+    @staticmethod
+    def _text_match(clauses: Sequence[TextClause]) -> tuple[bool, str] | None:
+        """The FTS5 query of `clauses`, and whether it reads names alone; None when no
+        clause can use the trigram index."""
         names_only = all(column == "name" for column, _, _ in clauses)
         parts: list[str] = []
         for column, every, some in clauses:
@@ -248,21 +255,50 @@ class EntityReads:
             parts.append(f"{column} : ({expression})" if column and not names_only else f"({expression})")
         if not parts:
             return None
+        return names_only, " AND ".join(parts)
+
+    def entity_text_search(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[int] | None:
+        """Entities whose text satisfies every clause's substring conditions (a superset
+        the caller checks exactly), or None when no clause can use the trigram index.
+        Conditions on names alone read the index of names (`entity_name_text`), which
+        matches what the name column of `entity_text` matches."""
+        match = self._text_match(clauses)
+        if match is None:
+            return None
+        names_only, expression = match
         canonical, params = oldest_of_each_name("e", scopes)
-        if names_only:
-            rows = self.conn.execute(
-                "SELECT t.rowid FROM entity_name_text t JOIN entity e ON e.node = t.rowid "
-                f"WHERE entity_name_text MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} "
-                "ORDER BY t.rowid",
-                [" AND ".join(parts), *scopes, *params],
-            ).fetchall()
-            return [r[0] for r in rows]
+        index = "entity_name_text" if names_only else "entity_text"
         rows = self.conn.execute(
-            "SELECT t.rowid FROM entity_text t JOIN entity e ON e.node = t.rowid "
-            f"WHERE entity_text MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
-            [" AND ".join(parts), *scopes, *params],
+            f"SELECT t.rowid FROM {index} t JOIN entity e ON e.node = t.rowid "
+            f"WHERE {index} MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY t.rowid",
+            [expression, *scopes, *params],
         ).fetchall()
         return [r[0] for r in rows]
+
+    def entity_text_matches(self, clauses: Sequence[TextClause], scopes: Sequence[str]) -> list[EntityMatch] | None:
+        """`entity_text_search`'s candidates with their name, type, observations (the search
+        index's JSON copy) and extra fields, in the same statement: no second look-up of
+        each, no node row."""
+        match = self._text_match(clauses)
+        if match is None:
+            return None
+        names_only, expression = match
+        canonical, params = oldest_of_each_name("e", scopes)
+        if names_only:
+            source = "entity_name_text m JOIN entity e ON e.node = m.rowid LEFT JOIN entity_text t ON t.rowid = m.rowid"
+        else:
+            source = "entity_text t JOIN entity e ON e.node = t.rowid"
+        index = "entity_name_text" if names_only else "entity_text"
+        rows = self.conn.execute(
+            f"SELECT e.node, e.name, e.entity_type, t.items, e.extra FROM {source} "
+            f"WHERE {index} MATCH ? AND e.scope IN ({marks(len(scopes))}) AND {canonical} ORDER BY e.node",
+            [expression, *scopes, *params],
+        ).fetchall()
+        missing = [r[0] for r in rows if r[3] is None]
+        if missing:  # an entity without its index row: its observations from their own table
+            observations = self.observations_of(missing)
+            rows = [r if r[3] is not None else (*r[:3], _dumps_items(observations.get(r[0], ())), r[4]) for r in rows]
+        return rows_as(EntityMatch, rows)
 
     def entity_word_search(
         self, terms: Sequence[str], scopes: Sequence[str], limit: int, weights: EntityFieldWeights
@@ -388,8 +424,8 @@ class EntityReads:
         rows = self.conn.execute(
             f"WITH touched(pk) AS MATERIALIZED (SELECT value FROM json_each(?)) {statement} ORDER BY 1", params
         )
-        # Positional arguments, in the record's field order: thousands a search.
-        return [Relation(r[4], r[5], r[3], r[0], r[1], r[2], _json_object(r[6])) for r in rows]
+        # Thousands a search: made without the record's `__init__`.
+        return [relation_of(r[4], r[5], r[3], r[0], r[1], r[2], _json_object(r[6])) for r in rows]
 
     def relations_matching(
         self,

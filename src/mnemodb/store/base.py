@@ -517,12 +517,14 @@ class EdgeReads(Protocol):
         valid_at: int | None = None,
         scopes: ScopeSet | None = None,
         edge_types: Sequence[str] | None = None,
+        leaving_out: Collection[int] = (),
     ) -> list[tuple[Edge, Node]]:
         """`edges_of` the nodes `ends` (pk -> id, each visible in `scopes` already: its
         scope is not looked up again), each with the view (`node_views`) of the end it
         leads to: one pair per way the edge is followed (an edge between two of `ends`
         twice when `both`), oldest edge first, leaving its source before entering its
-        target."""
+        target; except the pairs that lead to a node of `leaving_out` (a traversal both
+        ways has followed every edge of the nodes it left)."""
         ...
 
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: ScopeSet) -> EdgesAround:

@@ -254,6 +254,17 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
             (later, note),
         ]
         assert reached([ada], "out") == [(owns, thing), (to_hidden, hidden), (later, note)]
+        # Leaving out the pairs that lead to some nodes, whichever way: the rest as before,
+        # a node's own loop too, and one of `ends` still reached from another.
+        assert reached([ada, thing], "both", **now, leaving_out=[note, hidden]) == [
+            (owns, thing),
+            (owns, ada),
+            (loop, thing),
+            (loop, thing),
+        ]
+        assert reached([ada, thing], "both", **now, leaving_out=[thing]) == [(about, note), (owns, ada), (back, note)]
+        assert reached([thing], "in", scopes=[A], valid_at=T0 + 5, leaving_out=[ada, note]) == [(loop, thing)]
+        assert reached([ada], "out", leaving_out=[thing, hidden, note]) == []
         assert reader.edges_reached({}, "both") == []
     assert dict(views[ada].props) == {"name": "Ada", "entityType": "person", "born": 1815}
     assert dict(views[note].props) == {"content": "Ada wrote the first program", "importance": 4, "memory_type": "fact"}

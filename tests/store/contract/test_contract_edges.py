@@ -263,6 +263,8 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
             (loop, thing),
         ]
         assert reached([ada, thing], "both", **now, leaving_out=[thing]) == [(about, note), (owns, ada), (back, note)]
+        many = [*range(thing + 1000, thing + 1100), thing]  # a long list, as a long walk leaves
+        assert reached([ada, thing], "both", **now, leaving_out=many) == [(about, note), (owns, ada), (back, note)]
         assert reached([thing], "in", scopes=[A], valid_at=T0 + 5, leaving_out=[ada, note]) == [(loop, thing)]
         assert reached([ada], "out", leaving_out=[thing, hidden, note]) == []
         assert reader.edges_reached({}, "both") == []

@@ -44,16 +44,21 @@ _REACHING = (
 )
 
 
+_LEFT_LISTED = 64
+"""The most nodes `edges_reached` leaves out by a list of parameters (padded), not one JSON
+array: an array is read into a table of its own each time the statement runs."""
+
+
 @functools.lru_cache(maxsize=256)
 def _edges_reached_sql(
-    direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int, leaving: bool
+    direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int, leaving: int
 ) -> str:
     """`edges_reached`'s statement for `count` nodes, kept by shape as `_edges_of_sql`'s
     (a traversal asks for a few shapes, and building the text cost about 5 us a hop). Its
     parameters, once a way: the nodes; the validity instant twice; the scopes twice; the
-    edge types; the nodes left out, as one JSON array (when `leaving`). The nodes left
-    out are tested on the edge's far column, before the far end and its view are looked
-    up."""
+    edge types; the nodes left out, `leaving` of them (padded), or as one JSON array when
+    `leaving` is -1. The nodes left out are tested on the edge's far column, before the
+    far end and its view are looked up."""
     parts: list[str] = []
     for directions, head, far, far_end in _REACHING:
         if direction not in directions:
@@ -66,7 +71,9 @@ def _edges_reached_sql(
             part += f" AND e.scope IN ({listed}) AND {far}.scope IN ({listed})"
         if type_count:
             part += f" AND e.type IN ({marks(type_count)})"
-        if leaving:
+        if leaving > 0:
+            part += f" AND e.{far_end} NOT IN ({marks(leaving)})"
+        elif leaving < 0:
             part += f" AND e.{far_end} NOT IN (SELECT value FROM json_each(?))"
         parts.append(part)
     return " UNION ALL ".join(parts)
@@ -326,8 +333,14 @@ class EdgeReads:
             filters += [*scopes, *scopes]
         if edge_types:
             filters += edge_types
-        if leaving_out:
+        leaving = 0
+        if len(leaving_out) > _LEFT_LISTED:
             filters.append(json.dumps(list(leaving_out)))
+            leaving = -1
+        elif leaving_out:
+            listed = padded(list(leaving_out))
+            filters += listed
+            leaving = len(listed)
         ways = sum(direction in directions for directions, _, _, _ in _REACHING)
         rows: list[Any] = []
         for chunk in chunks(list(ends), 400):
@@ -337,7 +350,7 @@ class EdgeReads:
                 valid_at is not None,
                 None if scopes is None else len(scopes),
                 len(edge_types) if edge_types else 0,
-                bool(leaving_out),
+                leaving,
             )
             rows += self.conn.execute(sql, [*chunk, *filters] * ways).fetchall()
         rows.sort(key=_EDGE_AND_WAY)

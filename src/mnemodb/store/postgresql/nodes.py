@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.packed_changes import unpack
-from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
+from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar, node_of
 from mnemodb.store.base import AccessStats, NodeEntered, NodeKey, NodeLabel
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps
@@ -112,7 +112,7 @@ def _view(row: Sequence[Any]) -> Node:
             props["entityType"] = got(row[12])
     for key, value in _json_object(row[4]).items():
         props.setdefault(key, value)
-    return Node(row[0], row[1], got(row[2]), got(row[3]), props, row[5], row[6])
+    return node_of(row[0], row[1], got(row[2]), got(row[3]), props, row[5], row[6])
 
 
 # A node's view from `_VIEW_COLUMNS`, or other columns in their order: for the mixins that

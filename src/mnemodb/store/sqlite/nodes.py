@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
+from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar, node_of
 from mnemodb.store.base import (
     AccessStats,
     Coverage,
@@ -94,7 +94,7 @@ def _view(row: Sequence[Any]) -> Node:
             props["entityType"] = row[12]
     for key, value in _json_object(row[4]).items():
         props.setdefault(key, value)
-    return Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
+    return node_of(row[0], row[1], row[2], row[3], props, row[5], row[6])
 
 
 # A node's view from `_VIEW_COLUMNS`, or other columns in their order: for the mixins that

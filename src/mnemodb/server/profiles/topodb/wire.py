@@ -199,6 +199,8 @@ def floatless(items: Iterable[Node | Edge]) -> bool:
 def sorted_props(props: Mapping[str, Any]) -> dict[str, Any]:
     """Properties with their keys in order; a nested value (no topodb profile writes one,
     but another profile may have) sorted too."""
+    if not props:  # most edges have none
+        return {}
     return {key: value if type(value) in _PLAIN else sorted_json(value) for key, value in sorted(props.items())}
 
 

@@ -19,7 +19,6 @@ from mnemodb.store.base import (
     AccessStats,
     Coverage,
     EmbeddingChanges,
-    NodeEntered,
     NodeKey,
     NodeLabel,
     ScoredPk,
@@ -156,22 +155,6 @@ class NodeReads:
             ):
                 out[pk] = NodeLabel(label, scope)
         return out
-
-    def labels_entered(
-        self, pks: Sequence[int], edge_type: str, *, valid_at: int, scopes: Sequence[str]
-    ) -> dict[int, NodeEntered]:
-        if not pks:
-            return {}
-        listed = marks(len(scopes))
-        # Each node's entering edges of the type through edge_dst (dst, type), stopping at the first.
-        rows = self.conn.execute(
-            "SELECT n.pk, n.label, n.scope, EXISTS (SELECT 1 FROM edge e JOIN node s ON s.pk = e.src "
-            "WHERE e.dst = n.pk AND e.type = ? AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?) "
-            f"AND e.scope IN ({listed}) AND s.scope IN ({listed})) "
-            "FROM node n WHERE n.pk IN (SELECT value FROM json_each(?))",
-            [edge_type, valid_at, valid_at, *scopes, *scopes, json.dumps(list(pks))],
-        )
-        return {pk: NodeEntered(label, scope, bool(entered)) for pk, label, scope, entered in rows}
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         out: dict[int, Node] = {}

@@ -54,7 +54,7 @@ def _edges_reached_sql(
     direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int, leaving: int
 ) -> str:
     """`edges_reached`'s statement for `count` nodes, kept by shape as `_edges_of_sql`'s
-    (a traversal asks for a few shapes, and building the text cost about 5 us a hop). Its
+    (a traversal asks for a few shapes, where the text was built anew every hop). Its
     parameters, once a way: the nodes; the validity instant twice; the scopes twice; the
     edge types; the nodes left out, `leaving` of them (padded), or as one JSON array when
     `leaving` is -1. The nodes left out are tested on the edge's far column, before the

@@ -8,7 +8,19 @@ from collections.abc import Callable
 
 import pytest
 
-from mnemodb.model.records import Edge, Entity, ItemFilter, Memory, Relation, edge_of, entity_of, memory_of, relation_of
+from mnemodb.model.records import (
+    Edge,
+    Entity,
+    ItemFilter,
+    Memory,
+    Node,
+    Relation,
+    edge_of,
+    entity_of,
+    memory_of,
+    node_of,
+    relation_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -34,6 +46,27 @@ def test_edge_of_takes_every_field_of_an_edge_in_order() -> None:
     names = [f.name for f in dataclasses.fields(Edge)]
     made = edge_of(*range(len(names)))
     assert [getattr(made, name) for name in names] == list(range(len(names)))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        (1, "01HV7N8Q3Y2J6W5X4Z9A0B1C2D", "shared", "Entity", {}, 10, 10),
+        (5, "n", "s", "Thing\x00", {"content": "x", "w": 0.5}, 10, 20),
+    ],
+)
+def test_node_of_makes_the_node_its_fields_make(fields: tuple[object, ...]) -> None:
+    made = node_of(*fields)  # type: ignore[arg-type]
+    expected = Node(*fields)  # type: ignore[arg-type]
+    assert type(made) is Node
+    assert made == expected
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.label = "Other"  # type: ignore[misc]
+    # A field added to `Node` must be added to `node_of` too, which writes each one.
+    names = [f.name for f in dataclasses.fields(Node)]
+    numbered = node_of(*range(len(names)))
+    assert [getattr(numbered, name) for name in names] == list(range(len(names)))
 
 
 @pytest.mark.parametrize(

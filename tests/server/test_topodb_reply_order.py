@@ -96,3 +96,42 @@ def test_read_replies_encode_as_sorting_every_key_would(engine: Engine) -> None:
     assert isinstance(traversed, SortedReply)
     assert len(traversed.value["subgraph"]["edges"]) == 1
     assert len(traversed.value["subgraph"]["nodes"]) == 2
+
+
+def test_replies_with_float_properties_spell_them_as_the_standard_library(engine: Engine) -> None:
+    # orjson writes 1e-05 as 0.00001: a reply holding a float is encoded by the standard
+    # library, one without by orjson, and both give the text sorting every key would.
+    tools = TopodbTools(db_path="graph.db", allow_unscoped_changes=False)
+    profile = TopodbProfile(db_path="graph.db")
+    tool = profile.tools[0]
+    ada = tools.create_entity(engine, {"name": "Ada", "props": {"n": 2**62, "t": "é\u2028\x01"}, "scope": None})["id"]
+    bob = tools.create_entity(engine, {"name": "Bob", "props": {"w": 1e-05}, "scope": None})["id"]
+    cy = tools.create_entity(engine, {"name": "Cy", "props": None, "scope": None})["id"]
+    dee = tools.create_entity(engine, {"name": "Dee", "props": None, "scope": None})["id"]
+    link = {"scope": None, "valid_from": None, "edge_type": "knows"}
+    tools.link(engine, {"from_id": ada, "to_id": cy, "props": None, **link})
+    tools.link(engine, {"from_id": bob, "to_id": ada, "props": {"p": 2.5e-07}, **link})
+    tools.link(engine, {"from_id": dee, "to_id": cy, "props": {"p": 0.5}, **link})
+    no_scopes = {"scope": None, "scopes": None}
+
+    def traverse(seed: str, direction: str) -> Any:
+        arguments = {"seed_id": seed, "max_hops": 1, "direction": direction, "edge_types": None, "as_of": None}
+        return tools.traverse(engine, {**arguments, **no_scopes})
+
+    cases = [
+        (traverse(ada, "out"), True),  # Ada, Cy and the edge between them
+        (traverse(cy, "in"), False),  # Dee's edge holds a float
+        (traverse(ada, "both"), False),  # Bob and his edge hold floats
+        (traverse(bob, "in"), False),  # Bob alone
+        (tools.get_node(engine, {"id": ada, "as_of": None, **no_scopes}), True),
+        (tools.get_node(engine, {"id": bob, "as_of": None, **no_scopes}), False),
+        (tools.find_by_prop(engine, {"label": "Entity", "prop": "name", "value": "Bob", **no_scopes}), False),
+    ]
+    texts = []
+    for reply, floatless in cases:
+        assert isinstance(reply, SortedReply)
+        assert reply.floatless is floatless
+        texts.append(_text(profile.success(tool, reply)))
+        assert texts[-1] == json.dumps(reply.value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    assert '"p":2.5e-07' in texts[2] and '"w":1e-05' in texts[3]
+    assert "é\u2028\\u0001" in texts[0]

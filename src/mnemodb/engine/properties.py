@@ -394,12 +394,19 @@ class PropertyGraph:
             views: dict[int, Node] = {seed.pk: seed}
             # An empty type filter admits no edge: the seed alone.
             frontier = [seed.pk] if edge_types is None or edge_types else []
+            # Both ways, every edge of a node the walk has left (visited before this hop's
+            # frontier) was followed when it was left: the edges that lead back to such a
+            # node are not read again, with the views of their ends (a fifth of a 2-hop
+            # traversal's rows in a tree, each leading back to the seed).
+            left: list[int] = []
             for hop in range(1, max_hops + 1):
                 if not frontier:
                     break
                 next_frontier: list[int] = []
                 ends = {pk: views[pk].id for pk in frontier}  # each entered, so visible
-                for edge, view in tx.edges_reached(ends, direction, valid_at=at, scopes=reads, edge_types=edge_types):
+                for edge, view in tx.edges_reached(
+                    ends, direction, valid_at=at, scopes=reads, edge_types=edge_types, leaving_out=left
+                ):
                     pk = view.pk
                     if view.scope not in reads or (as_of is not None and view.created_at > at):
                         continue
@@ -408,6 +415,8 @@ class PropertyGraph:
                     if pk not in visited:
                         visited[pk] = hop
                         next_frontier.append(pk)
+                if direction == "both":
+                    left += frontier
                 frontier = next_frontier
             nodes = [views[pk] for pk in visited]
             if as_of is not None:

@@ -197,6 +197,27 @@ def edge_of(
     return edge
 
 
+# `Node`'s slots (a node view's), written directly by `node_of` (the order of its fields).
+_set_v_pk, _set_v_id, _set_v_scope, _set_v_label, _set_v_props, _set_v_created_at, _set_v_updated_at = (
+    getattr(Node, f.name).__set__ for f in fields(Node)
+)
+
+
+def node_of(pk: int, id: str, scope: str, label: str, props: Props, created_at: int, updated_at: int) -> Node:
+    """`Node(...)` of these fields, made as `edge_of` makes an edge: without the frozen
+    dataclass's `__init__` (a traversal builds a view of every node it reaches). `Node` has
+    no defaults and no `__post_init__` to skip."""
+    node = _new(Node)
+    _set_v_pk(node, pk)
+    _set_v_id(node, id)
+    _set_v_scope(node, scope)
+    _set_v_label(node, label)
+    _set_v_props(node, props)
+    _set_v_created_at(node, created_at)
+    _set_v_updated_at(node, updated_at)
+    return node
+
+
 # `Memory`'s and `Entity`'s slots, written directly by `memory_of` and `entity_of`.
 _MEMORY_SLOTS = tuple(getattr(Memory, f.name).__set__ for f in fields(Memory))
 _ENTITY_SLOTS = tuple(getattr(Entity, f.name).__set__ for f in fields(Entity))

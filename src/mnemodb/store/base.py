@@ -105,7 +105,6 @@ __all__ = [
     "MemoryWrites",
     "MetaReads",
     "MetaWrites",
-    "NodeEntered",
     "NodeKey",
     "NodeLabel",
     "NodeReached",
@@ -190,18 +189,9 @@ class NodeKey(NamedTuple):
     label: str
 
 
-class NodeEntered(NamedTuple):
-    """A node's label and scope, and whether an edge of the type asked about enters it
-    (`labels_entered`): what a walk needs to know of a node it reaches."""
-
-    label: str
-    scope: str
-    entered: bool
-
-
 class NodeReached(NamedTuple):
     """A node one hop of a walk leads to (`edges_walked`): its id, label and scope, and
-    whether an edge of the type asked about enters it (as `NodeEntered`)."""
+    whether an edge of the type asked about enters it."""
 
     id: str
     label: str
@@ -444,14 +434,6 @@ class NodeReads(Protocol):
         """Each existing node's label and scope."""
         ...
 
-    def labels_entered(
-        self, pks: Sequence[int], edge_type: str, *, valid_at: int, scopes: ScopeSet
-    ) -> dict[int, NodeEntered]:
-        """`labels_of` each existing node, and whether an edge of `edge_type` valid at
-        `valid_at` enters it from a node in `scopes`, the edge in `scopes` too (a walk
-        leaves out memories superseded then), in one statement."""
-        ...
-
     def nodes_with_prop(self, label: str, prop: str, value: str | int | bool, scopes: ScopeSet) -> list[int]:
         """Nodes of `label` in `scopes` whose view's `prop` equals `value`, type included
         (True is not 1), oldest first."""
@@ -517,12 +499,14 @@ class EdgeReads(Protocol):
         valid_at: int | None = None,
         scopes: ScopeSet | None = None,
         edge_types: Sequence[str] | None = None,
+        leaving_out: Collection[int] = (),
     ) -> list[tuple[Edge, Node]]:
         """`edges_of` the nodes `ends` (pk -> id, each visible in `scopes` already: its
         scope is not looked up again), each with the view (`node_views`) of the end it
         leads to: one pair per way the edge is followed (an edge between two of `ends`
         twice when `both`), oldest edge first, leaving its source before entering its
-        target."""
+        target; except the pairs that lead to a node of `leaving_out` (a traversal both
+        ways has followed every edge of the nodes it left)."""
         ...
 
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: ScopeSet) -> EdgesAround:
@@ -552,8 +536,9 @@ class EdgeReads(Protocol):
         edge of the nodes it left); with each node those edges lead to (an edge's target
         when followed out of its source, its source when followed into its target; one of
         `ends` too, when an edge joins two), its id, label and scope, and whether an edge of
-        type `entered_by` enters it as `labels_entered` tells at `entered_at` (always False
-        when `entered_by` is None): what a walk reads to take a step, in one statement."""
+        type `entered_by` valid at `entered_at` enters it from a node in `scopes`, the edge in
+        `scopes` too (always False when `entered_by` is None; a walk leaves out memories
+        superseded then): what a walk reads to take a step, in one statement."""
         ...
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

@@ -254,6 +254,19 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
             (later, note),
         ]
         assert reached([ada], "out") == [(owns, thing), (to_hidden, hidden), (later, note)]
+        # Leaving out the pairs that lead to some nodes, whichever way: the rest as before,
+        # a node's own loop too, and one of `ends` still reached from another.
+        assert reached([ada, thing], "both", **now, leaving_out=[note, hidden]) == [
+            (owns, thing),
+            (owns, ada),
+            (loop, thing),
+            (loop, thing),
+        ]
+        assert reached([ada, thing], "both", **now, leaving_out=[thing]) == [(about, note), (owns, ada), (back, note)]
+        many = [*range(thing + 1000, thing + 1100), thing]  # a long list, as a long walk leaves
+        assert reached([ada, thing], "both", **now, leaving_out=many) == [(about, note), (owns, ada), (back, note)]
+        assert reached([thing], "in", scopes=[A], valid_at=T0 + 5, leaving_out=[ada, note]) == [(loop, thing)]
+        assert reached([ada], "out", leaving_out=[thing, hidden, note]) == []
         assert reader.edges_reached({}, "both") == []
     assert dict(views[ada].props) == {"name": "Ada", "entityType": "person", "born": 1815}
     assert dict(views[note].props) == {"content": "Ada wrote the first program", "importance": 4, "memory_type": "fact"}
@@ -380,6 +393,54 @@ def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(
         assert out_only == EdgesWalked([], {})
         assert reader.edges_walked({}, "both", valid_at=None, scopes=[A]) == EdgesWalked([], {})
         assert reader.edges_walked({ada: ids[ada]}, "both", valid_at=None, scopes=[]) == EdgesWalked([], {})
+
+
+def test_edges_walked_tells_which_nodes_reached_an_edge_of_the_type_enters_then_from_the_scopes(
+    store: Store,
+) -> None:
+    with store.write() as tx:
+        start = add_memory(tx, "where the walk starts")
+        plain = add_memory(tx, "plain")
+        replaced = add_memory(tx, "replaced", scope=B)
+        newer = add_memory(tx, "newer")
+        add_edge(tx, newer, replaced, "supersedes", valid_from=T0 + 10)  # not yet valid at T0 + 5
+        closed = add_memory(tx, "replaced once")
+        tx.close_edge(add_edge(tx, newer, closed, "supersedes"), T0 + 20)  # closed by T0 + 25
+        hidden = add_memory(tx, "replaced in an unread scope")
+        add_edge(tx, add_memory(tx, "from C", scope=C), hidden, "supersedes")  # its source is not read
+        add_edge(tx, newer, hidden, "supersedes", scope=C)  # the edge is not read
+        other = add_entity(tx, "Ada\x00", "person", scope=B)
+        add_edge(tx, newer, other, "knows")  # another type
+        thing = add_node(tx, "Thing", scope=B)
+        add_edge(tx, newer, thing, "supersedes", scope=B)
+        targets = (plain, replaced, closed, hidden, other, thing)
+        for target in targets:
+            add_edge(tx, start, target, "links")
+        ids = {pk: node_id(tx, pk) for pk in (start, *targets)}
+    with store.read() as reader:
+
+        def entered(at: int, scopes: list[str]) -> dict[int, bool]:
+            walked = reader.edges_walked(
+                {start: ids[start]}, "out", valid_at=T0 + 15, scopes=scopes, entered_by="supersedes", entered_at=at
+            )
+            assert [e.dst_pk for e in walked.edges] == [pk for pk in targets if pk in walked.reached]
+            return {pk: reached.entered for pk, reached in walked.reached.items()}
+
+        at_15 = reader.edges_walked(
+            {start: ids[start]}, "out", valid_at=T0 + 15, scopes=[A, B], entered_by="supersedes", entered_at=T0 + 15
+        )
+        assert at_15.reached == {
+            plain: NodeReached(ids[plain], MEMORY, A, False),
+            replaced: NodeReached(ids[replaced], MEMORY, B, True),
+            closed: NodeReached(ids[closed], MEMORY, A, True),
+            hidden: NodeReached(ids[hidden], MEMORY, A, False),
+            other: NodeReached(ids[other], ENTITY, B, False),
+            thing: NodeReached(ids[thing], "Thing", B, True),  # any label: whose ends count is the caller's business
+        }
+        assert {pk for pk, flag in entered(T0 + 5, [A, B]).items() if flag} == {closed, thing}
+        assert {pk for pk, flag in entered(T0 + 25, [A, B]).items() if flag} == {replaced, thing}
+        # Reading C: the edge from C's node, and the edge in C, enter `hidden`.
+        assert entered(T0 + 15, [A, C]) == {plain: False, closed: True, hidden: True}
 
 
 def test_edges_among_reads_only_the_edges_between_the_nodes(store: Store) -> None:

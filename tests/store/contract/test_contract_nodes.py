@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnemodb.model.ids import new_ulid
 from mnemodb.model.records import ENTITY, MEMORY, Node
-from mnemodb.store.base import AccessStats, EntityFieldWeights, NodeEntered, NodeKey, NodeLabel, Store
+from mnemodb.store.base import AccessStats, EntityFieldWeights, NodeKey, NodeLabel, Store
 from store.contract.rows import T0, A, B, C, add_edge, add_entity, add_memory, add_node, node_id
 
 
@@ -92,44 +92,6 @@ def test_labels_of_leaves_out_missing_nodes(store: Store) -> None:
         labels = tx.labels_of([thing, memory, thing + memory + 100])
     assert labels == {memory: NodeLabel(MEMORY, B), thing: NodeLabel("Thing", A)}
     assert labels[thing].label == "Thing" and labels[thing].scope == A
-
-
-def test_labels_entered_tells_which_nodes_an_edge_of_the_type_enters_then_from_the_scopes(store: Store) -> None:
-    with store.write() as tx:
-        plain = add_memory(tx, "plain")
-        replaced = add_memory(tx, "replaced", scope=B)
-        newer = add_memory(tx, "newer")
-        add_edge(tx, newer, replaced, "supersedes", valid_from=T0 + 10)
-        closed = add_memory(tx, "replaced once")
-        tx.close_edge(add_edge(tx, newer, closed, "supersedes"), T0 + 20)
-        hidden = add_memory(tx, "replaced in an unread scope")
-        add_edge(tx, add_memory(tx, "from C", scope=C), hidden, "supersedes")  # its source is not read
-        add_edge(tx, newer, hidden, "supersedes", scope=C)  # the edge is not read
-        other = add_entity(tx, "Ada\x00", "person", scope=B)
-        add_edge(tx, newer, other, "knows")  # another type
-        thing = add_node(tx, "Thing", scope=C)
-        add_edge(tx, newer, thing, "supersedes", scope=B)
-    everything = [plain, replaced, closed, hidden, other, thing, newer, thing + other + 100]
-    with store.read() as tx:
-        at_15 = tx.labels_entered(everything, "supersedes", valid_at=T0 + 15, scopes=[A, B])
-        at_5 = tx.labels_entered(everything, "supersedes", valid_at=T0 + 5, scopes=[A, B])
-        at_25 = tx.labels_entered([replaced, closed, thing], "supersedes", valid_at=T0 + 25, scopes=[A, B])
-        for_c = tx.labels_entered([hidden], "supersedes", valid_at=T0 + 15, scopes=[A, C])
-        labels = tx.labels_of(everything)
-        assert tx.labels_entered([], "supersedes", valid_at=T0, scopes=[A]) == {}
-    assert at_15 == {
-        plain: NodeEntered(MEMORY, A, False),
-        replaced: NodeEntered(MEMORY, B, True),
-        closed: NodeEntered(MEMORY, A, True),
-        hidden: NodeEntered(MEMORY, A, False),
-        other: NodeEntered(ENTITY, B, False),
-        thing: NodeEntered("Thing", C, True),  # any label: whose ends count is the caller's business
-        newer: NodeEntered(MEMORY, A, False),
-    }
-    assert {pk: NodeLabel(v.label, v.scope) for pk, v in at_15.items()} == labels
-    assert {pk for pk, v in at_5.items() if v.entered} == {closed, thing}  # not yet valid, and closed later
-    assert {pk for pk, v in at_25.items() if v.entered} == {replaced, thing}  # closed by then
-    assert for_c == {hidden: NodeEntered(MEMORY, A, True)}
 
 
 def test_nodes_with_prop_matches_value_and_type_oldest_first_in_scopes(store: Store) -> None:

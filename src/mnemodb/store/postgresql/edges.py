@@ -224,11 +224,13 @@ class EdgeReads:
         valid_at: int | None = None,
         scopes: Sequence[str] | None = None,
         edge_types: Sequence[str] | None = None,
+        leaving_out: Collection[int] = (),
     ) -> list[tuple[Edge, Node]]:
         """One hop of a traversal in one statement: `edges_of`, each with the view of the
         end it reaches, one pair per way it is followed (an edge between two of `ends`
-        twice), oldest edge first and leaving before entering. Both ends are joined here
-        (a round trip costs more than two lookups), so `ends`' ids are not needed."""
+        twice), oldest edge first and leaving before entering; those that lead to a node
+        of `leaving_out` left out. Both ends are joined here (a round trip costs more than
+        two lookups), so `ends`' ids are not needed."""
         if not ends:
             return []
         filters = ""
@@ -242,11 +244,18 @@ class EdgeReads:
         if edge_types:
             filters += " AND e.type = ANY(%s::text[])"
             extra.append(put_scopes(edge_types))
-        ways = [(way, far, near) for way, far, near in ((0, "d", "src"), (1, "s", "dst")) if direction in _WAYS[way]]
+        if leaving_out:
+            filters += " AND NOT (e.{far_end} = ANY(%s::bigint[]))"
+            extra.append(list(leaving_out))
+        ways = [
+            (way, far, near, far_end)
+            for way, far, near, far_end in ((0, "d", "src", "dst"), (1, "s", "dst", "src"))
+            if direction in _WAYS[way]
+        ]
         parts = [
             f"SELECT {_EDGE_COLUMNS}, {_FAR_VIEW.format(far=far)}, {way} AS way FROM {_EDGE_FROM} "
-            f"{_FAR_FROM.format(far=far)} WHERE e.{near} = ANY(%s::bigint[]){filters}"
-            for way, far, near in ways
+            f"{_FAR_FROM.format(far=far)} WHERE e.{near} = ANY(%s::bigint[]){filters.format(far_end=far_end)}"
+            for way, far, near, far_end in ways
         ]
         params = [value for _ in ways for value in (list(ends), *extra)]
         rows = self.conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1, way", params).fetchall()

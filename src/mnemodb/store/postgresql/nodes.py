@@ -18,8 +18,8 @@ from typing import Any
 import psycopg
 
 from mnemodb.model.packed_changes import unpack
-from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
-from mnemodb.store.base import AccessStats, NodeEntered, NodeKey, NodeLabel
+from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar, node_of
+from mnemodb.store.base import AccessStats, NodeKey, NodeLabel
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps
 
@@ -112,7 +112,7 @@ def _view(row: Sequence[Any]) -> Node:
             props["entityType"] = got(row[12])
     for key, value in _json_object(row[4]).items():
         props.setdefault(key, value)
-    return Node(row[0], row[1], got(row[2]), got(row[3]), props, row[5], row[6])
+    return node_of(row[0], row[1], got(row[2]), got(row[3]), props, row[5], row[6])
 
 
 # A node's view from `_VIEW_COLUMNS`, or other columns in their order: for the mixins that
@@ -178,21 +178,6 @@ class NodeReads:
                 "SELECT pk, label, scope FROM node WHERE pk = ANY(%s)", [list(pks)]
             )
         }
-
-    def labels_entered(
-        self, pks: Sequence[int], edge_type: str, *, valid_at: int, scopes: Sequence[str]
-    ) -> dict[int, NodeEntered]:
-        if not pks:
-            return {}
-        listed = put_scopes(scopes)
-        rows = self.conn.execute(
-            "SELECT n.pk, n.label, n.scope, EXISTS (SELECT 1 FROM edge e JOIN node s ON s.pk = e.src "
-            "WHERE e.dst = n.pk AND e.type = %s AND e.valid_from <= %s AND (e.valid_to IS NULL OR e.valid_to > %s) "
-            "AND e.scope = ANY(%s::text[]) AND s.scope = ANY(%s::text[])) "
-            "FROM node n WHERE n.pk = ANY(%s::bigint[])",
-            [put(edge_type), valid_at, valid_at, listed, listed, list(pks)],
-        )
-        return {pk: NodeEntered(got(label), got(scope), entered) for pk, label, scope, entered in rows}
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         if not pks:

@@ -37,11 +37,48 @@ def _reaching(way: int, far: str, near: str) -> str:
     )
 
 
-# (the directions that take this way, the head of its statement, the far end's alias)
+# (the directions that take this way, the head of its statement, the far end's alias and column)
 _REACHING = (
-    (("out", "both"), _reaching(0, "d", "src"), "d"),
-    (("in", "both"), _reaching(1, "s", "dst"), "s"),
+    (("out", "both"), _reaching(0, "d", "src"), "d", "dst"),
+    (("in", "both"), _reaching(1, "s", "dst"), "s", "src"),
 )
+
+
+_LEFT_LISTED = 64
+"""The most nodes `edges_reached` leaves out by a list of parameters (padded), not one JSON
+array: an array is read into a table of its own each time the statement runs."""
+
+
+@functools.lru_cache(maxsize=256)
+def _edges_reached_sql(
+    direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int, leaving: int
+) -> str:
+    """`edges_reached`'s statement for `count` nodes, kept by shape as `_edges_of_sql`'s
+    (a traversal asks for a few shapes, where the text was built anew every hop). Its
+    parameters, once a way: the nodes; the validity instant twice; the scopes twice; the
+    edge types; the nodes left out, `leaving` of them (padded), or as one JSON array when
+    `leaving` is -1. The nodes left out are tested on the edge's far column, before the
+    far end and its view are looked up."""
+    parts: list[str] = []
+    for directions, head, far, far_end in _REACHING:
+        if direction not in directions:
+            continue
+        part = f"{head}{marks(count)})"
+        if valid:
+            part += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
+        if scope_count is not None:
+            listed = marks(scope_count)
+            part += f" AND e.scope IN ({listed}) AND {far}.scope IN ({listed})"
+        if type_count:
+            part += f" AND e.type IN ({marks(type_count)})"
+        if leaving > 0:
+            part += f" AND e.{far_end} NOT IN ({marks(leaving)})"
+        elif leaving < 0:
+            part += f" AND e.{far_end} NOT IN (SELECT value FROM json_each(?))"
+        parts.append(part)
+    return " UNION ALL ".join(parts)
+
+
 _PK = attrgetter("pk")
 # `edges_reached`'s rows in edge order, out before in.
 _EDGE_AND_WAY = itemgetter(0, 23)
@@ -281,29 +318,41 @@ class EdgeReads:
         valid_at: int | None = None,
         scopes: Sequence[str] | None = None,
         edge_types: Sequence[str] | None = None,
+        leaving_out: Collection[int] = (),
     ) -> list[tuple[Edge, Node]]:
         """One hop of a traversal in one statement (per 400 nodes): `edges_of`, each with
         the view of the end it reaches, one pair per way it is followed (an edge between
-        two of `ends` twice), oldest edge first and leaving before entering."""
+        two of `ends` twice), oldest edge first and leaving before entering; those that
+        lead to a node of `leaving_out` are neither joined nor built."""
         if not ends:
             return []
-        valid = ""
-        valid_params: list[Any] = []
+        filters: list[Any] = []
         if valid_at is not None:
-            valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
-            valid_params = [valid_at, valid_at]
-        typed = f" AND e.type IN ({marks(len(edge_types))})" if edge_types else ""
-        listed = marks(len(scopes)) if scopes is not None else ""
-        ways = [(head, far) for directions, head, far in _REACHING if direction in directions]
+            filters += [valid_at, valid_at]
+        if scopes is not None:
+            filters += [*scopes, *scopes]
+        if edge_types:
+            filters += edge_types
+        leaving = 0
+        if len(leaving_out) > _LEFT_LISTED:
+            filters.append(json.dumps(list(leaving_out)))
+            leaving = -1
+        elif leaving_out:
+            listed = padded(list(leaving_out))
+            filters += listed
+            leaving = len(listed)
+        ways = sum(direction in directions for directions, _, _, _ in _REACHING)
         rows: list[Any] = []
         for chunk in chunks(list(ends), 400):
-            parts: list[str] = []
-            params: list[Any] = []
-            for head, far in ways:
-                visible = f" AND e.scope IN ({listed}) AND {far}.scope IN ({listed})" if scopes is not None else ""
-                parts.append(f"{head}{marks(len(chunk))}){valid}{visible}{typed}")
-                params += [*chunk, *valid_params, *(scopes or ()), *(scopes or ()), *(edge_types or ())]
-            rows += self.conn.execute(" UNION ALL ".join(parts), params).fetchall()
+            sql = _edges_reached_sql(
+                direction,
+                len(chunk),
+                valid_at is not None,
+                None if scopes is None else len(scopes),
+                len(edge_types) if edge_types else 0,
+                leaving,
+            )
+            rows += self.conn.execute(sql, [*chunk, *filters] * ways).fetchall()
         rows.sort(key=_EDGE_AND_WAY)
         return [
             (

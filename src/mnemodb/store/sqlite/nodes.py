@@ -14,12 +14,11 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar
+from mnemodb.model.records import ENTITY, MEMORY, Change, Node, Props, Scalar, node_of
 from mnemodb.store.base import (
     AccessStats,
     Coverage,
     EmbeddingChanges,
-    NodeEntered,
     NodeKey,
     NodeLabel,
     ScoredPk,
@@ -94,7 +93,7 @@ def _view(row: Sequence[Any]) -> Node:
             props["entityType"] = row[12]
     for key, value in _json_object(row[4]).items():
         props.setdefault(key, value)
-    return Node(row[0], row[1], row[2], row[3], props, row[5], row[6])
+    return node_of(row[0], row[1], row[2], row[3], props, row[5], row[6])
 
 
 # A node's view from `_VIEW_COLUMNS`, or other columns in their order: for the mixins that
@@ -156,22 +155,6 @@ class NodeReads:
             ):
                 out[pk] = NodeLabel(label, scope)
         return out
-
-    def labels_entered(
-        self, pks: Sequence[int], edge_type: str, *, valid_at: int, scopes: Sequence[str]
-    ) -> dict[int, NodeEntered]:
-        if not pks:
-            return {}
-        listed = marks(len(scopes))
-        # Each node's entering edges of the type through edge_dst (dst, type), stopping at the first.
-        rows = self.conn.execute(
-            "SELECT n.pk, n.label, n.scope, EXISTS (SELECT 1 FROM edge e JOIN node s ON s.pk = e.src "
-            "WHERE e.dst = n.pk AND e.type = ? AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?) "
-            f"AND e.scope IN ({listed}) AND s.scope IN ({listed})) "
-            "FROM node n WHERE n.pk IN (SELECT value FROM json_each(?))",
-            [edge_type, valid_at, valid_at, *scopes, *scopes, json.dumps(list(pks))],
-        )
-        return {pk: NodeEntered(label, scope, bool(entered)) for pk, label, scope, entered in rows}
 
     def node_views(self, pks: Sequence[int]) -> dict[int, Node]:
         out: dict[int, Node] = {}

@@ -23,6 +23,7 @@ from mnemodb.server.profiles.topodb.wire import (
     ToolError,
     edge_json,
     f32,
+    floatless,
     node_json,
     op_json,
     parse_id,
@@ -59,12 +60,12 @@ class TopodbTools:
         node = engine.nodes.get_node(node_id, scopes=read_scopes(a), as_of=a["as_of"])
         if node is None:
             return {"found": False}
-        return SortedReply({"found": True, "node": node_json(node)})
+        return SortedReply({"found": True, "node": node_json(node)}, floatless([node]))
 
     def find_by_prop(self, engine: Engine, a: dict[str, Any]) -> Any:
         value = prop_value(a["value"])
         nodes = engine.nodes.find_by_prop(a["label"], a["prop"], value, scopes=read_scopes(a))
-        return SortedReply({"nodes": [node_json(n) for n in sorted(nodes, key=lambda n: n.id)]})
+        return SortedReply({"nodes": [node_json(n) for n in sorted(nodes, key=lambda n: n.id)]}, floatless(nodes))
 
     def search_memories(self, engine: Engine, a: dict[str, Any]) -> Any:
         hits = engine.nodes.search_text(a["query"], k=min(a["k"], MAX_K), scopes=read_scopes(a))
@@ -81,7 +82,8 @@ class TopodbTools:
             as_of=a["as_of"],
         )
         return SortedReply(
-            {"subgraph": {"edges": [edge_json(e) for e in edges], "nodes": [node_json(n) for n in nodes]}}
+            {"subgraph": {"edges": [edge_json(e) for e in edges], "nodes": [node_json(n) for n in nodes]}},
+            floatless(nodes) and floatless(edges),
         )
 
     def access_stats(self, engine: Engine, a: dict[str, Any]) -> Any:

@@ -6,6 +6,8 @@ import json
 import logging
 from typing import Any
 
+import orjson
+
 from mnemodb.engine import EngineError
 from mnemodb.server.profile import (
     INTERNAL_ERROR,
@@ -34,6 +36,19 @@ INSTRUCTIONS = (
 )
 
 
+def _sorted_text(reply: SortedReply) -> str:
+    """A reply's text, compact, non-ASCII characters as they are. orjson writes the same
+    text as the standard library's encoder for a reply without floats, in a tenth of its
+    time (the standard library took a fifth of a 2-hop traversal's instructions); what it
+    refuses (a lone surrogate, an integer past 64 bits) goes to the standard library."""
+    if reply.floatless:
+        try:
+            return orjson.dumps(reply.value).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return json.dumps(reply.value, separators=(",", ":"), ensure_ascii=False)
+
+
 class TopodbProfile(Profile):
     name = "topodb"
     server_name = "topodb-mcp"
@@ -45,8 +60,7 @@ class TopodbProfile(Profile):
     @staticmethod
     def _json(value: Any) -> ToolResult:
         if isinstance(value, SortedReply):
-            text = json.dumps(value.value, separators=(",", ":"), ensure_ascii=False)
-            return tool_result(StructuredText(text), value.value)
+            return tool_result(StructuredText(_sorted_text(value)), value.value)
         text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
         return tool_result(StructuredText(text), sorted_json(value))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,14 +180,27 @@ class SortedReply(Value):
     traversal's reply, sorting took a sixth of the call's CPU)."""
 
     value: dict[str, Any]
+    floatless: bool = False
+    """No float anywhere in `value` (`floatless`): orjson then writes the text the standard
+    library's encoder does, which spells some floats otherwise (`1e-05` as `0.00001`)."""
 
 
 _PLAIN = (str, int, float, bool, type(None))
+_FLOATLESS = frozenset({str, int, bool, type(None)})
+
+
+def floatless(items: Iterable[Node | Edge]) -> bool:
+    """Whether no property of these nodes or edges is a float or a nested value (which may
+    hold one): the rest of their shapes (`node_json`, `edge_json`) is strings, integers
+    and nulls."""
+    return all(type(value) in _FLOATLESS for item in items for value in item.props.values())
 
 
 def sorted_props(props: Mapping[str, Any]) -> dict[str, Any]:
     """Properties with their keys in order; a nested value (no topodb profile writes one,
     but another profile may have) sorted too."""
+    if not props:  # most edges have none
+        return {}
     return {key: value if type(value) in _PLAIN else sorted_json(value) for key, value in sorted(props.items())}
 
 

@@ -10,8 +10,6 @@ from collections.abc import Collection, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
-import orjson
-
 from mnemodb.model.records import ENTITY, Direction, Edge, NewEdgeRow, Node, Props, edge_of
 from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
 from mnemodb.store.sqlite.nodes import node_view, view_joins
@@ -89,9 +87,8 @@ def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
     filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
     scopes = marks(scope_count)
     ways = [
-        f"SELECT {way} c0, e.pk c1, e.src c2, e.dst c3, e.valid_from c4, e.valid_to c5, e.created_at c6, e.id c7, "
-        f"e.type c8, e.scope c9, e.props c10, {far}.id c11, {far}.label c12, k.scope c13, k.name c14 "
-        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"LEFT JOIN entity k ON k.node = CASE WHEN {far}.label = '{ENTITY}' THEN {far}.pk END "
         f"WHERE e.{near_end} IN ({listed}){filters} AND e.scope IN ({scopes}) AND {far}.scope IN ({scopes})"
         for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
@@ -100,15 +97,8 @@ def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
         "SELECT 2, node, NULL, NULL, count, last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
         f"FROM node_access WHERE node IN ({listed})"
     )
-    # The rows as one JSON array of arrays, in one value: the sqlite3 module's cost per
-    # column of a row it fetches (each column's type is asked with the interpreter's lock
-    # given up and taken back) was a fifth of a native `get` (callgrind); SQLite writes the
-    # values as JSON and orjson reads them back, the same integers and strings.
-    return f"SELECT json_group_array(json_array({_AROUND_COLUMNS})) FROM ({' UNION ALL '.join([*ways, access])})"
+    return " UNION ALL ".join([*ways, access])
 
-
-_AROUND_COLUMNS = ", ".join(f"c{i}" for i in range(15))
-"""`edges_around`'s columns, named in its first select."""
 
 _WAYS = (("out", "both"), ("in", "both"))
 """The directions that follow an edge out of its source (way 0) and into its target (way 1)."""
@@ -348,10 +338,9 @@ class EdgeReads:
         valid = [] if valid_at is None else [valid_at, valid_at]
         for chunk in chunks(list(nodes), 300):
             way_params = [*chunk, *valid, *scopes, *scopes]
-            (packed,) = self.conn.execute(
+            rows = self.conn.execute(
                 _edges_around_sql(len(chunk), valid_at is not None, len(scopes)), [*way_params, *way_params, *chunk]
-            ).fetchone()
-            rows = orjson.loads(packed)
+            ).fetchall()
             for (
                 way,
                 pk,

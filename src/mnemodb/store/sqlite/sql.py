@@ -40,9 +40,11 @@ def json_keys(keys: Iterable[int]) -> str:
 
 
 def json_arrays(texts: Iterable[str]) -> list[Any]:
-    """Several JSON arrays (each row's observations or tags, as SQLite or the store wrote
-    them) decoded in one call. orjson reads them as the standard library does, faster;
-    whatever it refuses is read by the standard library, which decides."""
+    """Several JSON arrays of strings (each row's observations or tags, as SQLite or the
+    store wrote them) decoded in one call. orjson reads strings as the standard library
+    does, faster (not so an integer past 64 bits, which it reads as a float: these arrays
+    hold none); whatever it refuses (a lone surrogate's escape) is read by the standard
+    library, which decides."""
     joined = "[" + ",".join(texts) + "]"
     try:
         decoded: list[Any] = orjson.loads(joined)

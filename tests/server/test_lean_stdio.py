@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
@@ -231,6 +232,19 @@ def test_a_structured_text_reply_has_the_bytes_of_the_plain_encoding() -> None:
     for request_id in ("a-\u00e9", 0, 2**53):
         result = tool_result(StructuredText(text), data, is_error=False)
         assert _encoded_result(request_id, result) == _encoded({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def test_a_structured_text_with_its_bytes_has_the_bytes_of_the_plain_encoding() -> None:
+    # A profile that keeps orjson's bytes with the text (`StructuredText.of_json`): those
+    # bytes are written as the structured content, and the reply is the one the standard
+    # library would write.
+    data = {"text": 'é "quoted" \\ \x01 🎉 \u2028', "n": [1, -2, 2**63 - 1], "nested": {"k": None, "t": True}}
+    text = StructuredText.of_json(orjson.dumps(data))
+    assert text == json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    assert text.encoded == text.encode()
+    for is_error in (False, True):
+        result = tool_result(text, data, is_error=is_error)
+        assert _encoded_result(3, result) == _encoded({"jsonrpc": "2.0", "id": 3, "result": result})
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
 from typing import Any
 
 from mnemodb.engine.access import AccessRecorder
@@ -59,6 +61,44 @@ def now_ms() -> int:
 
 # A person's name for a scope: what the CLI and tool arguments take beside a ULID.
 _SCOPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class _TimeLimit:
+    """`Engine.time_limit`: a class rather than a generator, as every tool call enters one
+    (a generator's context manager, wrapping the store's, cost a point read several us)."""
+
+    __slots__ = ("engine", "previous", "seconds", "statements", "within")
+
+    def __init__(self, engine: Engine, seconds: float | None, statements_within: float | None) -> None:
+        self.engine = engine
+        self.seconds = seconds
+        self.within = statements_within
+        self.previous: float | None = None
+        self.statements: AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> None:
+        deadlines = self.engine._deadlines
+        seconds, within = self.seconds, self.within
+        self.previous = getattr(deadlines, "at", None)
+        deadlines.at = None if seconds is None else time.monotonic() + seconds
+        if within is not None and (seconds is None or within < seconds):
+            seconds = within
+        statements = self.engine.store.deadline(seconds)
+        try:
+            statements.__enter__()
+        except BaseException:
+            deadlines.at = self.previous
+            raise
+        self.statements = statements
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        try:
+            assert self.statements is not None
+            self.statements.__exit__(kind, exc, traceback)
+        finally:
+            self.engine._deadlines.at = self.previous
 
 
 class Engine:
@@ -135,23 +175,14 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextlib.contextmanager
-    def time_limit(self, seconds: float | None, *, statements_within: float | None = None) -> Iterator[None]:
+    def time_limit(self, seconds: float | None, *, statements_within: float | None = None) -> _TimeLimit:
         """Abort and roll back whatever this thread does in the engine after `seconds`.
 
         `statements_within` stops database statements sooner, for a first try that is run
         again under the whole limit when stopped (a read), while work sized to the time
         left (`time_left`: compiling a pattern) is still sized to `seconds`, so that what a
         call accepts does not depend on which try it is."""
-        previous = getattr(self._deadlines, "at", None)
-        self._deadlines.at = None if seconds is None else time.monotonic() + seconds
-        if statements_within is not None and (seconds is None or statements_within < seconds):
-            seconds = statements_within
-        try:
-            with self.store.deadline(seconds):
-                yield
-        finally:
-            self._deadlines.at = previous
+        return _TimeLimit(self, seconds, statements_within)
 
     def time_left(self) -> float | None:
         """Seconds left of this thread's time limit (none left: 0), None without one. For work

@@ -34,6 +34,17 @@ class StructuredText(str):
     """A text block that is, exactly, the compact JSON of its result's `structuredContent`
     (as most profiles send it): the stdio transport then encodes the data once, for both."""
 
+    encoded: bytes | None = None
+    """The text as UTF-8, when the profile has it already (orjson writes bytes): the stdio
+    transport writes it as it is rather than encoding the text again."""
+
+    @classmethod
+    def of_json(cls, encoded: bytes) -> StructuredText:
+        """The text of `encoded`, which is UTF-8 JSON, keeping those bytes."""
+        text = cls(encoded.decode())
+        text.encoded = encoded
+        return text
+
 
 def tool_result(text: str, structured: Mapping[str, Any] | None = None, *, is_error: bool = False) -> ToolResult:
     """A tool's result with one text block, and its structured form when there is one."""

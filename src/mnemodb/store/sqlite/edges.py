@@ -4,7 +4,6 @@ into the store's read and write transactions."""
 from __future__ import annotations
 
 import functools
-import json
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from operator import attrgetter, itemgetter
@@ -13,7 +12,16 @@ from typing import Any
 from mnemodb.model.records import ENTITY, Direction, Edge, NewEdgeRow, Node, Props, edge_of
 from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
 from mnemodb.store.sqlite.nodes import node_view, view_joins
-from mnemodb.store.sqlite.sql import chunks, dumps, edge_visible, edge_visible_params, marks, padded, props_of
+from mnemodb.store.sqlite.sql import (
+    chunks,
+    dumps,
+    edge_visible,
+    edge_visible_params,
+    json_keys,
+    marks,
+    padded,
+    props_of,
+)
 
 __all__ = ["EdgeReads", "EdgeWrites"]
 
@@ -453,7 +461,7 @@ class EdgeReads:
         valid = [] if valid_at is None else [valid_at, valid_at]
         flag = [] if entered_by is None else [entered_by, entered_at, entered_at, *scopes, *scopes]
         types = list(edge_types) if edge_types else []
-        left = [json.dumps(list(leaving_out))] if leaving_out else []
+        left = [json_keys(leaving_out)] if leaving_out else []
         ways = sum(direction in way for way in _WAYS)
         for chunk in chunks(list(ends), 300):
             sql = _edges_walked_sql(
@@ -510,7 +518,7 @@ class EdgeReads:
         so that the edges leaving the walk are neither read nor built."""
         if not pks:
             return []
-        members = json.dumps(list(pks))
+        members = json_keys(pks)
         valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
         found: list[Edge] = []
         for chunk in chunks(pks, 400):

@@ -23,7 +23,17 @@ from mnemodb.store.base import (
     ScoredPk,
     TextClause,
 )
-from mnemodb.store.sqlite.sql import edge_visible, edge_visible_params, fts_any, fts_phrase, marks, padded, rows_as
+from mnemodb.store.sqlite.sql import (
+    edge_visible,
+    edge_visible_params,
+    fts_any,
+    fts_phrase,
+    json_arrays,
+    json_keys,
+    marks,
+    padded,
+    rows_as,
+)
 
 __all__ = ["EntityReads", "EntityWrites"]
 
@@ -78,7 +88,7 @@ class EntityReads:
         observations = self.observations_of(missing) if missing else {}
         # The observation arrays are decoded in one call rather than one call a row: a
         # search reads thousands of entities, and each call has its own fixed cost.
-        arrays = json.loads("[" + ",".join(r[9] for r in rows if r[9] is not None) + "]")
+        arrays = json_arrays(r[9] for r in rows if r[9] is not None)
         stored = iter(arrays)
         # Positional arguments, without the frozen dataclass's `__init__` (`entity_of`): a
         # search builds thousands of these a call, a walk dozens.
@@ -183,7 +193,7 @@ class EntityReads:
             return {}
         # One statement for any number (a search can return thousands): the keys go in as
         # one JSON array.
-        found = self._entities("e.node IN (SELECT value FROM json_each(?))", [json.dumps(list(pks))])
+        found = self._entities("e.node IN (SELECT value FROM json_each(?))", [json_keys(pks)])
         return {entity.pk: entity for entity in found}
 
     def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
@@ -192,7 +202,7 @@ class EntityReads:
         rows = self.conn.execute(
             "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
             "WHERE e.node IN (SELECT value FROM json_each(?))",
-            [json.dumps(list(pks))],
+            [json_keys(pks)],
         )
         return {row[0]: EntityKey(*row) for row in rows}
 

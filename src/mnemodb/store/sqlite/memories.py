@@ -10,7 +10,7 @@ from typing import Any
 
 from mnemodb.model.records import Memory, MemoryView, memory_of
 from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
-from mnemodb.store.sqlite.sql import chunks, fts_any, marks, props_of, rows_as
+from mnemodb.store.sqlite.sql import chunks, fts_any, json_arrays, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
 
@@ -50,7 +50,7 @@ class MemoryReads:
         # The tagged rows' arrays decoded in one call, as the entities' observations are;
         # each sorted here, as the separate read of the tags ordered them.
         tagged = [r[14] for r in rows if r[14] != "[]"]
-        decoded = iter(json.loads("[" + ",".join(tagged) + "]") if tagged else ())
+        decoded = iter(json_arrays(tagged) if tagged else ())
         untagged: tuple[str, ...] = ()
         # Positional arguments in the record's field order, unpacked from the row: the
         # keyword form cost about 30 % more, paid for every winner of every search; made

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeVar
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+import orjson
 
 from mnemodb.store.rows import chunks, dumps, props_of, rows_as
 
@@ -16,6 +19,8 @@ __all__ = [
     "edge_visible_params",
     "fts_any",
     "fts_phrase",
+    "json_arrays",
+    "json_keys",
     "marks",
     "padded",
     "props_of",
@@ -26,6 +31,26 @@ __all__ = [
 def marks(n: int) -> str:
     """`n` comma-separated parameter marks, for an IN list."""
     return ",".join("?" * n)
+
+
+def json_keys(keys: Iterable[int]) -> str:
+    """Row keys as one JSON array, for `json_each(?)`: orjson writes it in a tenth of the
+    standard library's time (a walk passes a few a call)."""
+    return orjson.dumps(list(keys)).decode()
+
+
+def json_arrays(texts: Iterable[str]) -> list[Any]:
+    """Several JSON arrays of strings (each row's observations or tags, as SQLite or the
+    store wrote them) decoded in one call. orjson reads strings as the standard library
+    does, faster (not so an integer past 64 bits, which it reads as a float: these arrays
+    hold none); whatever it refuses (a lone surrogate's escape) is read by the standard
+    library, which decides."""
+    joined = "[" + ",".join(texts) + "]"
+    try:
+        decoded: list[Any] = orjson.loads(joined)
+    except orjson.JSONDecodeError:
+        decoded = json.loads(joined)
+    return decoded
 
 
 def padded(values: Sequence[T]) -> list[T]:

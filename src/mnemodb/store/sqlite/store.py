@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 from mnemodb.model.errors import OperationTimeout, StoreFailed, StoreUnavailable
@@ -168,6 +169,82 @@ def _foreign_format(path: str) -> str:
     return ""
 
 
+class _Deadline:
+    """`SqliteStore.deadline`: this thread's deadline for `seconds`, then the one before it
+    again. A class rather than a generator, as every tool call enters one."""
+
+    __slots__ = ("local", "previous", "seconds")
+
+    def __init__(self, local: threading.local, seconds: float | None) -> None:
+        self.local = local
+        self.seconds = seconds
+        self.previous: float | None = None
+
+    def __enter__(self) -> None:
+        local, seconds = self.local, self.seconds
+        self.previous = getattr(local, "deadline", None)
+        local.deadline = None if seconds is None else time.monotonic() + seconds
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.local.deadline = self.previous
+
+
+class _Read:
+    """One read transaction on `conn` (holding `lock` while it lasts, if any): a deferred
+    transaction, so that every statement of the read sees the same snapshot. A class
+    rather than a generator: a point read opens one per call, and a generator's context
+    manager cost about twice as much (each read of the native `get` and `explore` pays it)."""
+
+    __slots__ = ("conn", "lock", "store")
+
+    def __init__(self, store: SqliteStore, conn: sqlite3.Connection, lock: threading.RLock | None) -> None:
+        self.store = store
+        self.conn = conn
+        self.lock = lock
+
+    def __enter__(self) -> SqliteReadTx:
+        conn = self.conn
+        if self.lock is not None:
+            self.lock.acquire()
+        try:
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                self.store._retry_busy(lambda: conn.execute("BEGIN"), "start a read")
+        except BaseException:
+            if self.lock is not None:
+                self.lock.release()
+            raise
+        return SqliteReadTx(conn)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        conn = self.conn
+        try:
+            # Ending a read changes nothing; on a damaged file it may fail again, which
+            # must not hide the error that got here.
+            if conn.in_transaction:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+        if isinstance(exc, sqlite3.DatabaseError):
+            if "interrupted" in str(exc):
+                raise OperationTimeout("the operation ran past its time limit") from exc
+            refusal = _refusal(exc)
+            if refusal is not None:
+                raise refusal from exc
+
+
 class SqliteStore:
     """A mnemodb graph in one SQLite file (or `:memory:`)."""
 
@@ -264,15 +341,9 @@ class SqliteStore:
         deadline = getattr(self._local, "deadline", None)
         return 1 if deadline is not None and time.monotonic() > deadline else 0
 
-    @contextlib.contextmanager
-    def deadline(self, seconds: float | None) -> Iterator[None]:
+    def deadline(self, seconds: float | None) -> _Deadline:
         """Abort (and roll back) any statement this thread runs after `seconds`."""
-        previous = getattr(self._local, "deadline", None)
-        self._local.deadline = None if seconds is None else time.monotonic() + seconds
-        try:
-            yield
-        finally:
-            self._local.deadline = previous
+        return _Deadline(self._local, seconds)
 
     def _reader(self) -> sqlite3.Connection:
         if self._in_memory:
@@ -420,36 +491,11 @@ class SqliteStore:
                 raise refusal from exc
             raise
 
-    @contextlib.contextmanager
-    def read(self) -> Iterator[SqliteReadTx]:
+    def read(self) -> _Read:
         self._ensure_open()
         if self._in_memory:
-            with self._write_lock:
-                yield from self._read_on(self._writer)
-            return
-        yield from self._read_on(self._reader())
-
-    def _read_on(self, conn: sqlite3.Connection) -> Iterator[SqliteReadTx]:
-        # One deferred transaction: every statement of the read sees the same snapshot.
-        self._retry_busy(lambda: conn.execute("BEGIN"), "start a read")
-        try:
-            yield SqliteReadTx(conn)
-        except sqlite3.DatabaseError as exc:
-            if "interrupted" in str(exc):
-                raise OperationTimeout("the operation ran past its time limit") from exc
-            refusal = _refusal(exc)
-            if refusal is not None:
-                raise refusal from exc
-            raise
-        finally:
-            # Ending a read changes nothing; on a damaged file it may fail again, which
-            # must not hide the error that got here.
-            if conn.in_transaction:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
+            return _Read(self, self._writer, self._write_lock)
+        return _Read(self, self._reader(), None)
 
     def _ensure_open(self) -> None:
         if self._closed:

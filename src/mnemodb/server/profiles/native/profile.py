@@ -117,7 +117,12 @@ class NativeProfile(Profile):
         )
 
     def success(self, tool: Tool, value: Any) -> ToolResult:
-        return tool_result(StructuredText(_json(value)), value)
+        try:
+            # orjson's bytes kept with the text: the stdio transport writes them as they are.
+            text = StructuredText.of_json(orjson.dumps(value))
+        except orjson.JSONEncodeError:
+            text = StructuredText(_json(value))
+        return tool_result(text, value)
 
     @staticmethod
     def _error(text: str) -> ToolResult:

@@ -54,12 +54,14 @@ def item_shape(item: Item, *, full: bool = False) -> dict[str, Any]:
         out = {"kind": "entity", "id": item.id, "name": item.name}
         if item.entity_type:
             out["type"] = item.entity_type
-        observations = list(item.observations) if full else list(item.observations[:PREVIEW_OBSERVATIONS])
-        shown = [_cut(o, full)[0] for o in observations]
-        if shown:
-            out["observations"] = shown
-        if len(observations) < len(item.observations):
-            out["observation_count"] = len(item.observations)
+        observations = item.observations
+        if observations:
+            # Cut only what is long: a walk shapes dozens of entities a call, most of their
+            # observations short.
+            shown = observations if full else observations[:PREVIEW_OBSERVATIONS]
+            out["observations"] = [o if full or len(o) <= PREVIEW_CHARS else _cut(o, False)[0] for o in shown]
+            if len(shown) < len(observations):
+                out["observation_count"] = len(observations)
     if item.scope != "shared":
         out["scope"] = item.scope
     if item.props and full:

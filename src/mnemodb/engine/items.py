@@ -294,6 +294,20 @@ class Items:
         out.update(tx.entities_by_pk(entities))
         return out
 
+    @staticmethod
+    def _ranked_items(
+        tx: ReadTx, pks: Sequence[int], reads: Sequence[str], memories: bool, entities: bool
+    ) -> dict[int, Item]:
+        """`_items` for what a search ranked: each pk is a memory (only when `memories`) or
+        an entity (only when `entities`) of `reads`, so the kinds' own rows are read without
+        first reading every node's label and scope (a statement a search, 0.07 ms of CPU at
+        10,000 entities). Scopes are checked on the rows all the same."""
+        out: dict[int, Item] = dict(tx.memories_by_pk(pks)) if memories else {}
+        rest = [pk for pk in pks if pk not in out]
+        if entities and rest:
+            out.update(tx.entities_by_pk(rest))
+        return {pk: item for pk, item in out.items() if item.scope in reads}
+
     def _need(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge:
         found = self.resolve(tx, ref, reads)
         if found is None:
@@ -756,7 +770,7 @@ class Items:
             else:
                 ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
             page = ranked[offset : offset + limit]
-            items = self._items(tx, [pk for pk, _ in page], reads)
+            items = self._ranked_items(tx, [pk for pk, _ in page], reads, use_memories, use_entities)
             # A filter of current items only has left out every memory a reader sees superseded
             # now: there is nothing to look for.
             superseding = (

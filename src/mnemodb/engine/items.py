@@ -1662,7 +1662,8 @@ def _by_text(
             base += dates.bonus if said else 0.0
             signals["told"] = 1.0 if said else 0.0
         if weights.author_match > 0:
-            by_named = bool(named) and not named.isdisjoint(author(content))
+            # A label ends with a colon: most texts hold none, and are not matched against it.
+            by_named = bool(named) and ":" in content and not named.isdisjoint(author(content))
             factor *= 1.0 + weights.author_match if by_named else 1.0
             signals["author"] = 1.0 if by_named else 0.0
         if weights.question_turn > 0:

@@ -3,6 +3,7 @@ the same text as the standard library's but for how a float is spelt."""
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from mnemodb.server.profiles.native.profile import _json
+from mnemodb.server.profiles.native.shapes import _fingerprint, make_cursor, read_cursor
 
 
 def standard(value: Any) -> str:
@@ -39,3 +41,13 @@ def test_floats_read_back_as_the_same_numbers() -> None:
     values = [1e-05, 2.5e-07, 1e16, 1e22, -0.0, *(rng.random() * 10 ** rng.randint(-9, 20) for _ in range(20_000))]
     assert json.loads(_json(values)) == values
     assert _json([1e-05, 2.5e-07]) == "[0.00001,2.5e-7]"  # where the spelling differs from json.dumps
+
+
+@pytest.mark.parametrize("offset", [0, 10, 2**40 - 1])
+def test_a_cursor_is_the_text_the_standard_library_wrote(offset: int) -> None:
+    # A cursor given out before must still be read, and one given out now the same text.
+    arguments = {"query": 'Größe "quoted"', "limit": 10, "tags": ["a"], "cursor": "x"}
+    cursor = make_cursor(arguments, offset)
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    assert raw == json.dumps({"q": _fingerprint(arguments), "o": offset}, separators=(",", ":"))
+    assert read_cursor({**arguments, "cursor": cursor}) == offset

@@ -294,6 +294,28 @@ class Items:
         out.update(tx.entities_by_pk(entities))
         return out
 
+    @staticmethod
+    def _ranked_items(
+        tx: ReadTx,
+        pks: Sequence[int],
+        reads: Sequence[str],
+        memories: bool,
+        entities: bool,
+        known_entities: Collection[int] = (),
+    ) -> dict[int, Item]:
+        """`_items` for what a search ranked: each pk is a memory (only when `memories`) or
+        an entity (only when `entities`) of `reads`, so the kinds' own rows are read without
+        first reading every node's label and scope (a statement a search, 0.07 ms of CPU at
+        10,000 entities). `known_entities` are entities for sure (the entity ranking's):
+        a page of them alone is read in one statement. Scopes are checked on the rows all
+        the same."""
+        maybe = [pk for pk in pks if pk not in known_entities]
+        out: dict[int, Item] = dict(tx.memories_by_pk(maybe)) if memories and maybe else {}
+        rest = [pk for pk in pks if pk not in out]
+        if entities and rest:
+            out.update(tx.entities_by_pk(rest))
+        return {pk: item for pk, item in out.items() if item.scope in reads}
+
     def _need(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge:
         found = self.resolve(tx, ref, reads)
         if found is None:
@@ -725,6 +747,7 @@ class Items:
                 keep = set(where.pks) if where.pks is not None else None
                 where = replace(where, pks=tuple(pk for pk in patterned if keep is None or pk in keep))
             rankings: list[tuple[str, Ranking]] = []
+            known_entities: set[int] = set()
             details: dict[str, Details] = {"words": {}, "vector": {}}
             notes = details if explain else None
             worded = query is not None and bool(query.strip())
@@ -739,7 +762,9 @@ class Items:
                 if use_memories:
                     rankings.append(("words", self._memory_ranking(tx, query, reads, where, now, notes, top)))
                 if use_entities:
-                    rankings.append(("words", self._entity_ranking(tx, query, reads, where, now, fuzzy, top)))
+                    by_name = self._entity_ranking(tx, query, reads, where, now, fuzzy, top)
+                    known_entities = {pk for pk, _ in by_name}
+                    rankings.append(("words", by_name))
                 if vector is None and semantic:
                     vector = meaning
             if vector is not None:
@@ -756,7 +781,7 @@ class Items:
             else:
                 ranked = self._listing(tx, reads, where, now, want, use_memories, use_entities)
             page = ranked[offset : offset + limit]
-            items = self._items(tx, [pk for pk, _ in page], reads)
+            items = self._ranked_items(tx, [pk for pk, _ in page], reads, use_memories, use_entities, known_entities)
             # A filter of current items only has left out every memory a reader sees superseded
             # now: there is nothing to look for.
             superseding = (
@@ -1648,7 +1673,8 @@ def _by_text(
             base += dates.bonus if said else 0.0
             signals["told"] = 1.0 if said else 0.0
         if weights.author_match > 0:
-            by_named = bool(named) and not named.isdisjoint(author(content))
+            # A label ends with a colon: most texts hold none, and are not matched against it.
+            by_named = bool(named) and ":" in content and not named.isdisjoint(author(content))
             factor *= 1.0 + weights.author_match if by_named else 1.0
             signals["author"] = 1.0 if by_named else 0.0
         if weights.question_turn > 0:

@@ -179,7 +179,8 @@ class ItemReads:
             ):
                 passed[pk] = (importance, created_at)
                 contents[pk] = content
-            hits += [TextHit(pk, score, *passed[pk]) for pk, score in part if pk in passed]
+            # Made as `rows_as` makes records, without the named tuple's own `__new__`.
+            hits += [tuple.__new__(TextHit, (pk, score, *passed[pk])) for pk, score in part if pk in passed]
             if every and start >= len(ranked):
                 break
         self._judged = (key, hits, start)

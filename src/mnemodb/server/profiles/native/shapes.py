@@ -103,7 +103,9 @@ def _fingerprint(arguments: Mapping[str, Any]) -> str:
 
 
 def make_cursor(arguments: Mapping[str, Any], offset: int) -> str:
-    raw = json.dumps({"q": _fingerprint(arguments), "o": offset}, separators=(",", ":"))
+    # What `json.dumps({"q": ..., "o": offset}, separators=(",", ":"))` writes: the
+    # fingerprint is hexadecimal and the offset an int, so nothing needs escaping.
+    raw = f'{{"q":"{_fingerprint(arguments)}","o":{int(offset)}}}'
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 

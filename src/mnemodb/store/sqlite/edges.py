@@ -343,7 +343,7 @@ class EdgeReads:
             filters += edge_types
         leaving = 0
         if len(leaving_out) > _LEFT_LISTED:
-            filters.append(json.dumps(list(leaving_out)))
+            filters.append(json_keys(leaving_out))
             leaving = -1
         elif leaving_out:
             listed = padded(list(leaving_out))

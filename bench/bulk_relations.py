@@ -14,7 +14,9 @@ call (/proc/PID/stat, clock ticks), and whether the database's write-ahead log w
 starts over after a checkpoint that copied the whole log into the database). It reports,
 per profile and source tree, relations per second (median of the rounds' rates and over all
 calls), server CPU per relation, the calls' p50 and p95 round trips, the wall time not spent
-on the server's CPU, and the WAL resets seen during entity calls and relation calls.
+on the server's CPU, the server's context switches a call (every thread's, voluntary or
+not: on a busy machine each may be followed by a wait for a core), and the WAL resets seen
+during entity calls and relation calls.
 
 `--compare DIR` adds the same profiles from a second source tree, labelled "before";
 `--topodb PATH` adds topodb-mcp (its `submit_batch` of links), as in `peers.py`;
@@ -29,6 +31,7 @@ its rates are not comparable with an untraced run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import re
@@ -42,7 +45,7 @@ from typing import Any
 
 from bench_store import BenchError, settle_gc
 from bench_topodb import Client
-from measure import p50, p95
+from measure import _tree, p50, p95
 from peers import (
     BULK_BATCH,
     Mnemodb,
@@ -59,6 +62,21 @@ from peers import (
 
 PROFILES = {"native": MnemodbNative, "topodb": MnemodbTopodb, "knowledge-graph": MnemodbKnowledgeGraph}
 _FLUSH = re.compile(rb"(fsync|fdatasync)\(.*<([0-9.]+)>")
+
+
+def switches(pid: int) -> int:
+    """Context switches (voluntary and not) of every thread of the process and its
+    descendants so far: each is a moment a thread stopped, to wait or to make way, and on a
+    busy machine may wait again for a core before it runs on."""
+    total = 0
+    for member in _tree(pid):
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{member}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (task / "status").read_text().splitlines():
+                        if "ctxt_switches:" in line:
+                            total += int(line.split()[1])
+    return total
 
 
 def wal_counter(system: System) -> int | None:
@@ -81,6 +99,7 @@ class Phase:
     items: int = 0
     seconds: list[float] = field(default_factory=list)
     cpu_s: float = 0.0
+    switches: int = 0
     resets: int = 0
     round_rates: list[float] = field(default_factory=list)
 
@@ -97,6 +116,7 @@ class Phase:
             "p95_ms": p95(self.seconds) * 1000,
             "max_ms": max(self.seconds) * 1000,
             "off_cpu_share": max(0.0, 1 - self.cpu_s / wall),
+            "switches_per_call": self.switches / len(self.seconds),
             "wal_resets": self.resets,
         }
 
@@ -110,9 +130,10 @@ def bulk_part(system: System, client: Client, run: Run, part: slice, phases: dic
             batch = slice(start, min(start + BULK_BATCH, part.stop))
             tool, arguments = make(run.work, batch)
             counter = wal_counter(system)
-            before = cpu_seconds(client.proc.pid)
+            before, switched = cpu_seconds(client.proc.pid), switches(client.proc.pid)
             _, elapsed, line = client.call_timed(tool, arguments, decode=False)
             into.cpu_s += cpu_seconds(client.proc.pid) - before
+            into.switches += switches(client.proc.pid) - switched
             after = wal_counter(system)
             if counter is not None and after is not None and after != counter:
                 into.resets += 1
@@ -212,11 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures: dict[str, Any] = {}
         header = (
             "| system | relations/s (median round) | rounds' range | over all calls | CPU ms/relation "
-            "| wall ms/relation | p50 ms | p95 ms | max ms | off-CPU share | WAL resets (entity / relation calls) |"
+            "| wall ms/relation | p50 ms | p95 ms | max ms | off-CPU share | switches a call "
+            "| WAL resets (entity / relation calls) |"
         )
         print(f"\n{args.size:,} entities, {args.bulk:,} relations in calls of {BULK_BATCH}, {args.rounds} rounds\n")
         print(header)
-        print("|---" * 11 + "|")
+        print("|---" * 12 + "|")
         for system in systems:
             ents, rels = phases[system.label]["entities"].summary(), phases[system.label]["relations"].summary()
             figures[system.label] = {"entities": ents, "relations": rels}
@@ -225,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {system.label} | {rels['per_s']:,.0f} | {min(rates):,}-{max(rates):,} | "
                 f"{rels['per_s_overall']:,.0f} | {rels['cpu_ms_per_item']:.3f} | {rels['wall_ms_per_item']:.3f} | "
                 f"{rels['p50_ms']:.2f} | {rels['p95_ms']:.2f} | {rels['max_ms']:.1f} | {rels['off_cpu_share']:.0%} | "
+                f"{rels['switches_per_call']:.1f} | "
                 f"{ents['wal_resets']} / {rels['wal_resets']} |"
             )
         for label, log_file in traces.items():

@@ -31,6 +31,7 @@ from mnemodb.store.files import (
 )
 from mnemodb.store.sqlite import legacy
 from mnemodb.store.sqlite.changes import LogReads, LogWrites, define_log_functions
+from mnemodb.store.sqlite.checkpoint import Checkpointer
 from mnemodb.store.sqlite.edges import EdgeReads, EdgeWrites
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
 from mnemodb.store.sqlite.items import ItemReads
@@ -281,6 +282,7 @@ class SqliteStore:
         self._readers_lock = threading.Lock()
         self._closed = False
         self._vectors: VectorIndex | None = None
+        self._checkpointer: Checkpointer | None = None
         self._writer = self._connect(_WRITE_BUSY_TIMEOUT_S)
         try:
             self._open_schema()
@@ -290,6 +292,12 @@ class SqliteStore:
         except BaseException:
             self._writer.close()
             raise
+        if not self._in_memory and not self.read_only:
+            # The log's checkpoints on a thread of their own, off the writing calls' path,
+            # instead of SQLite's automatic one in the commit (see checkpoint.py).
+            self._checkpointer = Checkpointer.open(self._path, self._connect)
+            if self._checkpointer is not None:
+                self._writer.execute("PRAGMA wal_autocheckpoint = 0")
 
     @property
     def vectors(self) -> VectorIndex:
@@ -471,6 +479,8 @@ class SqliteStore:
             deadline, self._local.deadline = getattr(self._local, "deadline", None), None
             try:
                 self._retry_busy(lambda: conn.execute("COMMIT"), "commit")
+                if self._checkpointer is not None:
+                    self._checkpointer.committed(conn)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -647,6 +657,10 @@ class SqliteStore:
                     with contextlib.suppress(sqlite3.Error):
                         conn.close()
                 self._readers.clear()
+            # Before the writer, which is then the file's last connection in this process
+            # and folds the log into the file as it closes.
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._writer.close()
 
 

@@ -274,7 +274,12 @@ class Memories:
             raise_by = weights.tag_match
             # Each candidate's match, as `relevance` computes it: its text strength, raised
             # by a tag equal to a query word.
-            matches = {pk: s + (1.0 - s) * raise_by if pk in tagged else s for pk, s in strength.items()}
+            # No tag among the query's words (the usual search) raises nothing: a plain copy.
+            matches = (
+                {pk: s + (1.0 - s) * raise_by if pk in tagged else s for pk, s in strength.items()}
+                if tagged
+                else dict(strength)
+            )
             for pk in found.tagged:
                 if pk not in matches:
                     matches[pk] = raise_by

@@ -172,6 +172,18 @@ def test_search_views_are_the_search_read_as_shown_fields(eng: Engine, clock: Cl
     assert "an archived omega" not in [view.content for view, _ in eng.memories.search_views("omega")]
 
 
+def test_tied_scores_put_the_newer_memory_first_and_the_limit_keeps_the_newest(eng: Engine) -> None:
+    # Tag-only hits written at one time with one importance score alike: the order among
+    # them is the tie-break alone, the higher pk first, and the limit cuts the older ones.
+    pks = [eng.memories.store(f"entry {i}", ["zeta"]).memory.pk for i in range(6)]
+    eng.memories.store("zeta in the text", ["other"])  # a text match, scored apart
+    hits = [h for h in eng.memories.search("zeta", limit=5, record_access=False) if h.memory.pk in pks]
+    assert len({h.score for h in hits}) == 1
+    assert [h.memory.pk for h in hits] == sorted(pks, reverse=True)[:4]
+    views = eng.memories.search_views("zeta", limit=5)
+    assert [view.pk for view, _ in views if view.pk in pks] == sorted(pks, reverse=True)[:4]
+
+
 def _every_candidate_scored(eng: Engine, query: str, limit: int, include_archived: bool) -> list[tuple[int, float]]:
     """The ranking as it was before candidates were cut by a bound: every candidate of the
     pool read with its importance and creation time, and scored."""

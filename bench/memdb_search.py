@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from measure import run_child, spread
 
 HERE = Path(__file__).resolve().parent
 BATCH = 10
@@ -199,28 +199,6 @@ def child(db: Path, queries: list[str], calls: int, replies: Path | None, profil
 # -- the parent -----------------------------------------------------------------------------------
 
 
-def _run_child(tree: Path, args: Sequence[str], *, show_stderr: bool = False) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "memdb_search.py"), "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"child on {tree} failed:\n{done.stderr[-3000:]}")
-    if show_stderr:
-        print(done.stderr, file=sys.stderr)
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _range(values: Sequence[float]) -> str:
-    ordered = sorted(values)
-    return f"{ordered[0]:.2f}-{ordered[-1]:.2f} (median {ordered[len(ordered) // 2]:.2f})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -262,7 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 copy = workdir / f"copy-{size}-{label}.db"
                 shutil.copyfile(db, copy)
                 written = workdir / f"replies-{size}-{label}.jsonl"
-                _run_child(tree, ["--db", str(copy), "--queries", str(queries_file), "--replies-out", str(written)])
+                run_child(
+                    HERE / "memdb_search.py",
+                    tree,
+                    ["--db", str(copy), "--queries", str(queries_file), "--replies-out", str(written)],
+                )
                 texts[label] = written.read_bytes()
                 copy.unlink()
             same = len(set(texts.values())) == 1
@@ -271,7 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             status |= 0 if same else 1
             continue
         if args.profile:
-            _run_child(trees[0][1], [*common, "--calls", str(args.calls), "--profile"], show_stderr=True)
+            run_child(
+                HERE / "memdb_search.py",
+                trees[0][1],
+                [*common, "--calls", str(args.calls), "--profile"],
+                show_stderr=True,
+            )
             continue
         cpu: dict[str, list[float]] = {}
         statements: dict[str, set[int]] = {}  # each round's most frequent count
@@ -279,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_no in range(args.rounds):
             # Alternately, so that neither tree always runs first (after a quiet spell, say).
             for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
-                result = _run_child(tree, [*common, "--calls", str(args.calls)])
+                result = run_child(HERE / "memdb_search.py", tree, [*common, "--calls", str(args.calls)])
                 cpu.setdefault(label, []).append(result["cpu_ms"])
                 statements.setdefault(label, set()).add(result["statements"])
                 reply_kb[label] = result["reply_kb"]
@@ -288,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("|---|---:|---:|---:|")
         for label, _ in trees:
             counts = "/".join(str(c) for c in sorted(statements[label]))
-            print(f"| {label} | {_range(cpu[label])} | {counts} | {reply_kb[label]:.1f} |")
+            print(f"| {label} | {spread(cpu[label], 2)} | {counts} | {reply_kb[label]:.1f} |")
     return status
 
 

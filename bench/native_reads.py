@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from measure import run_child, spread
 
 PROBES = 50
 BATCH = 25
@@ -209,26 +209,6 @@ def child(db: Path, calls_per_op: int, replies: Path | None) -> dict[str, Any]:
 # -- the parent -----------------------------------------------------------------------------------
 
 
-def _run_child(tree: Path, args: Sequence[str]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "native_reads.py"), "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"child on {tree} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _range(values: Sequence[float]) -> str:
-    ordered = sorted(values)
-    return f"{ordered[0]:.0f}-{ordered[-1]:.0f} (median {ordered[len(ordered) // 2]:.0f})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -265,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 copy = workdir / f"copy-{size}-{label}.db"
                 shutil.copyfile(db, copy)
                 written = workdir / f"replies-{size}-{label}.jsonl"
-                _run_child(tree, ["--db", str(copy), "--replies-out", str(written)])
+                run_child(HERE / "native_reads.py", tree, ["--db", str(copy), "--replies-out", str(written)])
                 texts[label] = written.read_bytes()
                 copy.unlink()
             same = len(set(texts.values())) == 1
@@ -278,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_no in range(args.rounds):
             # Alternately, so that neither tree always runs first (after a quiet spell, say).
             for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
-                result = _run_child(tree, ["--db", str(db), "--calls", str(args.calls)])
+                result = run_child(HERE / "native_reads.py", tree, ["--db", str(db), "--calls", str(args.calls)])
                 for operation, figures in result.items():
                     cpu.setdefault((label, operation), []).append(figures["cpu_us"])
                     statements.setdefault((label, operation), set()).add(figures["statements"])
@@ -288,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for operation in OPERATIONS:
             for label, _ in trees:
                 counts = "/".join(str(c) for c in sorted(statements[(label, operation)]))
-                print(f"| {operation} | {label} | {_range(cpu[(label, operation)])} | {counts} |")
+                print(f"| {operation} | {label} | {spread(cpu[(label, operation)])} | {counts} |")
     return status
 
 

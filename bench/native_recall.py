@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from measure import run_child, spread
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -193,26 +193,6 @@ def child(db: Path, size: int, calls: int, replies: Path | None, profile: Path |
 # -- the parent -----------------------------------------------------------------------------------
 
 
-def _run_child(tree: Path, args: Sequence[str]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "native_recall.py"), "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"child on {tree} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _range(values: Sequence[float], scale: float = 1.0, digits: int = 0) -> str:
-    ordered = [v * scale for v in sorted(values)]
-    return f"{ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f} (median {ordered[len(ordered) // 2]:.{digits}f})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -253,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"seeded {size:,} entities in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         common = ["--db", str(db), "--size", str(size), "--calls", str(args.calls)]
         if args.profile:
-            _run_child(trees[0][1], [*common, "--profile", args.profile])
+            run_child(HERE / "native_recall.py", trees[0][1], [*common, "--profile", args.profile])
             print(f"{size:,} entities: profile written to {args.profile}")
             continue
         if args.replies:
@@ -262,7 +242,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 copy = workdir / f"copy-{size}-{label}.db"
                 shutil.copyfile(db, copy)
                 written = workdir / f"replies-{size}-{label}.jsonl"
-                _run_child(tree, ["--db", str(copy), "--size", str(size), "--replies-out", str(written)])
+                run_child(
+                    HERE / "native_recall.py",
+                    tree,
+                    ["--db", str(copy), "--size", str(size), "--replies-out", str(written)],
+                )
                 texts[label] = written.read_bytes()
                 copy.unlink()
             same = len(set(texts.values())) == 1
@@ -275,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_no in range(args.rounds):
             # Alternately, so that neither tree always runs first (after a quiet spell, say).
             for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
-                figures = _run_child(tree, common)["recall"]
+                figures = run_child(HERE / "native_recall.py", tree, common)["recall"]
                 cpu.setdefault(label, []).append(figures["cpu_us"])
                 statements.setdefault(label, set()).add((figures["statements"], figures["most"]))
         print(f"\n{size:,} entities, {args.rounds} rounds of {args.calls} calls: CPU ms per recall (range, median)")
@@ -283,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("|---|---:|---:|")
         for label, _ in trees:
             counts = "/".join(f"{mean:.2f}, {most}" for mean, most in sorted(statements[label]))
-            print(f"| {label} | {_range(cpu[label], 1e-3, 2)} | {counts} |")
+            print(f"| {label} | {spread(cpu[label], 2, 1e-3)} | {counts} |")
     return status
 
 

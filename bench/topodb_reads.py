@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from measure import run_child, spread
 
 OPERATIONS = ("neighbours", "traverse")
 BATCH = 25
@@ -179,26 +179,6 @@ def child(db: Path, meta: dict[str, Any], calls_per_op: int, replies: Path | Non
 # -- the parent -----------------------------------------------------------------------------------
 
 
-def _run_child(tree: Path, args: Sequence[str]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "topodb_reads.py"), "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"child on {tree} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _range(values: Sequence[float]) -> str:
-    ordered = sorted(values)
-    return f"{ordered[0]:.0f}-{ordered[-1]:.0f} (median {ordered[len(ordered) // 2]:.0f})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -243,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shutil.copyfile(db, copy)
                 shutil.copyfile(meta_path, f"{copy}.json")
                 written = workdir / f"replies-{size}-{label}.jsonl"
-                _run_child(tree, ["--db", str(copy), "--replies-out", str(written)])
+                run_child(HERE / "topodb_reads.py", tree, ["--db", str(copy), "--replies-out", str(written)])
                 texts[label] = written.read_bytes()
                 copy.unlink()
                 Path(f"{copy}.json").unlink()
@@ -257,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_no in range(args.rounds):
             # Alternately, so that neither tree always runs first (after a quiet spell, say).
             for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
-                result = _run_child(tree, ["--db", str(db), "--calls", str(args.calls)])
+                result = run_child(HERE / "topodb_reads.py", tree, ["--db", str(db), "--calls", str(args.calls)])
                 for operation, figures in result.items():
                     cpu.setdefault((label, operation), []).append(figures["cpu_us"])
                     figures_of[(label, operation)] = figures
@@ -268,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for label, _ in trees:
                 figures = figures_of[(label, operation)]
                 print(
-                    f"| {operation} | {label} | {_range(cpu[(label, operation)])} | "
+                    f"| {operation} | {label} | {spread(cpu[(label, operation)])} | "
                     f"{figures['statements']:.2f} | {figures['shown']:.1f} |"
                 )
     return status

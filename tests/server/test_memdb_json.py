@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mnemodb.server.profiles.memdb import compact_json
+from mnemodb.server.profile import compact_json
 
 
 def standard(value: Any) -> str:

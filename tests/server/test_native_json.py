@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mnemodb.server.profiles.native.profile import _json
+from mnemodb.server.profile import compact_json as _json
 from mnemodb.server.profiles.native.shapes import _fingerprint, make_cursor, read_cursor
 
 

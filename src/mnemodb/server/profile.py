@@ -8,6 +8,7 @@ transport (`stdio.py`) read these; neither knows any profile by name.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,6 +45,25 @@ class StructuredText(str):
         text = cls(encoded.decode())
         text.encoded = encoded
         return text
+
+
+def exact_json(value: Any) -> str:
+    """`value` as compact JSON, non-ASCII characters as they are: the standard library's
+    encoder, whose spelling of floats the compatibility profiles' replies keep."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value: Any) -> str:
+    """`value` as `exact_json` writes it, by orjson: the same text in a quarter to a tenth of
+    the time, but for floats' spelling (`1e-05` is `0.00001`, `2.5e-07` is `2.5e-7`: the same
+    numbers). What orjson refuses (a lone surrogate, an integer past 64 bits) goes to the
+    standard library."""
+    import orjson  # here, not at the top: the first reply's, not every start's
+
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return exact_json(value)
 
 
 def tool_result(text: str, structured: Mapping[str, Any] | None = None, *, is_error: bool = False) -> ToolResult:

@@ -30,6 +30,8 @@ from mnemodb.server.profile import (
     Tool,
     ToolAnnotations,
     ToolResult,
+    compact_json,
+    exact_json,
     tool,
     tool_result,
 )
@@ -61,14 +63,7 @@ class PlainReply(dict[str, Any]):
 
 
 def _compact_json(value: Any) -> str:
-    if isinstance(value, PlainReply):
-        import orjson  # here, not at the top: the first search's, not every start's
-
-        try:
-            return orjson.dumps(value).decode()
-        except orjson.JSONEncodeError:  # a lone surrogate, an integer past 64 bits: as below
-            pass
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return compact_json(value) if isinstance(value, PlainReply) else exact_json(value)
 
 
 # -- shapes ---------------------------------------------------------------------------------------

@@ -16,8 +16,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from mnemodb.engine import Engine, EngineError, Memory, NewMemory, NotFound
 from mnemodb.model.records import MEMORY_TYPES, MemoryLink, RelatedMemory
 from mnemodb.server.profile import (
@@ -28,6 +26,7 @@ from mnemodb.server.profile import (
     Tool,
     ToolAnnotations,
     ToolResult,
+    compact_json,
     tool,
     tool_result,
 )
@@ -114,19 +113,6 @@ def timestamp(ms: int | None) -> str | None:
 def _second(seconds: int) -> str:
     # Memories stored together share their second: a search formats few distinct ones.
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def compact_json(value: Any) -> str:
-    """`value` as compact JSON, non-ASCII characters as they are: what memdb sent.
-
-    orjson encodes a search's 100 memories in about a seventh of the standard library's
-    time (0.04 ms against 0.29 ms for the 57 KB replies of a 10,000-memory store). What
-    it refuses (a lone surrogate, an integer beyond 64 bits) goes to the standard library,
-    which writes it as memdb's JSON.stringify did."""
-    try:
-        return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def memory_shape(memory: Memory) -> dict[str, Any]:
@@ -516,6 +502,8 @@ class MemdbProfile(Profile):
 
     @staticmethod
     def _envelope(payload: Mapping[str, Any], *, is_error: bool) -> ToolResult:
+        # orjson: a search's 100 memories in about a seventh of the standard library's time
+        # (0.04 ms against 0.29 ms for the 57 KB replies of a 10,000-memory store).
         return tool_result(StructuredText(compact_json(payload)), dict(payload), is_error=is_error)
 
     def success(self, tool: Tool, value: Any) -> ToolResult:

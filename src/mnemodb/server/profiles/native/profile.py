@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +20,8 @@ from mnemodb.server.profile import (
     TemplateResource,
     Tool,
     ToolResult,
+    compact_json,
+    exact_json,
     tool_result,
 )
 from mnemodb.server.profiles.native import text as native_text
@@ -33,17 +34,6 @@ log = logging.getLogger("mnemodb.server")
 
 MAX_COMPLETIONS = 100
 """The most values one completion answer may hold (the MCP specification's bound)."""
-
-
-def _json(value: Any) -> str:
-    """`value` as compact JSON, non-ASCII characters as they are. orjson writes the same
-    text as the standard library's encoder but for floats' spelling (`1e-05` is `0.00001`,
-    `2.5e-07` is `2.5e-7`: the same numbers) at a fraction of its time; what it refuses (a
-    lone surrogate, an integer beyond 64 bits) goes to the standard library."""
-    try:
-        return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _read_item(kind: type[Memory] | type[Entity]) -> Callable[[Engine, str], str | None]:
@@ -59,7 +49,7 @@ def _read_item(kind: type[Memory] | type[Entity]) -> Callable[[Engine, str], str
 
 def _item_json(engine: Engine, found: Item) -> str:
     edges, ends = engine.items.edges_of([found])
-    return _json(item_shape(found, full=True) | {"relations": [relation_shape(e, ends) for e in edges]})
+    return compact_json(item_shape(found, full=True) | {"relations": [relation_shape(e, ends) for e in edges]})
 
 
 class NativeProfile(Profile):
@@ -94,7 +84,7 @@ class NativeProfile(Profile):
                 title="Memory statistics",
                 description="Counts, most used tags and types, and the change log's position",
                 mime_type="application/json",
-                read=lambda engine: _json(self.handlers.survey(engine, {})),
+                read=lambda engine: compact_json(self.handlers.survey(engine, {})),
             ),
         )
         self.prompts = (
@@ -121,7 +111,7 @@ class NativeProfile(Profile):
             # orjson's bytes kept with the text: the stdio transport writes them as they are.
             text = StructuredText.of_json(orjson.dumps(value))
         except orjson.JSONEncodeError:
-            text = StructuredText(_json(value))
+            text = StructuredText(exact_json(value))
         return tool_result(text, value)
 
     @staticmethod

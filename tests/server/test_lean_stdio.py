@@ -375,7 +375,7 @@ def test_a_write_asked_for_here_is_answered_here_or_stopped_before_it_commits_an
         heard: list[tuple[str, str]] = []
         profile = build_profile("knowledge-graph", server.settings)
         calls = ToolCalls(profile, engine, on_tool_call=lambda name, outcome, _: heard.append((name, outcome)))
-        monkeypatch.setattr(calls_module, "QUICK_READ_S", 60.0)  # in time even on a busy machine
+        monkeypatch.setattr(calls_module, "QUICK_WRITE_S", 60.0)  # in time even on a busy machine
         seq = engine.current_seq()
         write = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["likes tea"]}]}
         here = calls.call_here("create_entities", write, _as_is, writes=True)
@@ -383,7 +383,7 @@ def test_a_write_asked_for_here_is_answered_here_or_stopped_before_it_commits_an
         assert engine.current_seq() == seq + 1 and heard == [("create_entities", "ok")]
         # No time at all on the calling thread: stopped before its one change commits, so
         # rolled back, not heard of, and left to a worker, which writes it once.
-        monkeypatch.setattr(calls_module, "QUICK_READ_S", 0.0)
+        monkeypatch.setattr(calls_module, "QUICK_WRITE_S", 0.0)
         heard.clear()
         batch = [{"name": f"entity {i}", "entityType": "thing", "observations": [f"fact {i}"]} for i in range(500)]
         assert calls.call_here("create_entities", {"entities": batch}, _as_is, writes=True) is None

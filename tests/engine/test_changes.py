@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from engine.helpers import committed, store_at
 from mnemodb.engine import Conflict, Engine, InvalidArgument, NewMemory, NotFound, OperationTimeout
 from mnemodb.engine.graph import NewEntity
+from mnemodb.engine.items import Note
 from mnemodb.model.ids import new_ulid
 from support import START_MS, Clock, sha256
 
@@ -248,6 +250,43 @@ def test_a_read_killed_by_its_time_limit_writes_nothing(eng: Engine) -> None:
         eng.memories.search("needle")
     assert eng.current_seq() == seq
     assert len(eng.memories.search("needle", limit=5)) == 5
+
+
+def test_a_write_stopped_inside_a_savepoint_is_a_timeout_and_leaves_nothing(eng: Engine, db_path: Path) -> None:
+    # Each note is written inside a savepoint of its own; SQLite rolls back the whole
+    # transaction when a write statement is stopped, so the savepoint is gone by then. The
+    # reads before the first are short (one name to look up), and the notes' statements
+    # add up to many checks of the time.
+    notes = [Note(NewMemory(f"note number {i}"), about=("Topic",)) for i in range(200)]
+    seq = eng.current_seq()
+    with pytest.raises(OperationTimeout), eng.time_limit(0):
+        eng.items.remember(notes)
+    assert eng.current_seq() == seq and stored_log(db_path) == list(range(1, seq + 1))
+    with eng.time_limit(60):
+        eng.items.remember(notes)
+    assert eng.current_seq() == seq + 401  # the entity, and each memory and its link
+
+
+def test_a_committed_change_lifts_the_shorter_limit_of_a_first_try(eng: Engine) -> None:
+    def many(tag: str) -> list[NewEntity]:
+        return [NewEntity(f"{tag} {i}", "thing", (f"fact {i}",)) for i in range(500)]
+
+    # Past the shorter limit with nothing committed, a statement is stopped: the try can be
+    # run again.
+    first_try = eng.time_limit(60, statements_within=0.05)
+    with pytest.raises(OperationTimeout), first_try:
+        time.sleep(0.1)
+        eng.graph.create_entities(many("before"))
+    assert not first_try.changed
+    # Once a change has committed, the try cannot be run again: the rest of it runs under
+    # the whole limit.
+    first_try = eng.time_limit(60, statements_within=1.0)
+    with first_try:
+        eng.graph.create_entities([NewEntity("first", "thing", ("one fact",))])
+        time.sleep(1.1)
+        eng.graph.create_entities(many("after"))
+    assert first_try.changed
+    assert [e.name for e in eng.graph.open(["first", "after 499", "before 0"]).entities] == ["first", "after 499"]
 
 
 # -- reads write nothing; access statistics are counted off the log ------------------------------------------

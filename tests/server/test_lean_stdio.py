@@ -36,7 +36,7 @@ from mnemodb.server.lean import LeanServer
 from mnemodb.server.profile import StructuredText, tool_result
 from mnemodb.server.profiles import build_profile
 from mnemodb.server.stdio import MAX_LINE_BYTES, _encoded, _encoded_result, _parsed, _Splitter, serve_stdio
-from support import REPLY_TIMEOUT_S
+from support import REPLY_TIMEOUT_S, RawServer, serve_command
 
 pytestmark = pytest.mark.inprocess
 
@@ -365,6 +365,59 @@ def test_a_read_stopped_at_the_quick_limit_is_answered_in_full_by_a_worker(
     replies = _exchange(db, "knowledge-graph", messages, lean=True)
     assert replies[2] == [{"jsonrpc": "2.0", "id": 2, "result": in_full}]
     assert replies[3] == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+
+
+def test_a_write_asked_for_here_is_answered_here_or_stopped_before_it_commits_and_written_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with served(serve_settings(tmp_path / "m.db", "knowledge-graph")) as server:
+        engine = server.engine
+        heard: list[tuple[str, str]] = []
+        profile = build_profile("knowledge-graph", server.settings)
+        calls = ToolCalls(profile, engine, on_tool_call=lambda name, outcome, _: heard.append((name, outcome)))
+        monkeypatch.setattr(calls_module, "QUICK_WRITE_S", 60.0)  # in time even on a busy machine
+        seq = engine.current_seq()
+        write = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["likes tea"]}]}
+        here = calls.call_here("create_entities", write, _as_is, writes=True)
+        assert here is not None and not here["isError"] and "likes tea" in json.dumps(here)
+        assert engine.current_seq() == seq + 1 and heard == [("create_entities", "ok")]
+        # No time at all on the calling thread: stopped before its one change commits, so
+        # rolled back, not heard of, and left to a worker, which writes it once.
+        monkeypatch.setattr(calls_module, "QUICK_WRITE_S", 0.0)
+        heard.clear()
+        batch = [{"name": f"entity {i}", "entityType": "thing", "observations": [f"fact {i}"]} for i in range(500)]
+        assert calls.call_here("create_entities", {"entities": batch}, _as_is, writes=True) is None
+        assert heard == [] and engine.current_seq() == seq + 1 and calls.overran == {"create_entities"}
+        done = anyio.run(calls.call, "create_entities", {"entities": batch}, _as_is)
+        assert not done["isError"] and "entity 499" in json.dumps(done)
+        assert engine.current_seq() == seq + 501 and heard == [("create_entities", "ok")]
+
+
+def test_a_write_answered_on_the_lean_path_tells_subscribers_before_its_reply(tmp_path: Path) -> None:
+    # One message at a time: each write is answered on the connection's own thread.
+    uri = "memory://knowledge-graph"
+    updated = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+    server = RawServer(serve_command(tmp_path / "m.db", "knowledge-graph"))
+    try:
+        server.initialize()
+        assert server.request("resources/subscribe", {"uri": uri})["result"] == {}
+
+        def call(request_id: int, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+            server.send(_call(request_id, {"name": name, "arguments": arguments}))
+            heard = [server.recv()]
+            while heard[-1].get("id") != request_id:
+                heard.append(server.recv())
+            return heard
+
+        entity = {"name": "Ada", "entityType": "person", "observations": ["likes tea"]}
+        created = call(3, "create_entities", {"entities": [entity]})
+        read = call(4, "read_graph", {})
+        refused = call(5, "add_observations", {"observations": [{"entityName": "Nobody", "contents": ["x"]}]})
+        assert created[:-1] == [updated] and not created[-1]["result"]["isError"]
+        assert read[:-1] == [] and "likes tea" in json.dumps(read[-1])
+        assert refused[:-1] == [] and refused[-1]["result"]["isError"]
+    finally:
+        server.close()
 
 
 def test_a_read_whose_try_overran_goes_to_a_worker_until_it_is_quick_there(

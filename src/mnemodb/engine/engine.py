@@ -67,22 +67,30 @@ class _TimeLimit:
     """`Engine.time_limit`: a class rather than a generator, as every tool call enters one
     (a generator's context manager, wrapping the store's, cost a point read several us)."""
 
-    __slots__ = ("engine", "previous", "seconds", "statements", "within")
+    __slots__ = ("changed", "engine", "outer", "previous", "seconds", "statements", "within")
 
     def __init__(self, engine: Engine, seconds: float | None, statements_within: float | None) -> None:
         self.engine = engine
         self.seconds = seconds
         self.within = statements_within
         self.previous: float | None = None
+        self.outer: _TimeLimit | None = None
         self.statements: AbstractContextManager[None] | None = None
+        self.changed = False
+        """Whether a caller's change committed within this limit (`Engine.change`): from
+        then on, the call cannot be stopped and run again, so `statements_within` no longer
+        applies."""
 
     def __enter__(self) -> None:
         deadlines = self.engine._deadlines
         seconds, within = self.seconds, self.within
         self.previous = getattr(deadlines, "at", None)
+        self.outer = getattr(deadlines, "limit", None)
         deadlines.at = None if seconds is None else time.monotonic() + seconds
         if within is not None and (seconds is None or within < seconds):
             seconds = within
+        else:
+            self.within = None
         statements = self.engine.store.deadline(seconds)
         try:
             statements.__enter__()
@@ -90,6 +98,7 @@ class _TimeLimit:
             deadlines.at = self.previous
             raise
         self.statements = statements
+        deadlines.limit = self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
@@ -99,6 +108,21 @@ class _TimeLimit:
             self.statements.__exit__(kind, exc, traceback)
         finally:
             self.engine._deadlines.at = self.previous
+            self.engine._deadlines.limit = self.outer
+
+    def committed(self) -> None:
+        """A change committed: the rest of the call runs under the whole limit. A try that
+        wrote cannot be stopped and run again (its change would be made twice), so the
+        shorter limit of a first try (`statements_within`) is lifted here, and a timeout
+        after this point is the call's own."""
+        self.changed = True
+        if self.within is None:
+            return
+        self.within = None
+        assert self.statements is not None
+        self.statements.__exit__(None, None, None)
+        self.statements = self.engine.store.deadline(self.engine.time_left())
+        self.statements.__enter__()
 
 
 class Engine:
@@ -358,6 +382,9 @@ class Engine:
                 yield tx
             finally:
                 self._floors.at = outer
+        limit: _TimeLimit | None = getattr(self._deadlines, "limit", None)
+        if limit is not None:
+            limit.committed()
 
     def administer(self) -> contextlib.AbstractContextManager[WriteTx]:
         """A write transaction for the operator's administration of the database (access

@@ -712,13 +712,18 @@ class _Connection:
         return encode
 
     def answer_here(self, request_id: str | int, name: str, arguments: Any) -> bool:
-        """Answer a call of a tool that only reads right here, if it is done quickly (see
-        `ToolCalls.call_here`): whether it was answered. Nothing else is read meanwhile, so
-        there is nothing to cancel it and it needs no task; it changes nothing, so resources
-        are not told of it."""
+        """Answer a call right here, if it is done quickly (see `ToolCalls.call_here`):
+        whether it was answered. Nothing else is read meanwhile, so there is nothing to
+        cancel it and it needs no task. A write is answered here only while no other call
+        of the connection is running (on a worker thread, it could hold the database's
+        write lock, and this thread, which reads the connection's next messages, would wait
+        for it); a write answered here tells subscribed resources, as `serve_call` does.
+        A client's cancellation never stopped a write midway (its worker thread ran on to
+        the commit): here it arrives after the answer, which the client then ignores."""
         assert self.lean is not None
+        calls = self.lean.calls
         try:
-            answer = self.lean.calls.call_here(name, arguments, self.encoder(request_id, name))
+            answer = calls.call_here(name, arguments, self.encoder(request_id, name), writes=not self.in_flight)
         except ProtocolError as exc:
             answer = _encoded({"jsonrpc": "2.0", "id": request_id, "error": exc.wire()}), True
         except Exception:
@@ -726,6 +731,11 @@ class _Connection:
             answer = _encoded(_error(-32603, "Internal error", request_id, self.rules, with_id=True)), True
         if answer is None:
             return False
+        if not answer[1] and calls.subscribed and calls.writes(name):
+            for uri in sorted(calls.subscribed):
+                self.write(
+                    _encoded({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+                )
         self.write(answer[0])
         return True
 

@@ -148,8 +148,12 @@ class SqliteWriteTx(
         try:
             yield
         except BaseException:
-            self.conn.execute(f"ROLLBACK TO {name}")
-            self.conn.execute(f"RELEASE {name}")
+            # A write statement stopped at its deadline (`interrupted`) has already rolled
+            # back the whole transaction, savepoints and all: there is nothing to roll back
+            # to, and the interruption is what the caller must hear of.
+            if self.conn.in_transaction:
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
             raise
         self.conn.execute(f"RELEASE {name}")
 

@@ -45,6 +45,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# MaxSim's products are small (a question's dozen token vectors against 50 candidates' 1,900):
+# BLAS threads cost more than they give, most of all on a busy machine (52 ms against 1.9 ms a
+# query, measured on two loaded cores), so they run on one thread here, as a server's would.
+# Set before numpy is first imported; it holds for the engine's vector search in this process too.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 from locomo import (
@@ -177,6 +183,8 @@ class Asked:
     """One question: its category and evidence, its text, and the memory contents of the first
     places by words and by words and meaning, best first."""
 
+    number: int
+    conversation: int
     category: int
     evidence: tuple[str, ...]
     text: str
@@ -190,7 +198,7 @@ def ask_all(
     asked: list[Asked] = []
     words_ms: list[float] = []
     hybrid_ms: list[float] = []
-    for c, scope, _ in scoped:
+    for index, (c, scope, _) in enumerate(scoped):
         clock.ms = max(s.at_ms for s in c.sessions)
         for q in c.questions:
             t0 = time.perf_counter_ns()
@@ -202,6 +210,8 @@ def ask_all(
             hybrid_ms.append((t2 - t1) / 1e6)
             asked.append(
                 Asked(
+                    len(asked),
+                    index,
                     q.category,
                     q.evidence,
                     q.text,
@@ -273,21 +283,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         for text in questions
         for which in QUERY_TOKENS
     }
-    # MaxSim of every question's candidates (the union of both bases' first places), once
-    # per question-token setting.
-    sims: dict[tuple[str, str], dict[str, float]] = {}
+    # MaxSim of every turn of the question's conversation, once per question-token setting:
+    # the first places of both bases are looked up in it, and its own order is the ranking
+    # by MaxSim alone over the whole conversation.
+    in_conversation = [[t.content for s in c.sessions for t in s.turns] for c in conversations]
+    stacked = [np.concatenate([turn_tokens[t].vectors for t in contents]) for contents in in_conversation]
+    starts = [np.cumsum([0, *(len(turn_tokens[t].ids) for t in contents[:-1])]) for contents in in_conversation]
+    sims: list[dict[str, dict[str, float]]] = []
+    whole: list[dict[str, list[str]]] = []
     for a in asked:
-        candidates = list(dict.fromkeys([*a.words, *a.hybrid]))
+        contents = in_conversation[a.conversation]
+        sims.append({})
+        whole.append({})
         for which in QUERY_TOKENS:
-            values = max_sim(queries[(a.text, which)], [turn_tokens[c].vectors for c in candidates])
-            sims[(a.text, which)] = dict(zip(candidates, values.tolist(), strict=True))
+            best = queries[(a.text, which)] @ stacked[a.conversation].T
+            values = np.maximum.reduceat(best, starts[a.conversation], axis=1).sum(axis=0)
+            sims[-1][which] = dict(zip(contents, values.tolist(), strict=True))
+            whole[-1][which] = [contents[i] for i in np.argsort(-values, kind="stable")]
 
-    def reranked(base: str, setting: Setting, table_of: dict[tuple[str, str], dict[str, float]] = sims) -> Ranker:
+    def reranked(base: str, setting: Setting) -> Ranker:
         def rank(a: Asked) -> list[str]:
             order = a.words if base == "words" else a.hybrid
             head = order[: setting.top]
-            values = table_of[(a.text, setting.tokens)]
+            values = sims[a.number][setting.tokens]
             return fused(head, np.array([values[c] for c in head]), setting.weight, setting.k)
+
+        return rank
+
+    def with_whole(base: str, setting: Setting) -> Ranker:
+        """The base's first K places fused with the first `top` places of MaxSim over the
+        whole conversation (setting.top is the latter here), by reciprocal rank."""
+
+        def rank(a: Asked) -> list[str]:
+            order = (a.words if base == "words" else a.hybrid)[: max(KS)]
+            score: dict[str, float] = {}
+            for place, content in enumerate(order, 1):
+                score[content] = 1.0 / (setting.k + place)
+            for place, content in enumerate(whole[a.number][setting.tokens][: setting.top], 1):
+                score[content] = score.get(content, 0.0) + setting.weight / (setting.k + place)
+            return sorted(score, key=lambda c: -score[c])
 
         return rank
 
@@ -348,8 +382,58 @@ def main(argv: Sequence[str] | None = None) -> int:
                     }
                 )
 
+    print()
+    print("the evidence within reach of a re-ranking: R@K of each base (overall; by category)")
+    for base in ("words", "hybrid"):
+        for top_k in KS:
+            reach = [
+                len(set(a.evidence) & {dia_of[c] for c in (a.words if base == "words" else a.hybrid)[:top_k]})
+                / len(a.evidence)
+                for a in asked
+            ]
+            per = " ".join(
+                f"{c}:{100 * np.mean([r for r, a in zip(reach, asked, strict=True) if a.category == c]):.1f}"
+                for c in CATEGORIES
+            )
+            print(f"  {base:<6} R@{top_k} {100 * np.mean(reach):.1f}; {per}")
+            results[f"reach_{base}_R@{top_k}"] = round(100 * float(np.mean(reach)), 1)
+
+    print()
+    print(
+        f"MaxSim over every turn of the conversation (not only the first places), its first N fused with the "
+        f"base's first {max(KS)} (sweep as above):"
+    )
+    for base in ("words", "hybrid"):
+        ref = references[base]
+        for which in QUERY_TOKENS:
+            whole_runs = [("MaxSim alone", Setting(10, which, 1e6, 0.0))]
+            whole_runs += [
+                (f"N={n} w={w:g} k={k:g}", Setting(n, which, w, k))
+                for n, w, k in itertools.product((10, 50), WEIGHTS[:2], RRF_KS)
+            ]
+            for name, setting in whole_runs:
+                cats, rows = evaluate(asked, dia_of, with_whole(base, setting))
+                cells = mean_percent(rows)
+                per = " ".join(f"{c}:{mean_percent(cats[c])['R@10']:.1f}" for c in CATEGORIES)
+                print(
+                    f"  {base:<6} query={which:<8} {name:<16} R@10 {cells['R@10']:.1f} "
+                    f"({cells['R@10'] - ref['R@10']:+.1f}) NDCG@10 {cells['NDCG@10']:.1f} "
+                    f"({cells['NDCG@10'] - ref['NDCG@10']:+.1f}) MRR {cells['MRR']:.1f}; {per}",
+                    flush=True,
+                )
+                results["sweep"].append(
+                    {
+                        "base": base,
+                        "K": "whole conversation",
+                        "query": which,
+                        "fusion": name,
+                        "overall": cells,
+                        "R@10_by_category": {str(c): mean_percent(cats[c])["R@10"] for c in CATEGORIES},
+                    }
+                )
+
     if not args.no_costs:
-        results["costs"] = costs(embedder, asked, turn_tokens, queries, chosen, dia_of)
+        results["costs"] = costs(embedder, asked, turn_tokens, queries, chosen, dia_of, (stacked[0], starts[0]))
     results["latency_ms"] = {
         "words_p50": round(p50(words_ms), 3),
         "hybrid_p50": round(p50(hybrid_ms), 3),
@@ -378,6 +462,7 @@ def costs(
     queries: dict[tuple[str, str], Array],
     chosen: Setting,
     dia_of: dict[str, str],
+    conversation: tuple[Array, Array],
 ) -> dict[str, Any]:
     """What a server would pay per query and per memory, and whether compact storage
     changes the ranking."""
@@ -427,6 +512,22 @@ def costs(
         line = ", ".join(f"{kind} {p50(ms):.2f} / {p95(ms):.2f}" for kind, ms in timings.items())
         print(f"  MaxSim and fusion over K={top_k} stored candidates: {line}")
         out[f"maxsim_K{top_k}_ms"] = {kind: round(p50(ms), 3) for kind, ms in timings.items()}
+
+    # MaxSim over every turn of one conversation, float32, as the whole-conversation variant needs.
+    rows_of, starts_of = conversation
+    spent = []
+    for a in sample:
+        if a.conversation:
+            continue
+        t0 = time.perf_counter_ns()
+        best = queries[(a.text, chosen.tokens)] @ rows_of.T
+        np.argsort(-np.maximum.reduceat(best, starts_of, axis=1).sum(axis=0))
+        spent.append((time.perf_counter_ns() - t0) / 1e6)
+    print(
+        f"  MaxSim over a whole conversation ({len(starts_of)} turns, {len(rows_of):,} token vectors): "
+        f"{p50(spent):.2f} / {p95(spent):.2f}"
+    )
+    out["maxsim_whole_conversation_ms"] = {"turns": len(starts_of), "p50": round(p50(spent), 3)}
 
     # The ranking from vectors stored compactly: the same setting, the same questions.
     for kind in ("float16", "int8"):

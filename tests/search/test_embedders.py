@@ -248,3 +248,57 @@ def test_the_int8_model_ranks_by_meaning() -> None:
     dog, puppy, tax = local.embed(["the dog barked at the mailman", "a puppy was barking at the postman", "taxes"])
     assert float(dog @ puppy) > float(dog @ tax) + 0.3
     assert float(dog @ puppy) > float(puppy @ tax) + 0.3
+
+
+# -- token vectors (late interaction) --------------------------------------------------------------
+
+TOKEN_TEXTS = ["the dog barked at the mailman", "a puppy was barking at the postman", "taxes", ""]
+
+
+def max_sim(query: np.ndarray, text: np.ndarray) -> float:
+    """Each query token's best cosine over the text's tokens, summed."""
+    return float((query @ text.T).max(axis=1).sum())
+
+
+@pytest.mark.parametrize("model", [LOCAL_MODEL, QUANTIZED_MODEL])
+def test_token_vectors_are_the_tokens_the_text_is_made_of_unit_length(model: str) -> None:
+    if not local_available() or (model == QUANTIZED_MODEL and not onnx_runtime_available()):
+        pytest.skip("the local model or ONNX Runtime is not installed")
+    local = LocalEmbedder(model)
+    tokens = local.embed_tokens(TOKEN_TEXTS)
+    pooled = local.embed(TOKEN_TEXTS)
+    assert len(tokens) == len(TOKEN_TEXTS)
+    tokenizer = local._encoder.tokenizer
+    for text, (ids, vectors), vector in zip(TOKEN_TEXTS, tokens, pooled, strict=True):
+        assert ids.tolist() == tokenizer.encode(text)  # [CLS] ... [SEP], in order
+        assert vectors.shape == (len(ids), 384)
+        assert vectors.dtype == np.float32
+        assert unit_rows(vectors)
+        # They are the vectors `embed` averages: the last layer's, whose lengths differ
+        # little, so the mean of the unit rows points where the text's vector does (0.96
+        # for the two tokens of an empty text, above 0.99 otherwise; the word embeddings'
+        # mean gives 0.1 to 0.3).
+        mean = vectors.mean(axis=0)
+        assert float(mean @ vector) / float(np.linalg.norm(mean)) > 0.95
+    assert tokens[3].ids.tolist() == [tokenizer.first, tokenizer.last]
+
+
+@needs_onnx_runtime
+def test_int8_token_vectors_do_not_depend_on_the_batch_and_stay_close_to_the_float_ones() -> None:
+    alone = [LocalEmbedder(QUANTIZED_MODEL).embed_tokens([text])[0] for text in TOKEN_TEXTS]
+    together = LocalEmbedder(QUANTIZED_MODEL, batch_size=64).embed_tokens(TOKEN_TEXTS)
+    floats = LocalEmbedder(LOCAL_MODEL).embed_tokens(TOKEN_TEXTS)
+    for one, many, exact in zip(alone, together, floats, strict=True):
+        np.testing.assert_array_equal(one.ids, many.ids)
+        np.testing.assert_allclose(one.vectors, many.vectors, atol=1e-5)
+        cosines = (one.vectors * exact.vectors).sum(axis=1)
+        assert cosines.mean() > 0.98, cosines
+
+
+@needs_local
+def test_max_sim_over_token_vectors_ranks_by_meaning(local_embedder: LocalEmbedder) -> None:
+    (_, query), (_, dog), (_, puppy), (_, tax) = local_embedder.embed_tokens(
+        ["which pet barked at the postman?", *TOKEN_TEXTS[:3]]
+    )
+    assert max_sim(query, puppy) > max_sim(query, tax) + 1.0
+    assert max_sim(query, dog) > max_sim(query, tax) + 1.0

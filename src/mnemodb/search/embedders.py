@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from mnemodb.search.minilm import TokenVectors
+
 __all__ = [
     "INSTALL_HINT",
     "LOCAL_MODEL",
@@ -169,6 +171,14 @@ class LocalEmbedder:
         self.load()
         vectors: np.ndarray[Any, Any] = self._encoder.encode(list(texts), batch_size=self.batch_size)
         return vectors
+
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        """Each text's token ids and a unit-length vector per token, from the same forward
+        pass as `embed` (`MiniLM.encode_tokens`): for late interaction, which
+        `bench/late_interaction.py` measures."""
+        self.load()
+        tokens: list[TokenVectors] = self._encoder.encode_tokens(list(texts), batch_size=self.batch_size)
+        return tokens
 
 
 class HttpEmbedder:

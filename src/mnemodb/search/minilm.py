@@ -10,21 +10,26 @@ above 0.99999), so vectors made either way can be mixed in one store.
 
 Texts are sorted by length and batched, so a batch pads little; each layer is a handful of
 float32 matrix products, which numpy hands to its BLAS.
+
+`encode_tokens` gives the last layer's vector of every token instead of their mean, each
+scaled to unit length: what late interaction (MaxSim: each query token's best cosine over
+a text's tokens, summed) scores with. `bench/late_interaction.py` measures it; recall does
+not use it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from mnemodb.search.wordpiece import WordPiece
 
-__all__ = ["MiniLM"]
+__all__ = ["MiniLM", "TokenVectors"]
 
 Array = np.ndarray[Any, Any]
 
@@ -107,6 +112,15 @@ class Layer:
         self.norm2 = (b("output.LayerNorm").copy(), weights[f"{prefix}.output.LayerNorm.weight"])
 
 
+class TokenVectors(NamedTuple):
+    """One text's tokens as the model saw them: the ids, `[CLS]` first and `[SEP]` last
+    (int64, one per token), and the last layer's vector of each, unit length (float32, one
+    row per token)."""
+
+    ids: Array
+    vectors: Array
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 (or any BERT encoder with mean pooling saved the same way) loaded
     from a folder holding `config.json`, `model.safetensors` and `tokenizer.json`."""
@@ -137,9 +151,33 @@ class MiniLM:
         """One unit-length float32 row per text."""
         if not texts:
             return np.zeros((0, self.width), dtype=np.float32)
+        out = np.zeros((len(texts), self.width), dtype=np.float32)
+        for chosen, batch, mask in self._batches(texts, batch_size):
+            out[chosen] = self._pooled(batch, mask)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        unit: Array = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        return unit
+
+    def encode_tokens(self, texts: Sequence[str], *, batch_size: int = 64) -> list[TokenVectors]:
+        """Each text's token ids and the last layer's vector of each token, unit length: the
+        hidden states `encode` averages, before the average. A text's vectors do not depend
+        on the other texts of its batch (padding takes no attention)."""
+        out: list[TokenVectors | None] = [None] * len(texts)
+        for chosen, batch, mask in self._batches(texts, batch_size):
+            states = self._token_states(batch, mask)
+            for row, i in enumerate(chosen):
+                length = int(mask[row].sum())
+                vectors = np.array(states[row, :length], dtype=np.float32)
+                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+                np.divide(vectors, norms, out=vectors, where=norms > 0)
+                out[i] = TokenVectors(batch[row, :length].copy(), vectors)
+        return [t for t in out if t is not None]
+
+    def _batches(self, texts: Sequence[str], batch_size: int) -> Iterator[tuple[list[int], Array, Array]]:
+        """(the texts' indexes, their token ids padded with zeros, the mask of real tokens),
+        texts of about one length together."""
         ids = [self.tokenizer.encode(text) for text in texts]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.zeros((len(ids), self.width), dtype=np.float32)
         start = 0
         while start < len(order):
             # Texts of about one length at a time, and few enough of the long ones that the
@@ -154,10 +192,7 @@ class MiniLM:
             for row, i in enumerate(chosen):
                 batch[row, : len(ids[i])] = ids[i]
                 mask[row, : len(ids[i])] = 1.0
-            out[chosen] = self._pooled(batch, mask)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        unit: Array = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
-        return unit
+            yield chosen, batch, mask
 
     def _embedded(self, ids: Array) -> Array:
         """Each token's word, position and segment vectors, summed (before the layer norm)."""
@@ -166,6 +201,13 @@ class MiniLM:
 
     def _pooled(self, ids: Array, mask: Array) -> Array:
         """Mean of the last layer's token vectors over the real (unpadded) tokens."""
+        tokens = self._token_states(ids, mask)
+        counts = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        pooled: Array = (tokens * mask[:, :, None]).sum(axis=1) / counts
+        return pooled
+
+    def _token_states(self, ids: Array, mask: Array) -> Array:
+        """The last layer's vector of every token, padding included: (texts, tokens, width)."""
         batch, length = ids.shape
         heads, size = self.heads, self.width // self.heads
         x = _layer_norm(self._embedded(ids), self.norm[1], self.norm[0], self.eps).reshape(batch * length, self.width)
@@ -186,7 +228,5 @@ class MiniLM:
             x = _layer_norm(attended, layer.norm1[1], layer.norm1[0], self.eps)
             hidden = _gelu(x @ layer.up + layer.up_bias)
             x = _layer_norm(hidden @ layer.down + layer.down_bias + x, layer.norm2[1], layer.norm2[0], self.eps)
-        tokens = x.reshape(batch, length, self.width)
-        counts = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        pooled: Array = (tokens * mask[:, :, None]).sum(axis=1) / counts
-        return pooled
+        tokens: Array = x.reshape(batch, length, self.width)
+        return tokens

@@ -148,6 +148,9 @@ class QuantizedMiniLM(MiniLM):
         summed = g.op("ReduceSum", g.op("Mul", x, mask), axis_1, keepdims=0)
         counts = g.op("Max", g.op("ReduceSum", mask, axis_1, keepdims=0), tiny)
         g.op("Div", summed, counts, name="pooled")
+        # The token vectors before pooling, for `encode_tokens`; a run that asks for
+        # "pooled" alone does not copy them out.
+        g.op("Identity", x, name="tokens")
         f32 = np.dtype(np.float32)
         return model_bytes(
             g,
@@ -157,13 +160,19 @@ class QuantizedMiniLM(MiniLM):
                 ("blocked", f32, ("batch", 1, 1, "tokens")),
                 ("mask", f32, ("batch", "tokens")),
             ],
-            outputs=[("pooled", f32, ("batch", width))],
+            outputs=[("pooled", f32, ("batch", width)), ("tokens", f32, ("batch", "tokens", width))],
             opset=_OPSET,
             ir_version=_IR_VERSION,
         )
 
-    def _pooled(self, ids: Array, mask: Array) -> Array:
+    def _feeds(self, ids: Array, mask: Array) -> dict[str, Array]:
         blocked = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        feeds = {"embedded": self._embedded(ids).astype(np.float32, copy=False), "blocked": blocked, "mask": mask}
-        pooled: Array = self._session.run(["pooled"], feeds)[0]
+        return {"embedded": self._embedded(ids).astype(np.float32, copy=False), "blocked": blocked, "mask": mask}
+
+    def _pooled(self, ids: Array, mask: Array) -> Array:
+        pooled: Array = self._session.run(["pooled"], self._feeds(ids, mask))[0]
         return pooled
+
+    def _token_states(self, ids: Array, mask: Array) -> Array:
+        tokens: Array = self._session.run(["tokens"], self._feeds(ids, mask))[0]
+        return tokens

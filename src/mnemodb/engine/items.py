@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from mnemodb.engine.changes import ends_readable
@@ -105,6 +106,8 @@ _NEVER_READ = AccessStats(0, 0)
 
 log = logging.getLogger(__name__)
 
+_score_of = operator.itemgetter(1)
+
 # A ranking: (pk, score) best first, and with `explain`, what each score is made of.
 Ranking = list[tuple[int, float]]
 Details = dict[int, dict[str, Any]]
@@ -159,6 +162,22 @@ class Found(Value):
     superseded_by: tuple[str, ...] = ()
     why: Mapping[str, Any] | None = None
     """With `explain`: each ranking's part in the score (its rank, weight and signals)."""
+
+
+# `Found`'s slots, written directly by `_found_of` (the order of its fields).
+_set_f_item, _set_f_score, _set_f_superseded_by, _set_f_why = (getattr(Found, f.name).__set__ for f in fields(Found))
+
+
+def _found_of(item: Item, score: float | None, superseded_by: tuple[str, ...], why: Mapping[str, Any] | None) -> Found:
+    """`Found(...)` of every field, without the frozen dataclass's `__init__` (as
+    `records.memory_of` makes a memory): each item of every search page is one, and the
+    `__init__` cost about as much as shaping the item."""
+    found = object.__new__(Found)
+    _set_f_item(found, item)
+    _set_f_score(found, score)
+    _set_f_superseded_by(found, superseded_by)
+    _set_f_why(found, why)
+    return found
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -794,7 +813,7 @@ class Items:
                 else self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
             )
             found = tuple(
-                Found(
+                _found_of(
                     items[pk],
                     None if score is None else round(score, 6),
                     superseding.get(pk, ()),
@@ -942,7 +961,7 @@ class Items:
                         weights,
                         in_window if window is not None else None,
                     )
-            ranking = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+            ranking = _best_first(scores.items())
             if pool >= RANKED_POOL or len(by_text) < pool or top is None:
                 break
             # A tagged memory past the cut would be scored without its text strength.
@@ -1709,8 +1728,18 @@ def _by_text(
         out.append((pk, base * factor))
         if parts is not None and pk in parts:
             parts[pk].update(signals)
-    out.sort(key=lambda kv: (-kv[1], -kv[0]))
-    return out + ranking[AUTHOR_POOL:]
+    return _best_first(out) + ranking[AUTHOR_POOL:]
+
+
+def _best_first(pairs: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(pk, score) pairs by score, the highest first, equal scores by pk, the highest
+    first: what `sorted(pairs, key=lambda kv: (-kv[1], -kv[0]))` gives (scores are never
+    NaN), in two sorts on plain values instead of a key tuple made for each pair. The pks
+    are unique, so the first sort orders by pk alone; a sort keeps the order of equal
+    keys, reversed or not, so the second leaves equal scores in that order."""
+    out = sorted(pairs, reverse=True)
+    out.sort(key=_score_of, reverse=True)
+    return out
 
 
 def _tied_ranks(ranking: Ranking) -> list[int]:
@@ -1777,4 +1806,4 @@ def _fuse(
     if why is not None:
         for pk, total in fused.items():
             why[pk]["fused"] = round(total, 6)
-    return [(pk, score) for pk, score in sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))], why
+    return list(_best_first(fused.items())), why

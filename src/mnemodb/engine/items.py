@@ -46,7 +46,7 @@ from mnemodb.model.records import (
 from mnemodb.model.rules import check_importance
 from mnemodb.model.value import Value
 from mnemodb.search.analyzer import STOPWORDS, asks, author, query_terms, tag_candidates, words
-from mnemodb.search.dates import asks_when, named_span, tells_time, time_window
+from mnemodb.search.dates import asks_when, named_span, tells_time, told_within
 from mnemodb.search.ranking import (
     ACCESS_SATURATION,
     AUTHOR_POOL,
@@ -919,9 +919,11 @@ class Items:
         # The time the question names, if any: its matches are searched on their own too,
         # so that one written then is scored even when the whole store's best matches
         # leave it out, and gets the date bonus (RankWeights.date_match).
-        window = _dated_filter(where, time_window(query, now)) if weights.date_match > 0 else None
+        # The query's expressions are read once for both (each read tries eight patterns).
+        span = named_span(query, now) if weights.date_match > 0 or weights.date_told > 0 else None
+        window = _dated_filter(where, told_within(span)) if weights.date_match > 0 else None
         # The same time for what the first places' text says (RankWeights.date_told).
-        told = named_span(query, now) if weights.date_told > 0 else None
+        told = span if weights.date_told > 0 else None
         created: dict[int, int] = {}
         dated: set[int] = set()
         by_date = (

@@ -85,3 +85,24 @@ def test_too_few_word_hits_are_not_cut(tied: Engine) -> None:
         assert whole is not None
         cut = graph.ranked_by_words(tx, "copper lantern", reads, limit=RANKED_POOL, first=len(whole))
     assert cut == whole
+
+
+@pytest.mark.parametrize("memories", [0, 1, 2, 3, 5])
+@pytest.mark.parametrize("hits", [0, 1, 2, 3, 4, 6])
+def test_few_memories_and_word_hits_page_the_whole_ranking(eng: Engine, clock: Clock, memories: int, hits: int) -> None:
+    """Where the memories are few, the entities holding the words only as substrings may
+    reach the first places however many entities hold them as words: every page, and
+    whether there is a next one, is that of the whole ranking (`_entity_places`)."""
+    eng.graph.create_entities(
+        [NewEntity(f"Falcon Ridge e{i}", "place", ()) for i in range(hits)]
+        + [NewEntity(f"FalconRidge{i}", "place", ()) for i in range(3)]
+    )
+    for i in range(memories):
+        eng.memories.store(f"falcon ridge note{i}", (), i % 3)
+        clock.now += 60_000
+    whole = eng.items.search("falcon ridge", limit=RANKED_POOL - 1)
+    assert len(whole.found) == memories + hits + 3  # the run-together names are in it
+    for offset, limit in ((0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 3), (2, 5), (0, 8)):
+        page = eng.items.search("falcon ridge", offset=offset, limit=limit)
+        assert _placed(page) == _placed(whole)[offset : offset + limit], (offset, limit)
+        assert page.more == (len(whole.found) > offset + limit), (offset, limit)

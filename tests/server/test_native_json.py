@@ -4,6 +4,7 @@ the same text as the standard library's but for how a float is spelt."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import random
 from typing import Any
@@ -51,3 +52,21 @@ def test_a_cursor_is_the_text_the_standard_library_wrote(offset: int) -> None:
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     assert raw == json.dumps({"q": _fingerprint(arguments), "o": offset}, separators=(",", ":"))
     assert read_cursor({**arguments, "cursor": cursor}) == offset
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"query": "plain words", "limit": 10},
+        {"query": 'Größe "quoted" \\ tab \t nul \x00 🙂 lone \ud800', "cursor": "x", "full": True},
+        {"query": "b", "pattern": "^a.*$", "about": "x"},
+        {"limit": 5},
+        {"query": "words", "kinds": ["memory"], "since": 5, "props": {"b": 1, "a": None}},
+        {"query": "words", "why": True, "scopes": ["work", "home"]},
+    ],
+)
+def test_a_fingerprint_is_that_of_the_standard_library_text(arguments: dict[str, Any]) -> None:
+    # Cursors given out before must still be accepted: the text hashed must not change.
+    fixed = {k: v for k, v in arguments.items() if k not in ("cursor", "limit", "max_chars", "full")}
+    text = json.dumps(fixed, sort_keys=True, default=str)
+    assert _fingerprint(arguments) == hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from mnemodb.engine.changes import ends_readable
@@ -45,7 +46,7 @@ from mnemodb.model.records import (
 from mnemodb.model.rules import check_importance
 from mnemodb.model.value import Value
 from mnemodb.search.analyzer import STOPWORDS, asks, author, query_terms, tag_candidates, words
-from mnemodb.search.dates import asks_when, named_span, tells_time, time_window
+from mnemodb.search.dates import asks_when, named_span, tells_time, told_within
 from mnemodb.search.ranking import (
     ACCESS_SATURATION,
     AUTHOR_POOL,
@@ -105,6 +106,8 @@ _NEVER_READ = AccessStats(0, 0)
 
 log = logging.getLogger(__name__)
 
+_score_of = operator.itemgetter(1)
+
 # A ranking: (pk, score) best first, and with `explain`, what each score is made of.
 Ranking = list[tuple[int, float]]
 Details = dict[int, dict[str, Any]]
@@ -159,6 +162,22 @@ class Found(Value):
     superseded_by: tuple[str, ...] = ()
     why: Mapping[str, Any] | None = None
     """With `explain`: each ranking's part in the score (its rank, weight and signals)."""
+
+
+# `Found`'s slots, written directly by `_found_of` (the order of its fields).
+_set_f_item, _set_f_score, _set_f_superseded_by, _set_f_why = (getattr(Found, f.name).__set__ for f in fields(Found))
+
+
+def _found_of(item: Item, score: float | None, superseded_by: tuple[str, ...], why: Mapping[str, Any] | None) -> Found:
+    """`Found(...)` of every field, without the frozen dataclass's `__init__` (as
+    `records.memory_of` makes a memory): each item of every search page is one, and the
+    `__init__` cost about as much as shaping the item."""
+    found = object.__new__(Found)
+    _set_f_item(found, item)
+    _set_f_score(found, score)
+    _set_f_superseded_by(found, superseded_by)
+    _set_f_why(found, why)
+    return found
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -759,10 +778,14 @@ class Items:
                 # is a next page), unless reads re-order it.
                 alone = vector is None and meaning is None and engine.fusion.access <= 0
                 top = want if alone else None
+                memory_places = 0
                 if use_memories:
-                    rankings.append(("words", self._memory_ranking(tx, query, reads, where, now, notes, top)))
+                    by_words = self._memory_ranking(tx, query, reads, where, now, notes, top)
+                    rankings.append(("words", by_words))
+                    memory_places = len(by_words)
                 if use_entities:
-                    by_name = self._entity_ranking(tx, query, reads, where, now, fuzzy, top)
+                    places = None if top is None else _entity_places(top, memory_places)
+                    by_name = self._entity_ranking(tx, query, reads, where, now, fuzzy, places)
                     known_entities = {pk for pk, _ in by_name}
                     rankings.append(("words", by_name))
                 if vector is None and semantic:
@@ -790,7 +813,7 @@ class Items:
                 else self._superseding(tx, [pk for pk, _ in page if isinstance(items.get(pk), Memory)], now, reads)
             )
             found = tuple(
-                Found(
+                _found_of(
                     items[pk],
                     None if score is None else round(score, 6),
                     superseding.get(pk, ()),
@@ -896,9 +919,11 @@ class Items:
         # The time the question names, if any: its matches are searched on their own too,
         # so that one written then is scored even when the whole store's best matches
         # leave it out, and gets the date bonus (RankWeights.date_match).
-        window = _dated_filter(where, time_window(query, now)) if weights.date_match > 0 else None
+        # The query's expressions are read once for both (each read tries eight patterns).
+        span = named_span(query, now) if weights.date_match > 0 or weights.date_told > 0 else None
+        window = _dated_filter(where, told_within(span)) if weights.date_match > 0 else None
         # The same time for what the first places' text says (RankWeights.date_told).
-        told = named_span(query, now) if weights.date_told > 0 else None
+        told = span if weights.date_told > 0 else None
         created: dict[int, int] = {}
         dated: set[int] = set()
         by_date = (
@@ -938,7 +963,7 @@ class Items:
                         weights,
                         in_window if window is not None else None,
                     )
-            ranking = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+            ranking = _best_first(scores.items())
             if pool >= RANKED_POOL or len(by_text) < pool or top is None:
                 break
             # A tagged memory past the cut would be scored without its text strength.
@@ -1594,6 +1619,23 @@ def _dated_filter(where: ItemFilter, window: tuple[int, int] | None) -> ItemFilt
     return replace(where, created_from=start, created_to=end) if start < end else None
 
 
+def _entity_places(top: int, memories: int) -> int:
+    """How many first places of the entity ranking by words can reach the first `top`
+    places of its fusion with a memory ranking of `memories` places.
+
+    Both rankings are fused under one weight ("words"), so an item's fused score falls as
+    its tied rank in its own ranking grows, and no item is in both. An entity of tied rank
+    r has r - 1 entities above it, and every memory of the first min(`memories`, r - 1)
+    places (a tied rank is at most the place) scores above it too. Past the place p
+    returned, p + min(`memories`, p) >= `top` items score above it: it cannot be among the
+    first `top` fused places, whatever the tie-break. So when p entities hold the words,
+    the names holding them only as substrings, ranked below every word hit, need not be
+    looked for (`KnowledgeGraph.ranked_by_words`): one statement in about a third of the
+    bench's questions at 10,000 entities, where half the first places are memories."""
+    half = (top + 1) // 2
+    return half if memories >= half else top - memories
+
+
 def _text_rule_factors(weights: RankWeights, query: str) -> tuple[float, float]:
     """The least and the most that the rules on the first places' text (`_by_text`) can
     multiply a score by for `query`: (1, 1) when none applies."""
@@ -1688,8 +1730,18 @@ def _by_text(
         out.append((pk, base * factor))
         if parts is not None and pk in parts:
             parts[pk].update(signals)
-    out.sort(key=lambda kv: (-kv[1], -kv[0]))
-    return out + ranking[AUTHOR_POOL:]
+    return _best_first(out) + ranking[AUTHOR_POOL:]
+
+
+def _best_first(pairs: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """(pk, score) pairs by score, the highest first, equal scores by pk, the highest
+    first: what `sorted(pairs, key=lambda kv: (-kv[1], -kv[0]))` gives (scores are never
+    NaN), in two sorts on plain values instead of a key tuple made for each pair. The pks
+    are unique, so the first sort orders by pk alone; a sort keeps the order of equal
+    keys, reversed or not, so the second leaves equal scores in that order."""
+    out = sorted(pairs, reverse=True)
+    out.sort(key=_score_of, reverse=True)
+    return out
 
 
 def _tied_ranks(ranking: Ranking) -> list[int]:
@@ -1756,4 +1808,4 @@ def _fuse(
     if why is not None:
         for pk, total in fused.items():
             why[pk]["fused"] = round(total, 6)
-    return [(pk, score) for pk, score in sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))], why
+    return list(_best_first(fused.items())), why

@@ -18,7 +18,7 @@ import functools
 import re
 from datetime import UTC, date, datetime, timedelta
 
-__all__ = ["TOLD_WITHIN", "asks_when", "named_span", "tells_time", "time_window"]
+__all__ = ["TOLD_WITHIN", "asks_when", "named_span", "tells_time", "time_window", "told_within"]
 
 TOLD_WITHIN = timedelta(days=7)
 """How long after the named time a memory may be written and still be about it."""
@@ -134,7 +134,12 @@ def _span(kind: str, match: re.Match[str], today: date) -> tuple[date, date] | N
 def time_window(query: str, now: int) -> tuple[int, int] | None:
     """The creation times [from, to) in ms of the memories that the calendar expressions
     in `query` point at, asked at `now` (ms), or None when it names no time."""
-    span = named_span(query, now)
+    return told_within(named_span(query, now))
+
+
+def told_within(span: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The creation times [from, to) in ms of the memories that may tell of the times
+    `span` (`named_span`'s): `time_window` of a query whose span is already read."""
     return None if span is None else (span[0], span[1] + int(TOLD_WITHIN.total_seconds() * 1000))
 
 

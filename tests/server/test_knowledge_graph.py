@@ -868,8 +868,12 @@ def test_a_pattern_stopped_for_running_too_long_is_named_as_the_cause(tmp_path: 
     # No backtracking engine finishes this one: it is stopped at the pattern time limit,
     # well within the call's own limit, and the message should say what to change. The
     # pattern's limit is CPU time and the call's wall-clock time (see PATTERN_TIME_LIMIT_S),
-    # so the call is given ten minutes: a busy machine cannot make it end first.
+    # so the call, and the client's wait for its reply, are given ten minutes: a busy
+    # machine (a CPU-bound thread at a tenth of a core takes 20 s for 2 s of CPU) cannot
+    # make either end first.
     with in_process(tmp_path / "own.db", {"MNEMODB_TOOL_TIMEOUT_MS": "600000"}) as own:
+        assert isinstance(own.server, Wire)
+        own.server.reply_timeout_s = 600.0
         own.create(ent("Victim", "t", "a" * 100 + "!"), ent("Other", "t", "fine"))
         text = own.error("filter_observations", {"pattern": "(a|aa)+$"})
         assert "pattern" in text, text

@@ -1143,3 +1143,20 @@ def test_memory_stats_without_arguments(validating_server: Wire) -> None:
     result = validating_server.call("memory_stats")
     assert result["isError"] is False, result
     assert list(result["structuredContent"]["result"]) == ["memoryCount", "tagCount", "oldestMemory", "newestMemory"]
+
+
+def test_times_are_formatted_alike_before_and_after_their_texts_are_kept_and_the_kept_ones_stay_bounded() -> None:
+    from mnemodb.server.profiles import memdb
+
+    def spelled(ms: int) -> str:
+        return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+    start = 1_767_225_600_000
+    moments = [start + 999, start + 61_000, -1, 0, start + 86_400_000 * 400 + 1]
+    assert [memdb.timestamp(ms) for ms in moments] == [spelled(ms) for ms in moments]  # formatted
+    assert [memdb.timestamp(ms) for ms in moments] == [spelled(ms) for ms in moments]  # kept
+    assert memdb.timestamp(None) is None
+    for second in range(memdb._SECONDS_KEPT + 10):
+        memdb.timestamp(start + second * 1000)
+    assert len(memdb._SECONDS) <= memdb._SECONDS_KEPT
+    assert memdb.timestamp(start + 5_000) == spelled(start + 5_000)

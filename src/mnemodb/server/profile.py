@@ -66,6 +66,17 @@ def compact_json(value: Any) -> str:
         return exact_json(value)
 
 
+def compact_text(value: Any) -> StructuredText:
+    """`compact_json(value)` as a `StructuredText` that keeps orjson's bytes, so the stdio
+    transport writes them as they are instead of encoding the text again."""
+    import orjson
+
+    try:
+        return StructuredText.of_json(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        return StructuredText(exact_json(value))
+
+
 def tool_result(text: str, structured: Mapping[str, Any] | None = None, *, is_error: bool = False) -> ToolResult:
     """A tool's result with one text block, and its structured form when there is one."""
     result: ToolResult = {"content": [{"type": "text", "text": text}]}

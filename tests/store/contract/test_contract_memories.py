@@ -80,6 +80,28 @@ def test_memory_views_show_the_fields_of_the_memories(store: Store) -> None:
         assert tx.memory_views([]) == {}
 
 
+def test_memories_read_their_tags_once_the_first_tag_arrives_and_none_after_the_last_goes(store: Store) -> None:
+    # The SQLite store skips the tags' look-up while no memory has a tag: the reads must
+    # follow the store from no tags to some and back.
+    with store.write() as tx:
+        plain = add_memory(tx, "a plain one")
+        later = add_memory(tx, "tagged later")
+    with store.read() as tx:
+        assert {pk: v.tags for pk, v in tx.memory_views([plain, later]).items()} == {plain: (), later: ()}
+    with store.write() as tx:
+        tx.add_tags(later, ["b", "a"])
+    with store.read() as tx:
+        views = tx.memory_views([plain, later])
+        found = tx.memories_by_pk([plain, later])
+    assert {pk: v.tags for pk, v in views.items()} == {plain: (), later: ("a", "b")}
+    assert {pk: m.tags for pk, m in found.items()} == {plain: (), later: ("a", "b")}
+    with store.write() as tx:
+        tx.replace_tags(later, [])
+    with store.read() as tx:
+        assert {pk: v.tags for pk, v in tx.memory_views([plain, later]).items()} == {plain: (), later: ()}
+        assert {pk: m.tags for pk, m in tx.memories_by_pk([plain, later]).items()} == {plain: (), later: ()}
+
+
 ODD_TAGS = ['say "hi"', "back\\slash", "nul\x00byte", "tab\tand\nline", "é", "Z", "a", "😀", "[]", ","]
 
 

@@ -7,7 +7,6 @@ counts in ranking, and `accessed_at` reports the last read.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -22,11 +21,10 @@ from mnemodb.server.profile import (
     Profile,
     ProtocolRules,
     Resource,
-    StructuredText,
     Tool,
     ToolAnnotations,
     ToolResult,
-    compact_json,
+    compact_text,
     tool,
     tool_result,
 )
@@ -109,10 +107,21 @@ def timestamp(ms: int | None) -> str | None:
     return None if ms is None else _second(ms // 1000)
 
 
-@functools.lru_cache(maxsize=8192)
+_SECONDS: dict[int, str] = {}
+"""`_second`'s texts by second. Memories stored together share their second, so a search
+formats few distinct ones. A plain dict rather than `functools.lru_cache`, which keeps its
+entries in order of use: a look-up by `_SECONDS.get` costs about a fifth as much (two a
+shown memory; 0.1 M of a search's 6.4 M instructions at 10,000 memories)."""
+_SECONDS_KEPT = 8192
+
+
 def _second(seconds: int) -> str:
-    # Memories stored together share their second: a search formats few distinct ones.
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    text = _SECONDS.get(seconds)
+    if text is None:
+        if len(_SECONDS) >= _SECONDS_KEPT:
+            _SECONDS.clear()  # bounded: begun afresh rather than kept in order of use
+        text = _SECONDS[seconds] = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return text
 
 
 def memory_shape(memory: Memory) -> dict[str, Any]:
@@ -222,11 +231,12 @@ def search_memories(engine: Engine, a: dict[str, Any]) -> Any:
     # and the tags) rather than one spliced in, and a memory never read shows its
     # creation time as its last access without formatting it twice.
     found = engine.memories.search_views(a["query"], limit=SEARCH_LIMIT)
-    second = _second
+    known, second = _SECONDS.get, _second
     out: list[dict[str, Any]] = []
     for (pk, content, summary, tags, importance, memory_type, created_at, last_at, digest), relevance in found:
-        created = second(created_at // 1000)
-        accessed = second(last_at // 1000) if last_at else created
+        # Looked up without a call of `_second` when formatted before (a text is never empty).
+        created = known(created_at // 1000) or second(created_at // 1000)
+        accessed = (known(last_at // 1000) or second(last_at // 1000)) if last_at else created
         if summary is None:
             out.append(
                 {
@@ -503,8 +513,9 @@ class MemdbProfile(Profile):
     @staticmethod
     def _envelope(payload: Mapping[str, Any], *, is_error: bool) -> ToolResult:
         # orjson: a search's 100 memories in about a seventh of the standard library's time
-        # (0.04 ms against 0.29 ms for the 57 KB replies of a 10,000-memory store).
-        return tool_result(StructuredText(compact_json(payload)), dict(payload), is_error=is_error)
+        # (0.04 ms against 0.29 ms for the 57 KB replies of a 10,000-memory store), its
+        # bytes kept for the reply line rather than decoded here and encoded there again.
+        return tool_result(compact_text(payload), dict(payload), is_error=is_error)
 
     def success(self, tool: Tool, value: Any) -> ToolResult:
         return self._envelope({"ok": True, "result": value}, is_error=False)

@@ -519,19 +519,27 @@ class SqliteStore:
         """Add read counts: `hits` maps node pk to (count, last access ms). Best effort."""
         if not hits or self.read_only:  # statistics: a read-only store keeps none
             return
-        # In pk order: neighbouring rows share b-tree pages.
-        rows = [(pk, count, last) for pk, (count, last) in sorted(hits.items())]
+        # In pk order: neighbouring rows share b-tree pages. The pks sorted alone (plain
+        # integers), and the parameters laid out by slice assignment rather than a tuple a
+        # row: sorting the (pk, (count, last)) pairs and flattening row tuples cost a
+        # third of a flush's instructions (112 M against 76 M for five flushes of 12,471
+        # rows in all).
+        pks = sorted(hits)
+        seen = list(map(hits.__getitem__, pks))
+        values: list[int] = [0] * (3 * len(pks))
+        values[0::3] = pks
+        values[1::3] = [count for count, _ in seen]
+        values[2::3] = [last for _, last in seen]
         # Many rows a statement, not one: a search's hundred winners are a hundred rows, and
         # a batch of 3,000 rows cost 0.95 µs a row this way against 1.32 µs a row by
         # `executemany` (each row bound, stepped and reset on its own, the interpreter's
         # lock given up and taken back each time). Chunks of 256, 128, ..., 1 rows: a
         # handful of statement texts, each prepared once.
-        values = [value for row in rows for value in row]
         try:
             with self.write() as tx:
                 done = 0
-                while done < len(rows):
-                    size = min(256, 1 << ((len(rows) - done).bit_length() - 1))
+                while done < len(pks):
+                    size = min(256, 1 << ((len(pks) - done).bit_length() - 1))
                     tx.conn.execute(_BUMP_ACCESS_ROWS[size], values[3 * done : 3 * (done + size)])
                     done += size
         except sqlite3.IntegrityError:
@@ -539,7 +547,7 @@ class SqliteStore:
             # written again with only the nodes that still exist. Checking every row up
             # front instead made a batch cost 1.6 times as much.
             with self.write() as tx:
-                tx.conn.executemany(_BUMP_ACCESS_OF_EXISTING, [(*row, row[0]) for row in rows])
+                tx.conn.executemany(_BUMP_ACCESS_OF_EXISTING, [(pk, *hits[pk], pk) for pk in pks])
 
     # -- maintenance ----------------------------------------------------------------------
 

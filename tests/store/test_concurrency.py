@@ -733,3 +733,23 @@ def test_serve_processes_share_one_file(tmp_path: Path) -> None:
     ops = Counter(c.op for c in changes)
     # One entry per new memory, one per server that added its tag to a shared memory.
     assert ops == Counter({"create_node": total, "add_tags": (servers_n - 1) * len(pool)})
+
+
+def test_a_store_opening_while_another_connection_holds_the_file_waits_for_it(tmp_path: Path) -> None:
+    # Another process creating the same new file holds it exclusively while it switches the
+    # file to WAL: opening meanwhile must wait for it (as readers do), not fail with
+    # "database is locked" after the writer's short busy wait, which a loaded machine
+    # outlasted when several processes opened one new file together.
+    db = tmp_path / "held.db"
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.6, holder.execute, ("COMMIT",))
+    release.start()
+    try:
+        with Engine.open(str(db)) as engine:
+            stored = engine.memories.store("after the lock")
+            found = engine.memories.get(stored.memory.hash)
+            assert found is not None and found.content == "after the lock"
+    finally:
+        release.join()
+        holder.close()

@@ -322,18 +322,24 @@ class SqliteStore:
 
     def _connect(self, busy_timeout: float = _READ_BUSY_TIMEOUT_S) -> sqlite3.Connection:
         try:
+            # Opening waits as long as a reader would: these pragmas read the file's schema,
+            # which another process creating the same new file holds exclusively while it
+            # switches it to WAL, longer than the writer's short wait on a loaded machine.
+            # The connection's own wait is set once they have run.
+            opening = max(busy_timeout, _READ_BUSY_TIMEOUT_S)
             conn = sqlite3.connect(
                 self._uri or self._path,
-                timeout=busy_timeout,
+                timeout=opening,
                 isolation_level=None,
                 check_same_thread=False,
                 cached_statements=512,
                 uri=self._uri is not None,
             )
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA temp_store = MEMORY")
+            if busy_timeout != opening:
+                conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             # The page cache stays at SQLite's default (2 MB a connection). Over stdio at
             # 100,000 entities, 16 MiB took native `get` from 0.55 to 0.43 ms of server CPU
             # and the entity word statement from 0.66 to 0.41 ms, but memdb and topodb

@@ -237,7 +237,7 @@ def stdio_round(tree: Path, db: Path, calls: int) -> dict[str, tuple[float, floa
     from serve_client import ServeProcess
 
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-    server = ServeProcess(db, "native", env={"PYTHONPATH": str(tree / "src"), "MEMDB_LOG_LEVEL": "info"})
+    server = ServeProcess(db, "native", env={"PYTHONPATH": str(tree / "src"), "MNEMODB_LOG_LEVEL": "info"})
     try:
         server.initialize()
         out: dict[str, tuple[float, float]] = {}

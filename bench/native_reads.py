@@ -17,19 +17,12 @@ database file, alternately, round after round (the machine may be shared: CPU is
 rounds with its median). A child also counts the SQL statements each call runs (not
 counting BEGIN and COMMIT, nor the statements SQLite runs inside one).
 
-`--stdio` measures the same calls, and a trivial read (a `get` of a name that is not
-there: the floor every call pays), over stdio instead: each tree's `mnemodb serve` answers
-one call at a time, as a client waits on each, and the figure is the server process's CPU
-a call (from /proc, in clock ticks: hence many calls a round) and the median wall time
-from request to reply. The server logs at its default level, as `peers.py` runs it.
-
 `--replies` checks that both trees answer byte for byte alike: each child answers every
 call once, on its own fresh copy of the seeded database, and writes the reply lines; the
 copies are compared.
 
     .venv/bin/python bench/native_reads.py --compare ../other-tree --sizes 10000 100000
     .venv/bin/python bench/native_reads.py --compare ../other-tree --sizes 10000 --replies
-    .venv/bin/python bench/native_reads.py --compare ../other-tree --sizes 10000 --stdio
 """
 
 from __future__ import annotations
@@ -213,49 +206,6 @@ def child(db: Path, calls_per_op: int, replies: Path | None) -> dict[str, Any]:
     return out
 
 
-# -- over stdio -------------------------------------------------------------------------------------
-
-STDIO_OPERATIONS = ("trivial", *OPERATIONS)
-
-
-def _stdio_call(operation: str, k: int) -> tuple[str, dict[str, Any]]:
-    if operation == "trivial":
-        return "get", {"refs": ["No such name"]}
-    return _call_of(operation, k)
-
-
-def _cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime, stime
-
-
-def stdio_round(tree: Path, db: Path, calls: int) -> dict[str, tuple[float, float]]:
-    """(server CPU us a call, median wall us a call) of each operation over stdio, one
-    server of `tree` on `db`."""
-    import os
-
-    from serve_client import ServeProcess
-
-    tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-    server = ServeProcess(db, "native", env={"PYTHONPATH": str(tree / "src"), "MNEMODB_LOG_LEVEL": "info"})
-    try:
-        server.initialize()
-        out: dict[str, tuple[float, float]] = {}
-        for operation in STDIO_OPERATIONS:
-            for k in range(50):
-                server.call(*_stdio_call(operation, k))
-            walls: list[float] = []
-            before = _cpu_ticks(server.proc.pid)
-            for k in range(calls):
-                started = time.perf_counter()
-                server.call(*_stdio_call(operation, k))
-                walls.append(time.perf_counter() - started)
-            out[operation] = ((_cpu_ticks(server.proc.pid) - before) * tick_us / calls, statistics.median(walls) * 1e6)
-        return out
-    finally:
-        server.close()
-
-
 # -- the parent -----------------------------------------------------------------------------------
 
 
@@ -268,7 +218,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compare", help="a second source tree, labelled 'before'")
     parser.add_argument("--dir", help="where the seeded databases are kept (reused when present)")
     parser.add_argument("--replies", action="store_true", help="compare the trees' replies instead of timing")
-    parser.add_argument("--stdio", action="store_true", help="time the calls over stdio, server CPU and wall")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--replies-out", help=argparse.SUPPRESS)
@@ -303,28 +252,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines = texts["after"].count(b"\n")
             print(f"{size:,} entities: {lines} replies, {'identical' if same else 'DIFFERENT'} across trees")
             status |= 0 if same else 1
-            continue
-        if args.stdio:
-            stdio_cpu: dict[tuple[str, str], list[float]] = {}
-            stdio_wall: dict[tuple[str, str], list[float]] = {}
-            for round_no in range(args.rounds):
-                for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
-                    copy = workdir / f"copy-{size}-{label}.db"
-                    shutil.copyfile(db, copy)
-                    for operation, (cpu_us, wall_us) in stdio_round(tree, copy, args.calls).items():
-                        stdio_cpu.setdefault((label, operation), []).append(cpu_us)
-                        stdio_wall.setdefault((label, operation), []).append(wall_us)
-                    for leftover in workdir.glob(f"copy-{size}-{label}.db*"):
-                        leftover.unlink()
-            print(f"\n{size:,} entities over stdio, {args.rounds} rounds of {args.calls} calls (range, median)")
-            print("| operation | tree | server CPU us/call | wall p50 us |")
-            print("|---|---|---:|---:|")
-            for operation in STDIO_OPERATIONS:
-                for label, _ in trees:
-                    print(
-                        f"| {operation} | {label} | {spread(stdio_cpu[(label, operation)])} "
-                        f"| {spread(stdio_wall[(label, operation)])} |"
-                    )
             continue
         cpu: dict[tuple[str, str], list[float]] = {}
         statements: dict[tuple[str, str], set[int]] = {}

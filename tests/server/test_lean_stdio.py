@@ -37,15 +37,7 @@ from mnemodb.server.calls import ToolCalls
 from mnemodb.server.lean import LeanServer
 from mnemodb.server.profile import StructuredText, tool_result
 from mnemodb.server.profiles import build_profile
-from mnemodb.server.stdio import (
-    MAX_LINE_BYTES,
-    _encoded,
-    _encoded_result,
-    _holds_long_digits,
-    _parsed,
-    _Splitter,
-    serve_stdio,
-)
+from mnemodb.server.stdio import MAX_LINE_BYTES, _encoded, _encoded_result, _parsed, _Splitter, serve_stdio
 from support import REPLY_TIMEOUT_S
 
 pytestmark = pytest.mark.inprocess
@@ -484,6 +476,8 @@ def test_a_line_over_the_limit_is_dropped_as_it_arrives(size: int) -> None:
 def test_a_run_of_nineteen_digits_is_found_where_the_pattern_finds_one(seed: int) -> None:
     # The quick test for an integer that orjson may read as a float must find exactly the
     # lines the pattern `[0-9]{19}` finds: a miss would hand such an integer to orjson.
+    from mnemodb.server.stdio import _holds_long_digits
+
     # Mostly digits, so that about half the lines hold such a run and half do not.
     rng = random.Random(seed)
     found = 0

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -521,3 +523,23 @@ def test_a_line_over_the_limit_is_dropped_as_it_arrives(size: int) -> None:
     lines = [line for start in range(0, len(data), size) for line in splitter.feed(data[start : start + size])]
     assert lines == [None, b'{"c":3}', None, None]
     assert len(splitter.buffer) <= size and splitter.end() is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_run_of_nineteen_digits_is_found_where_the_pattern_finds_one(seed: int) -> None:
+    # The quick test for an integer that orjson may read as a float must find exactly the
+    # lines the pattern `[0-9]{19}` finds: a miss would hand such an integer to orjson.
+    from mnemodb.server.stdio import _holds_long_digits
+
+    # Mostly digits, so that about half the lines hold such a run and half do not.
+    rng = random.Random(seed)
+    found = 0
+    for _ in range(300):
+        line = bytes(
+            rng.choice(b"0123456789") if rng.random() < 0.93 else rng.choice(b' -.e"/:a\xc3\xa9\x00')
+            for _ in range(rng.randint(0, 60))
+        )
+        expected = re.search(rb"[0-9]{19}", line) is not None
+        assert _holds_long_digits(line) == expected, line
+        found += expected
+    assert 50 < found < 250

@@ -324,8 +324,11 @@ def log_tool_call(logger: logging.Logger, name: str, outcome: str, elapsed_ms: f
         line = "[%s] [tool:%s] Tool %s %s in %dms\n" % (level, name, name, outcome, elapsed_ms)  # noqa: UP031
         with handler.lock or contextlib.nullcontext():
             try:
-                handler.stream.write(line)
-                handler.flush()
+                stream = handler.stream
+                stream.write(line)
+                # What `StreamHandler.flush` does, under the lock already held.
+                if stream and hasattr(stream, "flush"):
+                    stream.flush()
             except Exception:
                 handler.handleError(logger.makeRecord(logger.name, logging.INFO, "", 0, line, (), None))
         return

@@ -396,10 +396,12 @@ class Obj(Field):
         issues: list[Issue] = []
         if arguments is None and self.required:
             raise Invalid([_invalid_type("object", _MISSING, ())])
-        cleaned = self.check(dict(arguments or {}), (), issues)
+        # `check` only reads a dict and builds a new one: a copy is made of other mappings only.
+        given = arguments if type(arguments) is dict else dict(arguments or {})
+        cleaned: dict[str, Any] = self.check(given, (), issues)
         if issues:
             raise Invalid(issues)
-        return dict(cleaned)
+        return cleaned
 
 
 @described

@@ -154,10 +154,15 @@ def relevance_scorer(
     factors = [floor + (1.0 - floor) * importance / 10 for importance in range(11)]
 
     def score(text: float, tag_hit: bool, importance: int, created_at: int, dated: bool = False) -> float:
+        # `x if x > 0.0 else 0.0` is `max(0.0, x)` (NaN and -0.0 included), and the index
+        # `max(0, min(10, importance))`, without the builtins' calls: a search scores a
+        # few dozen candidates, and the three calls were a third of each score's cost.
         match = text + (1.0 - text) * tag_match if tag_hit else text
-        age_days = max(0.0, (now - created_at) / DAY_MS)
+        age_days = (now - created_at) / DAY_MS
+        fresh = (days - (age_days if age_days > 0.0 else 0.0)) / days
         bonus = date_match if dated else 0.0
-        return match * factors[max(0, min(10, importance))] + max(0.0, (days - age_days) / days) * most + bonus
+        factor = factors[importance if 0 <= importance <= 10 else (0 if importance < 0 else 10)]
+        return match * factor + (fresh if fresh > 0.0 else 0.0) * most + bonus
 
     return score
 

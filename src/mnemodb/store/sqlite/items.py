@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mnemodb.model.records import ENTITY, MEMORY, SUPERSEDES, ItemFilter, Scalar
@@ -108,6 +108,8 @@ _WALKS = 32
 
 class ItemReads:
     conn: sqlite3.Connection
+    # `FactReads.tags_in`, which the store's read transactions mix in beside this class.
+    tags_in: Callable[[Sequence[str]], bool | None]
     # The last query's scores (see `_text_scores`), by (query, weights, changes so far).
     _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]], bool] | None = None
     # The last fast-path call's passing hits and how far down the scores it judged (see
@@ -216,7 +218,8 @@ class ItemReads:
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int
     ) -> list[TextHit]:
         """The newest memories with any of `tags` that meet `where`, score 0."""
-        if not tags:
+        # Most stores tag nothing: the statement, which would find nothing, is spared.
+        if not tags or self.tags_in(scopes) is False:
             return []
         condition, params = filter_sql(where, "memory", at, scopes)
         # The tagged memories come from the (tag, scope) index (the unary + keeps SQLite from

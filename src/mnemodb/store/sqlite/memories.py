@@ -374,18 +374,6 @@ class MemoryReads:
                 newest = high if newest is None else max(newest, high)
         return TimeRange(oldest, newest)
 
-    def most_important(self, scopes: Sequence[str]) -> int | None:
-        # One scope at a time: MAX then reads the last entry of that scope in the partial
-        # index `memory_scope_importance` (schema 19), one seek, whatever the scope holds.
-        best: int | None = None
-        for scope in scopes:
-            high = self.conn.execute(
-                "SELECT MAX(importance) FROM memory WHERE scope = ? AND archived_at IS NULL", [scope]
-            ).fetchone()[0]
-            if high is not None and (best is None or high > best):
-                best = int(high)
-        return best
-
 
 class MemoryWrites(MemoryReads):
     def insert_memory(

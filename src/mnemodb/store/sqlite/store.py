@@ -34,6 +34,7 @@ from mnemodb.store.sqlite.changes import LogReads, LogWrites, define_log_functio
 from mnemodb.store.sqlite.checkpoint import Checkpointer
 from mnemodb.store.sqlite.edges import EdgeReads, EdgeWrites
 from mnemodb.store.sqlite.entities import EntityReads, EntityWrites
+from mnemodb.store.sqlite.facts import FactReads, ScopeFacts
 from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.memories import MemoryReads, MemoryWrites
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
@@ -115,7 +116,9 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SqliteReadTx(TransferReads, MemoryReads, NodeReads, EdgeReads, EntityReads, ItemReads, TokenReads, LogReads):
+class SqliteReadTx(
+    TransferReads, MemoryReads, NodeReads, EdgeReads, EntityReads, ItemReads, TokenReads, LogReads, FactReads
+):
     """Read methods over one connection (each role's in its own module). Every method is a
     few indexed statements."""
 
@@ -202,12 +205,19 @@ class _Read:
     rather than a generator: a point read opens one per call, and a generator's context
     manager cost about twice as much (each read of the native `get` and `explore` pays it)."""
 
-    __slots__ = ("conn", "lock", "store")
+    __slots__ = ("conn", "facts", "lock", "store")
 
-    def __init__(self, store: SqliteStore, conn: sqlite3.Connection, lock: threading.RLock | None) -> None:
+    def __init__(
+        self,
+        store: SqliteStore,
+        conn: sqlite3.Connection,
+        lock: threading.RLock | None,
+        facts: ScopeFacts | None = None,
+    ) -> None:
         self.store = store
         self.conn = conn
         self.lock = lock
+        self.facts = facts
 
     def __enter__(self) -> SqliteReadTx:
         conn = self.conn
@@ -224,7 +234,9 @@ class _Read:
             if self.lock is not None:
                 self.lock.release()
             raise
-        return SqliteReadTx(conn)
+        tx = SqliteReadTx(conn)
+        tx.kept_facts = self.facts
+        return tx
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
@@ -371,6 +383,9 @@ class SqliteStore:
             conn = self._connect()
             conn.execute("PRAGMA query_only = ON")
             self._local.reader = conn
+            # What searches read of each scope on every call, kept while the data stays the
+            # same (see facts.py): a connection that never writes misses no change.
+            self._local.facts = ScopeFacts()
             with self._readers_lock:
                 self._readers.append(conn)
         return conn
@@ -515,7 +530,8 @@ class SqliteStore:
         self._ensure_open()
         if self._in_memory:
             return _Read(self, self._writer, self._write_lock)
-        return _Read(self, self._reader(), None)
+        conn = self._reader()
+        return _Read(self, conn, None, self._local.facts)
 
     def _ensure_open(self) -> None:
         if self._closed:

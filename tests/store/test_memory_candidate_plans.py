@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mnemodb.store.sqlite import SqliteStore
 from store.contract.rows import A, B, add_memory
-from store.sqlite_plans import traced
+from store.sqlite_plans import plans_of, traced
 
 
 def _tag_reads(statements: list[str]) -> list[str]:
@@ -61,3 +61,24 @@ def test_the_rank_is_read_once_a_match(tmp_path: Path) -> None:
     # Each read of the rank column runs bm25 for the row again.
     reads = [op for op in program if op[1] == "VColumn" and op[3] == rank_column]
     assert len(reads) == 1, program
+
+
+def test_the_winners_are_read_memory_first_with_their_tags(tmp_path: Path) -> None:
+    path = tmp_path / "views.db"
+    store = SqliteStore(path)
+    try:
+        with store.write() as tx:
+            plain = [add_memory(tx, f"river number {i}", scope=A) for i in range(3)]
+        untagged, statements = traced(store, lambda tx: tx.memory_views(plain))
+        with store.write() as tx:
+            tagged = add_memory(tx, "a stone", scope=A, tags=["wet", "cold"])
+        views = traced(store, lambda tx: tx.memory_views([*plain, tagged]))[0]
+    finally:
+        store.close()
+    assert [untagged[pk].tags for pk in plain] == [(), (), ()]
+    assert [views[pk].tags for pk in plain] == [(), (), ()] and views[tagged].tags == ("cold", "wet")
+    (read,) = [s for s in statements if "FROM memory m" in s]
+    (steps,) = plans_of(path, [read])
+    # Sought by the pks given, then the node and the access counts by the memory's pk.
+    assert steps.startswith("SEARCH m USING INTEGER PRIMARY KEY"), steps
+    assert "SEARCH n USING INTEGER PRIMARY KEY" in steps and "SEARCH a USING INTEGER PRIMARY KEY" in steps, steps

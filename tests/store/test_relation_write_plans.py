@@ -63,3 +63,16 @@ def test_the_open_relations_are_looked_up_by_their_ends(tmp_path: Path) -> None:
     for plan in plans:
         assert "SEARCH e USING INDEX edge_" in plan, plan
         assert "SCAN e" not in plan, plan
+
+
+def test_the_open_relations_are_looked_up_by_an_end_and_the_type(tmp_path: Path) -> None:
+    # The index walked reads only the end's edges of the types asked, not all of them.
+    path = tmp_path / "relations.db"
+    store, pks = _store_with_related_entities(path)
+    keys = [(pks[5], pks[4], "follows"), (pks[7], pks[9], "likes")]
+    try:
+        plans = _plans(store, path, lambda tx: tx.open_edge_keys(keys), "edge")
+    finally:
+        store.close()
+    for plan in plans:
+        assert "(src=? AND type=?)" in plan or "(dst=? AND type=?)" in plan, plan

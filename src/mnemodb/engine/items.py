@@ -78,12 +78,16 @@ __all__ = [
 Item = Memory | Entity
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
 _ULID_LENGTH = 26
+_HASH_LENGTH = 64
 
 
 def _may_be_id(ref: str) -> bool:
     """Whether `ref` reads as an id or a memory's hash rather than only as a name: a ULID
     (its length checked first, as most names are not 26 characters) or 64 hex digits."""
-    return (len(ref) == _ULID_LENGTH and is_ulid(ref.upper())) or _HASH.fullmatch(ref) is not None
+    length = len(ref)
+    return (length == _ULID_LENGTH and is_ulid(ref.upper())) or (
+        length == _HASH_LENGTH and _HASH.fullmatch(ref) is not None
+    )
 
 
 MAX_HOPS = 10

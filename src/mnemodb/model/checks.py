@@ -42,6 +42,10 @@ def is_finite_number(value: int | float) -> bool:
 
 def check_text(value: str, what: str) -> str:
     """Reject text SQLite cannot store faithfully (lone UTF-16 surrogates)."""
+    # ASCII text has none, and telling so copies nothing (a bulk of relations checks
+    # three texts a relation).
+    if value.isascii():
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -115,6 +115,8 @@ def _c_encoder() -> Any:
 
 
 _C_ENCODE = _c_encoder()
+_quote: Final = json.encoder.encode_basestring
+"""A string as JSON text, as `_ENCODER` (no ASCII escaping) writes it."""
 
 
 def _dumps(value: Any) -> str:
@@ -149,10 +151,25 @@ def _values(shape: Shape, data: Mapping[str, Any], row: Mapping[_From, Any], out
     return True
 
 
+_NEW_EDGE: Final = 7
+_NEW_EDGE_KEYS: Final = _KEYS[id(SHAPES[_NEW_EDGE])]
+
+
 def pack(at: int, scope: str | None, target: str | None, data: Mapping[str, Any]) -> str:
     """The text an entry's data is stored as, given its row's time, scope and target."""
     whole = data if type(data) is dict else dict(data)
-    number = _BY_KEYS.get(tuple(whole))
+    keys = tuple(whole)
+    if keys == _NEW_EDGE_KEYS:
+        # A new edge, the entry a bulk of relations logs one of per relation: its shape's
+        # checks spelled out, which `_values` makes generically (1.9 -> 1.0 us an entry).
+        if _same(whole["id"], target) and _same(whole["scope"], scope) and _same(whole["valid_from"], at):
+            src, dst, edge_type, props = whole["from"], whole["to"], whole["type"], whole["props"]
+            if type(src) is str and type(dst) is str and type(edge_type) is str and type(props) is dict and not props:
+                # What `_dumps` writes of this array, spelled out (1.1 -> 0.8 us an entry).
+                return f"[{_NEW_EDGE},{_quote(src)},{_quote(dst)},{_quote(edge_type)},{{}}]"
+            return _dumps([_NEW_EDGE, src, dst, edge_type, props])
+        return _dumps(whole)
+    number = _BY_KEYS.get(keys)
     if number is not None:
         kept: list[Any] = [number]
         if _values(SHAPES[number], whole, {TARGET: target, SCOPE: scope, AT: at}, kept):

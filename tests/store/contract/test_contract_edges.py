@@ -96,6 +96,17 @@ def test_open_edge_keys_are_the_open_edges_among_the_keys_asked(store: Store) ->
         assert {k for k in asked if tx.find_edges(*k, open_only=True)} == tx.open_edge_keys(asked)
 
 
+def test_open_edge_keys_of_many_types_at_once(store: Store) -> None:
+    # More types than the store lists in one statement: every type is read then.
+    with store.write() as tx:
+        one, two = add_node(tx), add_node(tx)
+        for k in range(0, 100, 3):
+            add_edge(tx, one, two, f"type {k}")
+    asked = [(one, two, f"type {k}") for k in range(100)]
+    with store.read() as tx:
+        assert tx.open_edge_keys(asked) == {(one, two, f"type {k}") for k in range(0, 100, 3)}
+
+
 def test_edges_of_by_direction_oldest_first_each_once(store: Store) -> None:
     with store.write() as tx:
         one, two, three = add_node(tx), add_node(tx), add_node(tx)

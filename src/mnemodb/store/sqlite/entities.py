@@ -178,6 +178,9 @@ class EntityReads:
             # A relation batch names a different number of ends each call: `padded`. The
             # oldest entity of a name is kept, by pk here rather than sorted by SQLite.
             listed = padded(chunk)
+            # `_make` builds the tuple in C; `EntityKey(*row)` runs the class's Python
+            # `__new__` (200 keys a call of 100 relations).
+            make = EntityKey._make
             for row in self.conn.execute(
                 "SELECT e.node, n.id, e.scope, e.name FROM entity e JOIN node n ON n.pk = e.node "
                 f"WHERE e.name IN ({marks(len(listed))}) AND e.scope IN ({marks(len(scopes))})",
@@ -185,7 +188,7 @@ class EntityReads:
             ):
                 known = out.get(row[3])
                 if known is None or row[0] < known.pk:
-                    out[row[3]] = EntityKey(*row)
+                    out[row[3]] = make(row)
         return out
 
     def entities_by_pk(self, pks: Sequence[int]) -> dict[int, Entity]:

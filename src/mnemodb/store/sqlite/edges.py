@@ -128,27 +128,31 @@ def _edges_of_sql(direction: Direction, count: int, valid: bool, scope_count: in
 
 @functools.lru_cache(maxsize=64)
 def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
-    """`edges_around`'s statement for `count` nodes: the edges leaving them (way 0, their
-    targets joined) and entering them (way 1, their sources joined), each through its
-    end's index, then the nodes' access rows (way 2: the node's pk in the edge's pk
-    column, the count and last read in `valid_from` and `valid_to`). The far end's entity
-    row is joined by its label, as a node view's (`view_joins`). Its parameters: the
-    nodes, then the validity instant twice and the scopes twice, once a way; then the
-    nodes again."""
+    """`edges_around`'s statement for `count` nodes: the edges leaving them (their targets
+    joined) and entering them (their sources joined), each through its end's index, then
+    the nodes' access rows (the node's pk in the edge's pk column, no source, the count and
+    last read in `valid_from` and `valid_to`). The far end's entity row is joined by its
+    label, as a node view's (`view_joins`). Its parameters: the nodes, then the validity
+    instant twice and the scopes twice, once a way; then the nodes again.
+
+    Which way a row was found is not a column: the nodes the caller gave tell (an edge
+    leaving one of them was found leaving it). Nor, when one scope is read, are the edge's
+    and the far entity's scopes: they can only be that one. Each column costs a call into
+    SQLite and a value built for every row (a detailed look-up reads a few dozen)."""
     listed = marks(count)
     filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
     scopes = marks(scope_count)
+    several = scope_count > 1
     ways = [
-        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
-        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, "
+        f"{'e.scope, ' if several else ''}e.props, {far}.id, {far}.label, {'k.scope, ' if several else ''}k.name "
+        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"LEFT JOIN entity k ON k.node = CASE WHEN {far}.label = '{ENTITY}' THEN {far}.pk END "
         f"WHERE e.{near_end} IN ({listed}){filters} AND e.scope IN ({scopes}) AND {far}.scope IN ({scopes})"
-        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+        for far, far_end, near_end in (("d", "dst", "src"), ("s", "src", "dst"))
     ]
-    access = (
-        "SELECT 2, node, NULL, NULL, count, last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM node_access WHERE node IN ({listed})"
-    )
+    padding = ", NULL" * (9 if several else 7)
+    access = f"SELECT node, NULL, NULL, count, last_at{padding} FROM node_access WHERE node IN ({listed})"
     return " UNION ALL ".join([*ways, access])
 
 
@@ -420,42 +424,43 @@ class EdgeReads:
             rows = self.conn.execute(
                 _edges_around_sql(len(chunk), valid_at is not None, len(scopes)), [*way_params, *way_params, *chunk]
             ).fetchall()
-            for (
-                way,
-                pk,
-                src,
-                dst,
-                valid_from,
-                valid_to,
-                created_at,
-                edge_id,
-                kind,
-                scope,
-                props,
-                far_id,
-                label,
-                key_scope,
-                name,
-            ) in rows:
-                if way == 2:
+            one = scopes[0] if len(scopes) == 1 else None
+            for row in rows:
+                if one is None:
+                    pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, scope, props, far_id, label = row[
+                        :12
+                    ]
+                    key_scope, name = row[12], row[13]
+                else:
+                    pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, name = row
+                    scope = key_scope = one
+                if src is None:
                     access[pk] = AccessStats(valid_from, valid_to)
                     continue
-                far = dst if way == 0 else src
-                if pk not in found:
-                    found[pk] = edge_of(
-                        pk,
-                        edge_id,
-                        nodes[src] if way == 0 else far_id,
-                        far_id if way == 0 else nodes[dst],
-                        kind,
-                        scope,
-                        {} if props == "{}" else props_of(props),
-                        valid_from,
-                        valid_to,
-                        created_at,
-                        src,
-                        dst,
-                    )
+                if pk in found:
+                    continue
+                # Found leaving one of the nodes when its source is one (its other end may be
+                # one too: then both ids are known already).
+                if src in nodes:
+                    far = dst
+                    src_id, dst_id = nodes[src], nodes.get(dst, far_id)
+                else:
+                    far = src
+                    src_id, dst_id = far_id, nodes[dst]
+                found[pk] = edge_of(
+                    pk,
+                    edge_id,
+                    src_id,
+                    dst_id,
+                    kind,
+                    scope,
+                    {} if props == "{}" else props_of(props),
+                    valid_from,
+                    valid_to,
+                    created_at,
+                    src,
+                    dst,
+                )
                 if far not in nodes:
                     labels[far] = label
                     if name is not None:

@@ -63,7 +63,8 @@ def test_a_look_up_reads_the_other_ends_as_entity_keys(lite: Engine) -> None:
     _chain(lite)
     read, statements = _statements(lite, lambda: lite.items.get_in_full(["Bob"]))
     assert {getattr(i, "name", None) for i in read.ends.values()} == {"Ada", "Bob", "Cy"}
-    assert not [s for s in statements if "FROM memory m" in s]  # the note about Bob: by the id its relation holds
+    # The note about Bob: by the id its relation holds.
+    assert not [s for s in statements if "memory m JOIN node n" in s]
     in_full = [s for s in statements if "LEFT JOIN entity_text" in s]
     assert len(in_full) == 1 and "'Bob'" in in_full[0]  # Bob himself; Ada and Cy by key
 
@@ -159,7 +160,7 @@ def test_a_walk_reads_its_memories_with_their_tags_in_one_statement(lite: Engine
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=1))
     tags = {i.content: i.tags for i in found.items if isinstance(i, Memory)}
     assert tags == {"a note on Bob": (), "a tagged note on Bob": ("notes", "tea")}
-    memory_reads = [s for s in statements if "FROM memory m" in s]
+    memory_reads = [s for s in statements if "memory m JOIN node n" in s]
     assert len(memory_reads) == 1 and "memory_tag" in memory_reads[0]
     assert not [s for s in statements if s.startswith("SELECT node, tag FROM memory_tag")]
 

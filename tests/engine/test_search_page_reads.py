@@ -78,7 +78,7 @@ def test_a_page_is_read_without_its_labels(eng: Engine, seeded: None) -> None:
 
 def test_a_page_of_ranked_entities_reads_no_memory_rows(eng: Engine, seeded: None) -> None:
     def memory_reads(statements: list[str]) -> list[str]:
-        return [s for s in statements if "FROM memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access" in s]
+        return [s for s in statements if "memory m JOIN node n ON n.pk = m.node LEFT JOIN node_access" in s]
 
     # "cliff" is in the entities' observations alone: the page is theirs.
     page, statements = _statements(eng, "cliff", ("memory", "entity"))

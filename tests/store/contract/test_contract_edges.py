@@ -329,6 +329,33 @@ def test_edges_around_reads_the_edges_their_other_ends_and_the_nodes_access(stor
     assert both.access == {ada: AccessStats(3, T0 + 7)}  # `thing` was never read
 
 
+def test_edges_around_in_one_scope_reads_what_it_reads_in_several(store: Store) -> None:
+    """One scope read: the edges' and the keys' scopes are that scope (the SQLite store
+    does not read them then), and an edge between two of the nodes, or from one to itself,
+    has both ends' ids."""
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada", scope=B)
+        bob = add_entity(tx, "Bob", scope=B)
+        cy = add_entity(tx, "Cy", scope=B)
+        knows = add_edge(tx, ada, bob, "knows", scope=B)
+        met = add_edge(tx, cy, ada, "met", scope=B)
+        itself = add_edge(tx, bob, bob, "itself", scope=B)
+        ids = {pk: node_id(tx, pk) for pk in (ada, bob, cy)}
+    store.bump_access({bob: (2, T0 + 4)})
+    nodes = {ada: ids[ada], bob: ids[bob]}
+    with store.read() as tx:
+        one = tx.edges_around(nodes, valid_at=T0 + 10, scopes=[B])
+        several = tx.edges_around(nodes, valid_at=T0 + 10, scopes=[A, B])
+    assert one == several
+    assert [(e.pk, e.src, e.dst, e.scope) for e in one.edges] == [
+        (knows, ids[ada], ids[bob], B),
+        (met, ids[cy], ids[ada], B),
+        (itself, ids[bob], ids[bob], B),
+    ]
+    assert one.labels == {cy: ENTITY} and one.keys == {cy: EntityKey(cy, ids[cy], B, "Cy")}
+    assert one.access == {bob: AccessStats(2, T0 + 4)}
+
+
 def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(store: Store) -> None:
     with store.write() as tx:
         ada = add_entity(tx, "Ada\x00 \u00e9", "person")  # text PostgreSQL escapes

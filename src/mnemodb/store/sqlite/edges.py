@@ -90,6 +90,13 @@ def _edges_reached_sql(
 
 
 _PK = attrgetter("pk")
+_KEYS_FIRST = "json_each(?) j CROSS JOIN "
+"""A statement's start: the keys of one JSON array, each then followed (a cross join keeps
+them the outer loop)."""
+_AMONG_LISTED = 64
+"""The most nodes `edges_among` tests an edge's target against (and `edges_walked` leaves
+out) as one text, a scan of it per edge; more go through a b-tree of them, built once a
+statement."""
 # `edges_reached`'s rows in edge order, out before in.
 _EDGE_AND_WAY = itemgetter(0, 23)
 
@@ -123,27 +130,31 @@ def _edges_of_sql(direction: Direction, count: int, valid: bool, scope_count: in
 
 @functools.lru_cache(maxsize=64)
 def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
-    """`edges_around`'s statement for `count` nodes: the edges leaving them (way 0, their
-    targets joined) and entering them (way 1, their sources joined), each through its
-    end's index, then the nodes' access rows (way 2: the node's pk in the edge's pk
-    column, the count and last read in `valid_from` and `valid_to`). The far end's entity
-    row is joined by its label, as a node view's (`view_joins`). Its parameters: the
-    nodes, then the validity instant twice and the scopes twice, once a way; then the
-    nodes again."""
+    """`edges_around`'s statement for `count` nodes: the edges leaving them (their targets
+    joined) and entering them (their sources joined), each through its end's index, then
+    the nodes' access rows (the node's pk in the edge's pk column, no source, the count and
+    last read in `valid_from` and `valid_to`). The far end's entity row is joined by its
+    label, as a node view's (`view_joins`). Its parameters: the nodes, then the validity
+    instant twice and the scopes twice, once a way; then the nodes again.
+
+    Which way a row was found is not a column: the nodes the caller gave tell (an edge
+    leaving one of them was found leaving it). Nor, when one scope is read, are the edge's
+    and the far entity's scopes: they can only be that one. Each column costs a call into
+    SQLite and a value built for every row (a detailed look-up reads a few dozen)."""
     listed = marks(count)
     filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
     scopes = marks(scope_count)
+    several = scope_count > 1
     ways = [
-        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
-        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, "
+        f"{'e.scope, ' if several else ''}e.props, {far}.id, {far}.label, {'k.scope, ' if several else ''}k.name "
+        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"LEFT JOIN entity k ON k.node = CASE WHEN {far}.label = '{ENTITY}' THEN {far}.pk END "
         f"WHERE e.{near_end} IN ({listed}){filters} AND e.scope IN ({scopes}) AND {far}.scope IN ({scopes})"
-        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+        for far, far_end, near_end in (("d", "dst", "src"), ("s", "src", "dst"))
     ]
-    access = (
-        "SELECT 2, node, NULL, NULL, count, last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM node_access WHERE node IN ({listed})"
-    )
+    padding = ", NULL" * (9 if several else 7)
+    access = f"SELECT node, NULL, NULL, count, last_at{padding} FROM node_access WHERE node IN ({listed})"
     return " UNION ALL ".join([*ways, access])
 
 
@@ -151,26 +162,40 @@ _WAYS = (("out", "both"), ("in", "both"))
 """The directions that follow an edge out of its source (way 0) and into its target (way 1)."""
 
 
+_LEFT_AS_JSON = 1
+_LEFT_AS_TEXT = 2
+"""How `edges_walked`'s statement leaves nodes out: those of one JSON array (a b-tree of
+them built each run), or those of one text of keys between commas, scanned per edge
+(`_AMONG_LISTED` of them at most)."""
+
+
 @functools.lru_cache(maxsize=256)
 def _edges_walked_sql(
-    direction: Direction, count: int, valid: bool, scope_count: int, type_count: int, entered: bool, leaving: bool
+    direction: Direction, count: int, valid: bool, scope_count: int, type_count: int, entered: bool, leaving: int
 ) -> str:
-    """`edges_walked`'s statement for `count` nodes: for each way the direction takes, the
-    edges leaving them (way 0, their targets joined) or entering them (way 1, their
-    sources joined), each through its end's index, with the far end's id, label and scope
-    and, when `entered`, whether an edge of the type asked about enters it (through
+    """`edges_walked`'s statement for `count` nodes (0: any number, as one JSON array the
+    statement starts from, each node's edges then looked up): for each way the direction
+    takes, the edges leaving them (way 0, their targets joined) or entering them (way 1,
+    their sources joined), each through its end's index, with the far end's id, label and
+    scope and, when `entered`, whether an edge of the type asked about enters it (through
     edge_dst, stopping at the first). Its parameters, once a way: the type asked about,
-    the instant it is asked at twice and the scopes twice (when `entered`); the nodes;
-    the validity instant twice; the scopes twice; the edge types; the nodes left out, as
-    one JSON array (when `leaving`)."""
-    listed = marks(count)
+    the instant it is asked at twice and the scopes twice (when `entered`); the nodes (or
+    their array); the validity instant twice; the scopes twice; the edge types; the nodes
+    left out (`_LEFT_AS_JSON` or `_LEFT_AS_TEXT`).
+
+    Several nodes go in as an array rather than a list on the right of `IN`: SQLite built
+    a b-tree of such a list for each run, as it does of the nodes left out as an array,
+    and at 10,000 entities the four b-trees of a two-hop walk's second hop cost more than
+    its look-ups."""
     scopes = marks(scope_count)
     filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
     filters += f" AND e.scope IN ({scopes}) AND {{far}}.scope IN ({scopes})"
     if type_count:
         filters += f" AND e.type IN ({marks(type_count)})"
-    if leaving:
+    if leaving == _LEFT_AS_JSON:
         filters += " AND {far}.pk NOT IN (SELECT value FROM json_each(?))"
+    elif leaving == _LEFT_AS_TEXT:
+        filters += " AND instr(?, ',' || e.{far_end} || ',') = 0"
     flag = (
         "EXISTS (SELECT 1 FROM edge x JOIN node xs ON xs.pk = x.src WHERE x.dst = {far}.pk AND x.type = ? "
         "AND x.valid_from <= ? AND (x.valid_to IS NULL OR x.valid_to > ?) "
@@ -181,8 +206,9 @@ def _edges_walked_sql(
     ways = [
         f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
         f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
-        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
-        f"WHERE e.{near_end} IN ({listed}){filters.format(far=far)}"
+        f"FROM {'' if count else _KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"WHERE e.{near_end} {f'IN ({marks(count)})' if count else '= j.value'}"
+        f"{filters.format(far=far, far_end=far_end)}"
         for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
         if direction in _WAYS[way]
     ]
@@ -407,42 +433,43 @@ class EdgeReads:
             rows = self.conn.execute(
                 _edges_around_sql(len(chunk), valid_at is not None, len(scopes)), [*way_params, *way_params, *chunk]
             ).fetchall()
-            for (
-                way,
-                pk,
-                src,
-                dst,
-                valid_from,
-                valid_to,
-                created_at,
-                edge_id,
-                kind,
-                scope,
-                props,
-                far_id,
-                label,
-                key_scope,
-                name,
-            ) in rows:
-                if way == 2:
+            one = scopes[0] if len(scopes) == 1 else None
+            for row in rows:
+                if one is None:
+                    pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, scope, props, far_id, label = row[
+                        :12
+                    ]
+                    key_scope, name = row[12], row[13]
+                else:
+                    pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, name = row
+                    scope = key_scope = one
+                if src is None:
                     access[pk] = AccessStats(valid_from, valid_to)
                     continue
-                far = dst if way == 0 else src
-                if pk not in found:
-                    found[pk] = edge_of(
-                        pk,
-                        edge_id,
-                        nodes[src] if way == 0 else far_id,
-                        far_id if way == 0 else nodes[dst],
-                        kind,
-                        scope,
-                        {} if props == "{}" else props_of(props),
-                        valid_from,
-                        valid_to,
-                        created_at,
-                        src,
-                        dst,
-                    )
+                if pk in found:
+                    continue
+                # Found leaving one of the nodes when its source is one (its other end may be
+                # one too: then both ids are known already).
+                if src in nodes:
+                    far = dst
+                    src_id, dst_id = nodes[src], nodes.get(dst, far_id)
+                else:
+                    far = src
+                    src_id, dst_id = far_id, nodes[dst]
+                found[pk] = edge_of(
+                    pk,
+                    edge_id,
+                    src_id,
+                    dst_id,
+                    kind,
+                    scope,
+                    {} if props == "{}" else props_of(props),
+                    valid_from,
+                    valid_to,
+                    created_at,
+                    src,
+                    dst,
+                )
                 if far not in nodes:
                     labels[far] = label
                     if name is not None:
@@ -470,19 +497,27 @@ class EdgeReads:
         valid = [] if valid_at is None else [valid_at, valid_at]
         flag = [] if entered_by is None else [entered_by, entered_at, entered_at, *scopes, *scopes]
         types = list(edge_types) if edge_types else []
-        left = [json_keys(leaving_out)] if leaving_out else []
+        left: list[str] = []
+        leaving = 0
+        if len(leaving_out) > _AMONG_LISTED:
+            left, leaving = [json_keys(leaving_out)], _LEFT_AS_JSON
+        elif leaving_out:
+            left, leaving = [f",{','.join(map(str, leaving_out))},"], _LEFT_AS_TEXT
         ways = sum(direction in way for way in _WAYS)
         for chunk in chunks(list(ends), 300):
+            # One node by `IN` (an equality to SQLite), several by their array.
+            keyed = len(chunk) > 1
             sql = _edges_walked_sql(
                 direction,
-                len(chunk),
+                0 if keyed else len(chunk),
                 valid_at is not None,
                 len(scopes),
                 len(types),
                 entered_by is not None,
-                bool(left),
+                leaving,
             )
-            way_params = [*flag, *chunk, *valid, *scopes, *scopes, *types, *left]
+            nodes = [json_keys(chunk)] if keyed else chunk
+            way_params = [*flag, *nodes, *valid, *scopes, *scopes, *types, *left]
             for (
                 way,
                 pk,
@@ -527,9 +562,27 @@ class EdgeReads:
         so that the edges leaving the walk are neither read nor built."""
         if not pks:
             return []
-        members = json_keys(pks)
         valid = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid_at is not None else ""
-        found: list[Edge] = []
+        if len(pks) <= _AMONG_LISTED:
+            # A walk's few last nodes: the statement walks their keys (one JSON array) and
+            # tests each edge's target against them as text. Lists of keys on the right of
+            # `IN` made SQLite build a b-tree of them for each run, two here, which cost more
+            # than the statement's look-ups (callgrind at 10,000 entities, five nodes and
+            # no edge among them: 115 k -> 62 k instructions).
+            keys = list(dict.fromkeys(pks))
+            found = self._edge_rows(
+                f"SELECT {_EDGE_COLUMNS} FROM {_KEYS_FIRST}{_EDGE_FROM} "
+                f"WHERE e.src = j.value AND instr(?, ',' || e.dst || ',') > 0{valid}",
+                [
+                    json_keys(keys),
+                    f",{','.join(map(str, keys))},",
+                    *([valid_at, valid_at] if valid_at is not None else []),
+                ],
+            )
+            found.sort(key=_PK)
+            return found
+        members = json_keys(pks)
+        found = []
         for chunk in chunks(pks, 400):
             found += self._edges(
                 f"e.src IN ({marks(len(chunk))}) AND e.dst IN (SELECT value FROM json_each(?)){valid}",

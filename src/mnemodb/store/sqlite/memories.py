@@ -10,7 +10,7 @@ from typing import Any
 
 from mnemodb.model.records import Memory, MemoryView, memory_of
 from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
-from mnemodb.store.sqlite.sql import chunks, fts_any, json_arrays, marks, props_of, rows_as
+from mnemodb.store.sqlite.sql import chunks, fts_any, json_arrays, json_keys, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
 
@@ -57,9 +57,11 @@ class MemoryReads:
     # changes when they were read: the rules on a ranking's first places read them next.
     _contents_read: tuple[int, dict[int, str]] | None = None
 
-    def _memories(self, where: str, params: Sequence[Any]) -> list[Memory]:
+    def _memories(self, where: str, params: Sequence[Any], *, driven_by: str = "") -> list[Memory]:
+        """The memories a condition on `m` (memory), `n` (node) and `driven_by` (a table the
+        statement starts from, cross-joined before the memory) selects."""
         rows = self.conn.execute(
-            f"SELECT {_MEMORY_COLUMNS}, {_TAGS} FROM {_MEMORY_FROM} WHERE {where}", params
+            f"SELECT {_MEMORY_COLUMNS}, {_TAGS} FROM {driven_by}{_MEMORY_FROM} WHERE {where}", params
         ).fetchall()
         if not rows:
             return []
@@ -131,11 +133,16 @@ class MemoryReads:
         return found[0] if found else None
 
     def memories_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
-        out: dict[int, Memory] = {}
-        for chunk in chunks(pks, 500):
-            for memory in self._memories(f"m.node IN ({marks(len(chunk))})", chunk):
-                out[memory.pk] = memory
-        return out
+        if len(pks) <= 1:
+            return {memory.pk: memory for memory in self._memories("m.node = ?", pks)} if pks else {}
+        # Several: the statement walks their keys (one JSON array), as `entities_by_pk` does.
+        # A list on the right of `IN` was copied into a b-tree of its own each run (callgrind
+        # at 10,000 entities, three memories: 120 k -> 93 k instructions). Sorted and once
+        # each, the keys give the rows in that b-tree's order, as before.
+        keyed = self._memories(
+            "m.node = j.value", [json_keys(sorted(set(pks)))], driven_by="json_each(?) j CROSS JOIN "
+        )
+        return {memory.pk: memory for memory in keyed}
 
     def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:
         out: dict[int, MemoryView] = {}

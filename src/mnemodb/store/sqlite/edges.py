@@ -53,10 +53,10 @@ _REACHING = (
 
 
 _LEFT_LISTED = 64
-_TYPES_MOST = 64
-"""Relation types an existing-pair check lists (`open_edge_keys`); past these, it reads every type."""
 """The most nodes `edges_reached` leaves out by a list of parameters (padded), not one JSON
 array: an array is read into a table of its own each time the statement runs."""
+_TYPES_MOST = 64
+"""Relation types an existing-pair check lists (`open_edge_keys`); past these, it reads every type."""
 
 
 @functools.lru_cache(maxsize=256)

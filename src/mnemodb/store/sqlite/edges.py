@@ -13,11 +13,13 @@ from mnemodb.model.records import ENTITY, Direction, Edge, NewEdgeRow, Node, Pro
 from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
 from mnemodb.store.sqlite.nodes import node_view, view_joins
 from mnemodb.store.sqlite.sql import (
+    KEYS_FIRST,
     chunks,
     dumps,
     edge_visible,
     edge_visible_params,
     json_keys,
+    keys_text,
     marks,
     padded,
     props_of,
@@ -90,9 +92,6 @@ def _edges_reached_sql(
 
 
 _PK = attrgetter("pk")
-_KEYS_FIRST = "json_each(?) j CROSS JOIN "
-"""A statement's start: the keys of one JSON array, each then followed (a cross join keeps
-them the outer loop)."""
 _AMONG_LISTED = 64
 """The most nodes `edges_among` tests an edge's target against (and `edges_walked` leaves
 out) as one text, a scan of it per edge; more go through a b-tree of them, built once a
@@ -206,7 +205,7 @@ def _edges_walked_sql(
     ways = [
         f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
         f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
-        f"FROM {'' if count else _KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"FROM {'' if count else KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"WHERE e.{near_end} {f'IN ({marks(count)})' if count else '= j.value'}"
         f"{filters.format(far=far, far_end=far_end)}"
         for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
@@ -502,7 +501,7 @@ class EdgeReads:
         if len(leaving_out) > _AMONG_LISTED:
             left, leaving = [json_keys(leaving_out)], _LEFT_AS_JSON
         elif leaving_out:
-            left, leaving = [f",{','.join(map(str, leaving_out))},"], _LEFT_AS_TEXT
+            left, leaving = [keys_text(leaving_out)], _LEFT_AS_TEXT
         ways = sum(direction in way for way in _WAYS)
         for chunk in chunks(list(ends), 300):
             # One node by `IN` (an equality to SQLite), several by their array.
@@ -571,11 +570,11 @@ class EdgeReads:
             # no edge among them: 115 k -> 62 k instructions).
             keys = list(dict.fromkeys(pks))
             found = self._edge_rows(
-                f"SELECT {_EDGE_COLUMNS} FROM {_KEYS_FIRST}{_EDGE_FROM} "
+                f"SELECT {_EDGE_COLUMNS} FROM {KEYS_FIRST}{_EDGE_FROM} "
                 f"WHERE e.src = j.value AND instr(?, ',' || e.dst || ',') > 0{valid}",
                 [
                     json_keys(keys),
-                    f",{','.join(map(str, keys))},",
+                    keys_text(keys),
                     *([valid_at, valid_at] if valid_at is not None else []),
                 ],
             )

@@ -24,6 +24,7 @@ from mnemodb.store.base import (
     TextClause,
 )
 from mnemodb.store.sqlite.sql import (
+    KEYS_FIRST,
     edge_visible,
     edge_visible_params,
     fts_any,
@@ -72,10 +73,6 @@ def oldest_of_each_name(alias: str, scopes: Sequence[str]) -> tuple[str, list[st
         list(scopes),
     )
 
-
-_KEYS_FIRST = "json_each(?) j CROSS JOIN "
-"""A statement's start: the keys of one JSON array, each then looked up (a cross join keeps
-them the outer loop)."""
 
 _NAMES_MOST = 256
 """Names a statement of `entity_keys_named` looks up."""
@@ -212,7 +209,7 @@ class EntityReads:
         # of its own, which SQLite creates for each run: most of a short read's cost
         # (callgrind at 10,000 entities, four entities: 128 k -> 94 k instructions). Sorted
         # and once each, the keys give the rows in that b-tree's order, as before.
-        found = self._entities("e.node = j.value", [json_keys(sorted(set(pks)))], driven_by=_KEYS_FIRST)
+        found = self._entities("e.node = j.value", [json_keys(sorted(set(pks)))], driven_by=KEYS_FIRST)
         return {entity.pk: entity for entity in found}
 
     def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:

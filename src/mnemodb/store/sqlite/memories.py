@@ -10,7 +10,7 @@ from typing import Any
 
 from mnemodb.model.records import Memory, MemoryView, memory_of
 from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
-from mnemodb.store.sqlite.sql import chunks, fts_any, json_arrays, json_keys, marks, props_of, rows_as
+from mnemodb.store.sqlite.sql import KEYS_FIRST, chunks, fts_any, json_arrays, json_keys, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
 
@@ -139,9 +139,7 @@ class MemoryReads:
         # A list on the right of `IN` was copied into a b-tree of its own each run (callgrind
         # at 10,000 entities, three memories: 120 k -> 93 k instructions). Sorted and once
         # each, the keys give the rows in that b-tree's order, as before.
-        keyed = self._memories(
-            "m.node = j.value", [json_keys(sorted(set(pks)))], driven_by="json_each(?) j CROSS JOIN "
-        )
+        keyed = self._memories("m.node = j.value", [json_keys(sorted(set(pks)))], driven_by=KEYS_FIRST)
         return {memory.pk: memory for memory in keyed}
 
     def memory_views(self, pks: Sequence[int]) -> dict[int, MemoryView]:

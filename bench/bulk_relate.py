@@ -36,7 +36,6 @@ import json
 import os
 import random
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from measure import run_child, spread
+from measure import fresh_copy, run_child, spread
 
 PER_CALL = 100
 BATCH = 5
@@ -212,18 +211,10 @@ def child(db: Path, profile: str, size: int, calls: int, warm: int, replies: Pat
         return {"cpu_us": statistics.median(batches), "statements": len(counted)}
 
 
-def _fresh_copy(db: Path, copy: Path) -> None:
-    """`db` copied to `copy`, without what an earlier, stopped run left beside the copy
-    (its write-ahead log would be replayed into the fresh copy)."""
-    for suffix in ("-wal", "-shm"):
-        Path(str(copy) + suffix).unlink(missing_ok=True)
-    shutil.copyfile(db, copy)
-
-
 def _callgrind(tree: Path, db: Path, profile: str, size: int, calls: int, workdir: Path) -> int:
     """Instructions the child ran (callgrind's total), on a fresh copy of `db`."""
     copy = workdir / f"cg-{profile}.db"
-    _fresh_copy(db, copy)
+    fresh_copy(db, copy)
     out = workdir / "callgrind.out"
     env = dict(os.environ, PYTHONPATH=str(tree / "src"), BULK_RELATE_COUNT_ONLY="1")
     command = [
@@ -297,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             texts: dict[str, bytes] = {}
             for label, tree in trees:
                 copy = workdir / f"copy-{label}.db"
-                _fresh_copy(db, copy)
+                fresh_copy(db, copy)
                 written = workdir / f"replies-{profile}-{label}.jsonl"
                 run_child(
                     HERE / "bulk_relate.py",
@@ -323,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_no in range(args.rounds):
             for label, tree in trees if round_no % 2 == 0 else trees[::-1]:
                 copy = workdir / f"copy-{label}.db"
-                _fresh_copy(db, copy)
+                fresh_copy(db, copy)
                 result = run_child(HERE / "bulk_relate.py", tree, ["--db", str(copy), "--profile", profile, *common])
                 copy.unlink()
                 cpu.setdefault(label, []).append(result["cpu_us"])

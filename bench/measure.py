@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -102,6 +103,14 @@ def read_back(db: Path) -> ReadBack:
     present = {c.seq for c in changes}
     gaps = [seq for seq in range(1, max(present, default=0) + 1) if seq not in present]
     return ReadBack(integrity, gaps, changes, records)
+
+
+def fresh_copy(db: Path, copy: Path) -> None:
+    """`db` copied to `copy`, without what an earlier, stopped run left beside the copy
+    (its write-ahead log would be replayed into the fresh copy)."""
+    for suffix in ("-wal", "-shm"):
+        Path(str(copy) + suffix).unlink(missing_ok=True)
+    shutil.copyfile(db, copy)
 
 
 def run_child(script: Path, tree: Path, args: Sequence[str], *, show_stderr: bool = False) -> dict[str, Any]:

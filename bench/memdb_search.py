@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import tempfile
@@ -44,7 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from measure import run_child, spread
+from measure import fresh_copy, run_child, spread
 
 HERE = Path(__file__).resolve().parent
 BATCH = 10
@@ -238,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             texts: dict[str, bytes] = {}
             for label, tree in trees:
                 copy = workdir / f"copy-{size}-{label}.db"
-                shutil.copyfile(db, copy)
+                fresh_copy(db, copy)
                 written = workdir / f"replies-{size}-{label}.jsonl"
                 run_child(
                     HERE / "memdb_search.py",

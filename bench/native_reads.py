@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from measure import run_child, spread
+from measure import fresh_copy, run_child, spread
 
 PROBES = 50
 BATCH = 25
@@ -243,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             texts: dict[str, bytes] = {}
             for label, tree in trees:
                 copy = workdir / f"copy-{size}-{label}.db"
-                shutil.copyfile(db, copy)
+                fresh_copy(db, copy)
                 written = workdir / f"replies-{size}-{label}.jsonl"
                 run_child(HERE / "native_reads.py", tree, ["--db", str(copy), "--replies-out", str(written)])
                 texts[label] = written.read_bytes()

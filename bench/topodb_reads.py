@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from measure import run_child, spread
+from measure import fresh_copy, run_child, spread
 
 OPERATIONS = ("neighbours", "traverse")
 BATCH = 25
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             texts: dict[str, bytes] = {}
             for label, tree in trees:
                 copy = workdir / f"copy-{size}-{label}.db"
-                shutil.copyfile(db, copy)
+                fresh_copy(db, copy)
                 shutil.copyfile(meta_path, f"{copy}.json")
                 written = workdir / f"replies-{size}-{label}.jsonl"
                 run_child(HERE / "topodb_reads.py", tree, ["--db", str(copy), "--replies-out", str(written)])

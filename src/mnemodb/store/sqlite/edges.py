@@ -33,49 +33,57 @@ _ENDS: dict[Direction, tuple[str, ...]] = {"out": ("src",), "in": ("dst",), "bot
 """The end a lookup matches, for each direction."""
 
 
-def _reaching(way: int, far: str, near: str) -> str:
+def _reaching(way: int, far: str, near_end: str, far_end: str, keyed: bool) -> str:
     """The head of `edges_reached`'s statement for one way of following an edge (0: out of
     its source, 1: into its target): each edge with the view of its `far` end (the
-    columns of `nodes.node_view`), up to the list of `near` ends. The near end is not
+    columns of `nodes.node_view`), from its `near_end` column's nodes: one by a parameter, or, when
+    `keyed`, several by one JSON array the statement starts from. The near end is not
     joined: the caller knows its id, and that it is visible."""
     return (
         "SELECT e.pk, e.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst, "
         f"{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
         f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {way} "
-        f"FROM edge e JOIN node {far} ON {far}.pk = e.{'dst' if far == 'd' else 'src'} "
-        f"{view_joins(far, 'm', 'n')} WHERE e.{near} IN ("
+        f"FROM {KEYS_FIRST if keyed else ''}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"{view_joins(far, 'm', 'n')} WHERE e.{near_end} = {'j.value' if keyed else '?'}"
     )
 
 
-# (the directions that take this way, the head of its statement, the far end's alias and column)
-_REACHING = (
-    (("out", "both"), _reaching(0, "d", "src"), "d", "dst"),
-    (("in", "both"), _reaching(1, "s", "dst"), "s", "src"),
-)
+# (the directions that take this way, the far end's alias, the near end's and the far end's columns)
+_REACHING = ((("out", "both"), "d", "src", "dst"), (("in", "both"), "s", "dst", "src"))
+_AMONG_LISTED = 64
+"""The most nodes `edges_among` tests an edge's target against (and `edges_walked` and
+`edges_reached` leave out) as one text, a scan of it per edge; more go through a b-tree
+of them, built once a statement."""
+_LEFT_AS_JSON = 1
+_LEFT_AS_TEXT = 2
+"""How `edges_walked`'s and `edges_reached`'s statements leave nodes out: those of one
+JSON array (a b-tree of them built each run), or those of one text of keys between
+commas, scanned per edge (`_AMONG_LISTED` of them at most)."""
 
 
-_LEFT_LISTED = 64
-"""The most nodes `edges_reached` leaves out by a list of parameters (padded), not one JSON
-array: an array is read into a table of its own each time the statement runs."""
 _TYPES_MOST = 64
 """Relation types an existing-pair check lists (`open_edge_keys`); past these, it reads every type."""
 
 
 @functools.lru_cache(maxsize=256)
 def _edges_reached_sql(
-    direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int, leaving: int
+    direction: Direction, keyed: bool, valid: bool, scope_count: int | None, type_count: int, leaving: int
 ) -> str:
-    """`edges_reached`'s statement for `count` nodes, kept by shape as `_edges_of_sql`'s
-    (a traversal asks for a few shapes, where the text was built anew every hop). Its
-    parameters, once a way: the nodes; the validity instant twice; the scopes twice; the
-    edge types; the nodes left out, `leaving` of them (padded), or as one JSON array when
-    `leaving` is -1. The nodes left out are tested on the edge's far column, before the
-    far end and its view are looked up."""
+    """`edges_reached`'s statement from one node, or, when `keyed`, from several as one
+    JSON array, kept by shape as `_edges_of_sql`'s (a traversal asks for a few shapes,
+    where the text was built anew every hop). Its parameters, once a way: the node (or the
+    array); the validity instant twice; the scopes twice; the edge types; the nodes left
+    out (`_LEFT_AS_TEXT` or `_LEFT_AS_JSON`), tested on the edge's far column before the
+    far end and its view are looked up.
+
+    Lists on the right of `IN` made SQLite build a b-tree of them on every run: of the
+    frontier, each way, and of the nodes left out. A two-hop traversal's second hop
+    built three, which cost more than its look-ups."""
     parts: list[str] = []
-    for directions, head, far, far_end in _REACHING:
+    for way, (directions, far, near_end, far_end) in enumerate(_REACHING):
         if direction not in directions:
             continue
-        part = f"{head}{marks(count)})"
+        part = _reaching(way, far, near_end, far_end, keyed)
         if valid:
             part += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
         if scope_count is not None:
@@ -83,19 +91,15 @@ def _edges_reached_sql(
             part += f" AND e.scope IN ({listed}) AND {far}.scope IN ({listed})"
         if type_count:
             part += f" AND e.type IN ({marks(type_count)})"
-        if leaving > 0:
-            part += f" AND e.{far_end} NOT IN ({marks(leaving)})"
-        elif leaving < 0:
+        if leaving == _LEFT_AS_TEXT:
+            part += f" AND instr(?, ',' || e.{far_end} || ',') = 0"
+        elif leaving == _LEFT_AS_JSON:
             part += f" AND e.{far_end} NOT IN (SELECT value FROM json_each(?))"
         parts.append(part)
     return " UNION ALL ".join(parts)
 
 
 _PK = attrgetter("pk")
-_AMONG_LISTED = 64
-"""The most nodes `edges_among` tests an edge's target against (and `edges_walked` leaves
-out) as one text, a scan of it per edge; more go through a b-tree of them, built once a
-statement."""
 # `edges_reached`'s rows in edge order, out before in.
 _EDGE_AND_WAY = itemgetter(0, 23)
 
@@ -159,13 +163,6 @@ def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
 
 _WAYS = (("out", "both"), ("in", "both"))
 """The directions that follow an edge out of its source (way 0) and into its target (way 1)."""
-
-
-_LEFT_AS_JSON = 1
-_LEFT_AS_TEXT = 2
-"""How `edges_walked`'s statement leaves nodes out: those of one JSON array (a b-tree of
-them built each run), or those of one text of keys between commas, scanned per edge
-(`_AMONG_LISTED` of them at most)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -376,25 +373,26 @@ class EdgeReads:
         if edge_types:
             filters += edge_types
         leaving = 0
-        if len(leaving_out) > _LEFT_LISTED:
+        if len(leaving_out) > _AMONG_LISTED:
             filters.append(json_keys(leaving_out))
-            leaving = -1
+            leaving = _LEFT_AS_JSON
         elif leaving_out:
-            listed = padded(list(leaving_out))
-            filters += listed
-            leaving = len(listed)
+            filters.append(keys_text(leaving_out))
+            leaving = _LEFT_AS_TEXT
         ways = sum(direction in directions for directions, _, _, _ in _REACHING)
         rows: list[Any] = []
         for chunk in chunks(list(ends), 400):
+            # One node by a parameter (an equality to SQLite), several by their array.
+            keyed = len(chunk) > 1
             sql = _edges_reached_sql(
                 direction,
-                len(chunk),
+                keyed,
                 valid_at is not None,
                 None if scopes is None else len(scopes),
                 len(edge_types) if edge_types else 0,
                 leaving,
             )
-            rows += self.conn.execute(sql, [*chunk, *filters] * ways).fetchall()
+            rows += self.conn.execute(sql, [json_keys(chunk) if keyed else chunk[0], *filters] * ways).fetchall()
         rows.sort(key=_EDGE_AND_WAY)
         return [
             (

@@ -190,3 +190,45 @@ def test_a_memory_search_reads_its_winners_with_their_tags_in_one_statement(lite
     assert not [s for s in statements if s.startswith("SELECT node, tag FROM memory_tag")]
     winners = [s for s in statements if s.startswith("SELECT m.node, m.content")]
     assert len(winners) == 1 and "json_group_array(t.tag)" in winners[0]
+
+
+def _traversal_hops(lite: Engine, direction: Direction, max_hops: int) -> tuple[int, str, list[str], list[str]]:
+    """Bob's key and id, the statements of a traversal from Bob, and those among them that
+    read a hop."""
+    _chain(lite)
+    ent(lite, "Eve")
+    rel(lite, "Bob", "Eve", "knows")  # two nodes a hop from Bob whichever way (his note and Ada in)
+    bob = lite.items.get(["Bob"])[0]
+    assert bob is not None
+    _, statements = _statements(
+        lite, lambda: lite.nodes.traverse(bob.id, max_hops=max_hops, direction=direction, scopes=[SHARED])
+    )
+    hops = [s for s in statements if " m.content, m.importance, m.memory_type, m.summary, n.name" in s]
+    return bob.pk, bob.id, statements, hops
+
+
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+def test_a_traversal_starts_each_hop_from_its_nodes_keys(lite: Engine, direction: Direction) -> None:
+    bob, _, _, hops = _traversal_hops(lite, direction, 2)
+    assert len(hops) == 2
+    # From several nodes by their JSON array: no list on the right of `IN`, which SQLite
+    # copies into a b-tree of its own each run.
+    for end in {"out": ["e.src"], "in": ["e.dst"], "both": ["e.src", "e.dst"]}[direction]:
+        assert f"{end} = j.value" in hops[1] and "FROM json_each('[" in hops[1]
+    assert not any(f"{end} IN (" in s for s in hops for end in ("e.src", "e.dst"))
+    # Both ways, the node left behind goes in as one text of keys between commas, not a list.
+    assert ["instr(" in s for s in hops] == [False, direction == "both"]
+    assert not any("NOT IN" in s for s in hops)
+    if direction == "both":
+        assert f"instr(',{bob},'" in hops[1]
+
+
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+@pytest.mark.parametrize("max_hops", [1, 2])
+def test_a_traversal_reads_its_start_with_its_first_hop(lite: Engine, direction: Direction, max_hops: int) -> None:
+    _, bob, statements, hops = _traversal_hops(lite, direction, max_hops)
+    # One statement a hop, the first of which reads the start by its id too: nothing else.
+    assert len([s for s in statements if s.startswith("SELECT")]) == len(hops) == max_hops
+    assert f"WHERE s.id = '{bob}'" in hops[0]
+    for end in {"out": ["e.src"], "in": ["e.dst"], "both": ["e.src", "e.dst"]}[direction]:
+        assert f"{end} = (SELECT pk FROM node WHERE id = '{bob}')" in hops[0]

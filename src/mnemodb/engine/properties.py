@@ -383,7 +383,16 @@ class PropertyGraph:
         reads = self._engine.scopes(scopes)
         at = self._engine.clock() if as_of is None else as_of
         with self._engine.store.read() as tx:
-            seed = tx.node_view_by_id(seed_id)
+            # An empty type filter admits no edge: the seed alone. Otherwise the seed and
+            # the first hop are read together, a statement less (the hop is dropped when
+            # the seed is not to be seen).
+            first: list[tuple[Edge, Node]] = []
+            if edge_types is None or edge_types:
+                seed, first = tx.edges_reached_from_id(
+                    seed_id, direction, valid_at=at, scopes=reads, edge_types=edge_types
+                )
+            else:
+                seed = tx.node_view_by_id(seed_id)
             if seed is None or seed.scope not in reads or seed.created_at > at:
                 return [], []
             visited: dict[int, int] = {seed.pk: 0}
@@ -392,7 +401,6 @@ class PropertyGraph:
             # node's scope and birth decide whether it is entered, and the reply is made of
             # the same views (an edge read, then a view read, cost a statement more a hop).
             views: dict[int, Node] = {seed.pk: seed}
-            # An empty type filter admits no edge: the seed alone.
             frontier = [seed.pk] if edge_types is None or edge_types else []
             # Both ways, every edge of a node the walk has left (visited before this hop's
             # frontier) was followed when it was left: the edges that lead back to such a
@@ -403,10 +411,14 @@ class PropertyGraph:
                 if not frontier:
                     break
                 next_frontier: list[int] = []
-                ends = {pk: views[pk].id for pk in frontier}  # each entered, so visible
-                for edge, view in tx.edges_reached(
-                    ends, direction, valid_at=at, scopes=reads, edge_types=edge_types, leaving_out=left
-                ):
+                if hop == 1:
+                    reached = first
+                else:
+                    ends = {pk: views[pk].id for pk in frontier}  # each entered, so visible
+                    reached = tx.edges_reached(
+                        ends, direction, valid_at=at, scopes=reads, edge_types=edge_types, leaving_out=left
+                    )
+                for edge, view in reached:
                     pk = view.pk
                     if view.scope not in reads or (as_of is not None and view.created_at > at):
                         continue

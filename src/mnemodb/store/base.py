@@ -509,6 +509,20 @@ class EdgeReads(Protocol):
         ways has followed every edge of the nodes it left)."""
         ...
 
+    def edges_reached_from_id(
+        self,
+        node_id: str,
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: ScopeSet | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> tuple[Node | None, list[tuple[Edge, Node]]]:
+        """`node_view_by_id(node_id)` (None when there is no such node: then no pairs), and
+        `edges_reached` from that node as if it were visible in `scopes` (the caller checks
+        it and drops the pairs when it is not): a traversal's start and first hop."""
+        ...
+
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: ScopeSet) -> EdgesAround:
         """`edges_of` the nodes `nodes` (pk -> id, each visible in `scopes` already: its
         scope is not looked up again) both ways, valid at `valid_at` unless it is None and

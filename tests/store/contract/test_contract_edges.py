@@ -283,6 +283,39 @@ def test_edges_reached_pairs_each_way_an_edge_is_followed_with_the_view_of_its_f
     assert dict(views[note].props) == {"content": "Ada wrote the first program", "importance": 4, "memory_type": "fact"}
 
 
+def test_edges_reached_from_id_is_the_view_of_the_node_and_edges_reached_from_it(store: Store) -> None:
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada", "person", props={"born": 1815})
+        note = add_memory(tx, "Ada wrote the first program", importance=4, memory_type="fact")
+        thing = add_node(tx, props={"k": "v"})
+        hidden = add_node(tx, scope=C)
+        add_edge(tx, note, ada, "about")
+        add_edge(tx, ada, thing, "owns", props={"since": 1840})
+        add_edge(tx, thing, thing, "self")
+        add_edge(tx, ada, hidden, "owns")
+        closed = add_edge(tx, thing, ada, "owned_by")
+        tx.close_edge(closed, T0 + 10)
+    with store.read() as reader:
+        views = reader.node_views([ada, note, thing, hidden])
+        shapes: list[dict[str, Any]] = [
+            {},
+            {"scopes": [A], "valid_at": T0 + 20},
+            {"scopes": [A], "valid_at": T0 + 5},
+            {"scopes": [A, C], "edge_types": ["owns"]},
+            {"scopes": [C]},  # a start not visible itself: its view and its pairs all the same
+        ]
+        directions: tuple[Direction, ...] = ("out", "in", "both")
+        for pk in (ada, thing, hidden):
+            for direction in directions:
+                for filters in shapes:
+                    expected = reader.edges_reached({pk: views[pk].id}, direction, **filters)
+                    start, pairs = reader.edges_reached_from_id(views[pk].id, direction, **filters)
+                    assert start == views[pk]
+                    assert pairs == expected
+        assert reader.edges_reached_from_id(views[ada].id, "both", scopes=[A], edge_types=["about"])[1] != []
+        assert reader.edges_reached_from_id(new_ulid(), "both") == (None, [])
+
+
 def test_edges_around_reads_the_edges_their_other_ends_and_the_nodes_access(store: Store) -> None:
     with store.write() as tx:
         ada = add_entity(tx, "Ada", "person", ["an observation"], scope=C)

@@ -261,6 +261,27 @@ class EdgeReads:
         rows = self.conn.execute(" UNION ALL ".join(parts) + " ORDER BY 1, way", params).fetchall()
         return [(_edge_of(r), node_view(r[12:25])) for r in rows]
 
+    def edges_reached_from_id(
+        self,
+        node_id: str,
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> tuple[Node | None, list[tuple[Edge, Node]]]:
+        """The view of the node `node_id`, then `edges_reached` from it when it exists."""
+        row = self.conn.execute(
+            f"SELECT {_FAR_VIEW.format(far='s')} FROM node s {_FAR_FROM.format(far='s')} WHERE s.id = %s",
+            [put(node_id)],
+        ).fetchone()
+        if row is None:
+            return None, []
+        start = node_view(row)
+        return start, self.edges_reached(
+            {start.pk: start.id}, direction, valid_at=valid_at, scopes=scopes, edge_types=edge_types
+        )
+
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: Sequence[str]) -> EdgesAround:
         """A detailed look-up's edges, their other ends' labels and keys, and its nodes'
         access statistics, in one statement."""

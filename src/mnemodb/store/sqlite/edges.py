@@ -33,49 +33,77 @@ _ENDS: dict[Direction, tuple[str, ...]] = {"out": ("src",), "in": ("dst",), "bot
 """The end a lookup matches, for each direction."""
 
 
-def _reaching(way: int, far: str, near: str) -> str:
+_FROM_KEY = 0
+_FROM_KEYS = 1
+_FROM_ID = 2
+"""Where `edges_reached`'s statement starts: from one node by its key (a parameter), from
+several by one JSON array of keys (`KEYS_FIRST`), or from one node by its id, whose view
+the statement reads too (`edges_reached_from_id`)."""
+_START_WAY = 2
+"""The `way` column of the row of `edges_reached_from_id`'s node itself."""
+
+
+def _reaching(way: int, far: str, near_end: str, far_end: str, start: int) -> str:
     """The head of `edges_reached`'s statement for one way of following an edge (0: out of
     its source, 1: into its target): each edge with the view of its `far` end (the
-    columns of `nodes.node_view`), up to the list of `near` ends. The near end is not
-    joined: the caller knows its id, and that it is visible."""
+    columns of `nodes.node_view`), from its `near_end` column's nodes, found as `start`
+    says. The near end is not joined: the caller knows its id, and that it is visible."""
+    near = {_FROM_KEY: "?", _FROM_KEYS: "j.value", _FROM_ID: "(SELECT pk FROM node WHERE id = ?)"}[start]
     return (
         "SELECT e.pk, e.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst, "
         f"{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
         f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {way} "
-        f"FROM edge e JOIN node {far} ON {far}.pk = e.{'dst' if far == 'd' else 'src'} "
-        f"{view_joins(far, 'm', 'n')} WHERE e.{near} IN ("
+        f"FROM {KEYS_FIRST if start == _FROM_KEYS else ''}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"{view_joins(far, 'm', 'n')} WHERE e.{near_end} = {near}"
     )
 
 
-# (the directions that take this way, the head of its statement, the far end's alias and column)
-_REACHING = (
-    (("out", "both"), _reaching(0, "d", "src"), "d", "dst"),
-    (("in", "both"), _reaching(1, "s", "dst"), "s", "src"),
+# The row of `edges_reached_from_id`'s node: its view where the others have their far end's.
+_START_ROW = (
+    f"SELECT {', '.join(['NULL'] * 10)}, s.pk, s.id, s.scope, s.label, s.props, s.created_at, s.updated_at, "
+    f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {_START_WAY} "
+    f"FROM node s {view_joins('s', 'm', 'n')} WHERE s.id = ?"
 )
 
 
-_LEFT_LISTED = 64
-"""The most nodes `edges_reached` leaves out by a list of parameters (padded), not one JSON
-array: an array is read into a table of its own each time the statement runs."""
+# (the directions that take this way, the far end's alias, the near end's and the far end's columns)
+_REACHING = ((("out", "both"), "d", "src", "dst"), (("in", "both"), "s", "dst", "src"))
+_AMONG_LISTED = 64
+"""The most nodes `edges_among` tests an edge's target against (and `edges_walked` and
+`edges_reached` leave out) as one text, a scan of it per edge; more go through a b-tree
+of them, built once a statement."""
+_LEFT_AS_JSON = 1
+_LEFT_AS_TEXT = 2
+"""How `edges_walked`'s and `edges_reached`'s statements leave nodes out: those of one
+JSON array (a b-tree of them built each run), or those of one text of keys between
+commas, scanned per edge (`_AMONG_LISTED` of them at most)."""
+
+
 _TYPES_MOST = 64
 """Relation types an existing-pair check lists (`open_edge_keys`); past these, it reads every type."""
 
 
 @functools.lru_cache(maxsize=256)
 def _edges_reached_sql(
-    direction: Direction, count: int, valid: bool, scope_count: int | None, type_count: int, leaving: int
+    direction: Direction, start: int, valid: bool, scope_count: int | None, type_count: int, leaving: int
 ) -> str:
-    """`edges_reached`'s statement for `count` nodes, kept by shape as `_edges_of_sql`'s
-    (a traversal asks for a few shapes, where the text was built anew every hop). Its
-    parameters, once a way: the nodes; the validity instant twice; the scopes twice; the
-    edge types; the nodes left out, `leaving` of them (padded), or as one JSON array when
-    `leaving` is -1. The nodes left out are tested on the edge's far column, before the
-    far end and its view are looked up."""
-    parts: list[str] = []
-    for directions, head, far, far_end in _REACHING:
+    """`edges_reached`'s statement from one node by its key, from several as one JSON
+    array, or from one node by its id (`start`), kept by shape as `_edges_of_sql`'s (a
+    traversal asks for a few shapes, where the text was built anew every hop). Its
+    parameters, once a way: the node (its key, the array or its id); the validity instant
+    twice; the scopes twice; the edge types; the nodes left out (`_LEFT_AS_TEXT` or
+    `_LEFT_AS_JSON`), tested on the edge's far column before the far end and its view are
+    looked up. From an id, the node's own row comes first (`_START_ROW`, its id once more
+    the first parameter).
+
+    Lists on the right of `IN` made SQLite build a b-tree of them on every run: of the
+    frontier, each way, and of the nodes left out. A two-hop traversal's second hop
+    built three, which cost more than its look-ups."""
+    parts: list[str] = [_START_ROW] if start == _FROM_ID else []
+    for way, (directions, far, near_end, far_end) in enumerate(_REACHING):
         if direction not in directions:
             continue
-        part = f"{head}{marks(count)})"
+        part = _reaching(way, far, near_end, far_end, start)
         if valid:
             part += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
         if scope_count is not None:
@@ -83,19 +111,15 @@ def _edges_reached_sql(
             part += f" AND e.scope IN ({listed}) AND {far}.scope IN ({listed})"
         if type_count:
             part += f" AND e.type IN ({marks(type_count)})"
-        if leaving > 0:
-            part += f" AND e.{far_end} NOT IN ({marks(leaving)})"
-        elif leaving < 0:
+        if leaving == _LEFT_AS_TEXT:
+            part += f" AND instr(?, ',' || e.{far_end} || ',') = 0"
+        elif leaving == _LEFT_AS_JSON:
             part += f" AND e.{far_end} NOT IN (SELECT value FROM json_each(?))"
         parts.append(part)
     return " UNION ALL ".join(parts)
 
 
 _PK = attrgetter("pk")
-_AMONG_LISTED = 64
-"""The most nodes `edges_among` tests an edge's target against (and `edges_walked` leaves
-out) as one text, a scan of it per edge; more go through a b-tree of them, built once a
-statement."""
 # `edges_reached`'s rows in edge order, out before in.
 _EDGE_AND_WAY = itemgetter(0, 23)
 
@@ -161,13 +185,6 @@ _WAYS = (("out", "both"), ("in", "both"))
 """The directions that follow an edge out of its source (way 0) and into its target (way 1)."""
 
 
-_LEFT_AS_JSON = 1
-_LEFT_AS_TEXT = 2
-"""How `edges_walked`'s statement leaves nodes out: those of one JSON array (a b-tree of
-them built each run), or those of one text of keys between commas, scanned per edge
-(`_AMONG_LISTED` of them at most)."""
-
-
 @functools.lru_cache(maxsize=256)
 def _edges_walked_sql(
     direction: Direction, count: int, valid: bool, scope_count: int, type_count: int, entered: bool, leaving: int
@@ -228,6 +245,32 @@ def _props_text(props: Props) -> str:
     """An edge's properties as stored: most edges have none, and their text is a constant
     rather than an encoder's call per relation written."""
     return dumps(dict(props)) if props else "{}"
+
+
+def _pairs_reached(rows: list[Any], ends: Mapping[int, str]) -> list[tuple[Edge, Node]]:
+    """`edges_reached`'s pairs of its statement's rows (those of edges), in edge order, out
+    before in; the near end's id from `ends`."""
+    rows.sort(key=_EDGE_AND_WAY)
+    return [
+        (
+            edge_of(
+                r[0],
+                r[1],
+                ends[r[8]] if r[23] == 0 else r[11],
+                r[11] if r[23] == 0 else ends[r[9]],
+                r[2],
+                r[3],
+                {} if r[4] == "{}" else props_of(r[4]),
+                r[5],
+                r[6],
+                r[7],
+                r[8],
+                r[9],
+            ),
+            node_view(r[10:23]),
+        )
+        for r in rows
+    ]
 
 
 class EdgeReads:
@@ -368,6 +411,61 @@ class EdgeReads:
         lead to a node of `leaving_out` are neither joined nor built."""
         if not ends:
             return []
+        filters = self._reached_filters(valid_at, scopes, edge_types, leaving_out)
+        ways = sum(direction in directions for directions, _, _, _ in _REACHING)
+        leaving = 0 if not leaving_out else _LEFT_AS_JSON if len(leaving_out) > _AMONG_LISTED else _LEFT_AS_TEXT
+        rows: list[Any] = []
+        for chunk in chunks(list(ends), 400):
+            # One node by a parameter (an equality to SQLite), several by their array.
+            start = _FROM_KEYS if len(chunk) > 1 else _FROM_KEY
+            sql = _edges_reached_sql(
+                direction,
+                start,
+                valid_at is not None,
+                None if scopes is None else len(scopes),
+                len(edge_types) if edge_types else 0,
+                leaving,
+            )
+            near = json_keys(chunk) if start == _FROM_KEYS else chunk[0]
+            rows += self.conn.execute(sql, [near, *filters] * ways).fetchall()
+        return _pairs_reached(rows, ends)
+
+    def edges_reached_from_id(
+        self,
+        node_id: str,
+        direction: Direction,
+        *,
+        valid_at: int | None = None,
+        scopes: Sequence[str] | None = None,
+        edge_types: Sequence[str] | None = None,
+    ) -> tuple[Node | None, list[tuple[Edge, Node]]]:
+        """`node_view_by_id` and `edges_reached` from that node in one statement: a
+        traversal's start and first hop, a statement less than one each (a point read
+        costs about as much as a short hop's statement)."""
+        filters = self._reached_filters(valid_at, scopes, edge_types, ())
+        sql = _edges_reached_sql(
+            direction,
+            _FROM_ID,
+            valid_at is not None,
+            None if scopes is None else len(scopes),
+            len(edge_types) if edge_types else 0,
+            0,
+        )
+        ways = sum(direction in directions for directions, _, _, _ in _REACHING)
+        rows = self.conn.execute(sql, [node_id, *[node_id, *filters] * ways]).fetchall()
+        if not rows or rows[0][23] != _START_WAY:
+            return None, []
+        start = node_view(rows[0][10:23])
+        return start, _pairs_reached(rows[1:], {start.pk: start.id})
+
+    @staticmethod
+    def _reached_filters(
+        valid_at: int | None,
+        scopes: Sequence[str] | None,
+        edge_types: Sequence[str] | None,
+        leaving_out: Collection[int],
+    ) -> list[Any]:
+        """The parameters of `_edges_reached_sql`'s filters, once a way."""
         filters: list[Any] = []
         if valid_at is not None:
             filters += [valid_at, valid_at]
@@ -375,47 +473,11 @@ class EdgeReads:
             filters += [*scopes, *scopes]
         if edge_types:
             filters += edge_types
-        leaving = 0
-        if len(leaving_out) > _LEFT_LISTED:
+        if len(leaving_out) > _AMONG_LISTED:
             filters.append(json_keys(leaving_out))
-            leaving = -1
         elif leaving_out:
-            listed = padded(list(leaving_out))
-            filters += listed
-            leaving = len(listed)
-        ways = sum(direction in directions for directions, _, _, _ in _REACHING)
-        rows: list[Any] = []
-        for chunk in chunks(list(ends), 400):
-            sql = _edges_reached_sql(
-                direction,
-                len(chunk),
-                valid_at is not None,
-                None if scopes is None else len(scopes),
-                len(edge_types) if edge_types else 0,
-                leaving,
-            )
-            rows += self.conn.execute(sql, [*chunk, *filters] * ways).fetchall()
-        rows.sort(key=_EDGE_AND_WAY)
-        return [
-            (
-                edge_of(
-                    r[0],
-                    r[1],
-                    ends[r[8]] if r[23] == 0 else r[11],
-                    r[11] if r[23] == 0 else ends[r[9]],
-                    r[2],
-                    r[3],
-                    {} if r[4] == "{}" else props_of(r[4]),
-                    r[5],
-                    r[6],
-                    r[7],
-                    r[8],
-                    r[9],
-                ),
-                node_view(r[10:23]),
-            )
-            for r in rows
-        ]
+            filters.append(keys_text(leaving_out))
+        return filters
 
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: Sequence[str]) -> EdgesAround:
         """A detailed look-up's edges, their other ends' labels and keys, and its nodes'

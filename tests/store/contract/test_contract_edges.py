@@ -409,6 +409,75 @@ def test_entity_around_is_the_entity_a_name_means_and_what_edges_around_reads_of
     )
 
 
+def test_entity_walked_is_the_entity_a_name_means_and_the_first_hop_from_it(store: Store) -> None:
+    name = "Ada\x00 \u00e9"  # a name PostgreSQL escapes
+    with store.write() as tx:
+        ada = add_entity(tx, name, "person", ["first", "second"], scope=C, props={"born": 1815})
+        later = add_entity(tx, name, "namesake", scope=B)  # the same name, newer
+        bob = add_entity(tx, "Bob", scope=B)
+        add_entity(tx, "Plain")  # no observations, no relations
+        note = add_memory(tx, "about Ada")
+        newer = add_memory(tx, "a newer note")
+        thing = add_node(tx, "Thing")
+        add_edge(tx, ada, bob, "knows", props={"since": 1999})
+        add_edge(tx, note, ada, "about", scope=B)
+        add_edge(tx, ada, note, "wrote")
+        add_edge(tx, newer, note, "supersedes", valid_from=T0 + 5)
+        add_edge(tx, ada, thing, "owns", valid_from=T0 + 5)
+        knew = add_edge(tx, bob, ada, "knew")
+        tx.close_edge(knew, T0 + 3)
+        add_edge(tx, ada, ada, "itself", scope=C)
+        add_edge(tx, later, bob, "met", scope=B)
+    directions: list[Direction] = ["out", "in", "both"]
+    cases = [
+        (scopes, wanted, direction, valid_at, types, entered_by)
+        for scopes in ([A, B, C], [A, C], [C], [B], [])
+        for wanted in (name, "Bob", "Plain", "Nobody")
+        for direction in directions
+        for valid_at in (T0 + 10, T0 + 1, None)
+        for types in (None, ["about", "knows"])
+        for entered_by in (None, "supersedes")
+    ]
+    with store.read() as tx:
+        for scopes, wanted, direction, valid_at, types, entered_by in cases:
+            entity = tx.entity_by_name(scopes, wanted)
+            expected = (
+                None
+                if entity is None
+                else (
+                    entity,
+                    tx.edges_walked(
+                        {entity.pk: entity.id},
+                        direction,
+                        valid_at=valid_at,
+                        scopes=scopes,
+                        edge_types=types,
+                        entered_by=entered_by,
+                        entered_at=T0 + 10,
+                    ),
+                )
+            )
+            found = tx.entity_walked(
+                scopes,
+                wanted,
+                direction,
+                valid_at=valid_at,
+                edge_types=types,
+                entered_by=entered_by,
+                entered_at=T0 + 10,
+            )
+            assert found == expected, (scopes, wanted, direction, valid_at, types, entered_by)
+        walked = tx.entity_walked(
+            [A, B, C], name, "both", valid_at=T0 + 10, entered_by="supersedes", entered_at=T0 + 10
+        )
+    assert walked is not None
+    entity, hop_read = walked
+    assert (entity.pk, entity.observations, dict(entity.props)) == (ada, ("first", "second"), {"born": 1815})
+    assert [e.type for e in hop_read.edges] == ["knows", "about", "wrote", "owns", "itself"]
+    assert hop_read.reached[note].entered and not hop_read.reached[bob].entered
+    assert set(hop_read.reached) == {bob, note, thing, ada}
+
+
 def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(store: Store) -> None:
     with store.write() as tx:
         ada = add_entity(tx, "Ada\x00 \u00e9", "person")  # text PostgreSQL escapes

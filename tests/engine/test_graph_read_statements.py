@@ -87,14 +87,17 @@ def test_a_look_up_reads_its_relations_their_other_ends_and_its_access_counts_in
     # one statement: nothing else.
     (select,) = [s for s in statements if s.startswith("SELECT")]
     parts = select.split(" UNION ALL ")
-    assert [part.split(" FROM ")[0] for part in parts[:2]] == [
-        "SELECT n.pk, NULL, n.id, n.created_at, n.updated_at, n.scope, e.name, e.entity_type, n.props, e.extra, "
-        "t.c3, NULL",
+    assert [part.split(" FROM ")[0] for part in parts] == [
+        # The item with its access statistics.
+        "SELECT n.pk, a.count, n.id, n.created_at, n.updated_at, n.scope, e.name, e.entity_type, n.props, e.extra, "
+        "t.c3, a.last_at",
         # One scope read: the relation's and the far entity's scopes are that one, not columns.
         "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.props, "
         "d.id, d.label, k.name",
+        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.props, "
+        "s.id, s.label, k.name",
     ]
-    assert len(parts) == 4 and "FROM node_access" in parts[3]
+    assert "LEFT JOIN node_access a ON a.node = e.node" in parts[0]
     assert all("name = 'Bob'" in part for part in parts)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from mnemodb.model.records import Direction, Edge, Entity, Relation, entity_of, relation_of
 from mnemodb.store.base import (
+    AccessStats,
     EdgesAround,
     EdgesWalked,
     EntityFieldWeights,
@@ -85,25 +86,23 @@ _NAMES_MOST = 256
 
 @functools.lru_cache(maxsize=64)
 def _entity_around_sql(valid: bool, scope_count: int) -> str:
-    """`entity_around`'s statement: the entity the name means (`entity_by_name`'s row,
-    laid out in `edges_around`'s columns: no source, its id where a target's pk goes), then
-    `_edges_around_sql`'s rows for it. Each part finds the entity by its name again, a
-    look-up of the name's index entry: a second statement (its call from Python, its
-    parameters bound, its rows fetched) costs more. Its parameters, numbered: the name
-    (1), the scopes (2 on), then the validity instant when `valid`."""
+    """`entity_around`'s statement: the entity the name means (`entity_by_name`'s row with
+    its access statistics, laid out in `edges_around`'s columns: its id, text, where a
+    target's pk goes), then `_edges_around_sql`'s ways for it. Each part finds the entity
+    by its name again, a look-up of the name's index entry: a second statement (its call
+    from Python, its parameters bound, its rows fetched) costs more, and so does a part of
+    its own for the access statistics. Its parameters, numbered: the name (1), the scopes
+    (2 on), then the validity instant when `valid`."""
     scopes = ", ".join(f"?{i}" for i in range(2, 2 + scope_count))
     node = f"(SELECT node FROM entity WHERE name = ?1 AND scope IN ({scopes}) ORDER BY node LIMIT 1)"
     several = scope_count > 1
-    padding = ", NULL" * (3 if several else 1)
-    access_padding = ", NULL" * (9 if several else 7)
     entity = (
-        "SELECT n.pk, NULL, n.id, n.created_at, n.updated_at, n.scope, e.name, e.entity_type, n.props, e.extra, "
-        f"t.c3{padding} FROM entity e JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} "
-        f"WHERE e.node = {node}"
+        "SELECT n.pk, a.count, n.id, n.created_at, n.updated_at, n.scope, e.name, e.entity_type, n.props, e.extra, "
+        f"t.c3, a.last_at{', NULL, NULL' if several else ''} FROM entity e JOIN node n ON n.pk = e.node "
+        f"LEFT JOIN {_ENTITY_OBSERVATIONS} LEFT JOIN node_access a ON a.node = e.node WHERE e.node = {node}"
     )
     ways = around_ways(f"= {node}", f"?{2 + scope_count}" if valid else "", scopes, several)
-    access = f"SELECT node, NULL, NULL, count, last_at{access_padding} FROM node_access WHERE node = {node}"
-    return " UNION ALL ".join([entity, *ways, access])
+    return " UNION ALL ".join([entity, *ways])
 
 
 _ENTITY_WALKED_HEAD = (
@@ -163,16 +162,18 @@ class EntityReads:
         if valid_at is not None:
             params.append(valid_at)
         rows = self.conn.execute(_entity_around_sql(valid_at is not None, len(scopes)), params).fetchall()
-        if not rows:  # no such name: no entity row, and no edges or access row of it either
+        if not rows:  # no such name: no entity row, and no edges of it either
             return None
-        # The entity's row (no source, an id in the target's place) is the first part's,
-        # read first: SQLite runs a compound's parts in order, without promising it.
+        # The entity's row (an id, text, in the target's place) is the first part's, read
+        # first: SQLite runs a compound's parts in order, without promising it.
         row = rows[0]
         rest = rows[1:]
-        if row[1] is not None or row[2] is None:
-            row = next(r for r in rows if r[1] is None and r[2] is not None)
+        if type(row[2]) is not str:
+            row = next(r for r in rows if type(r[2]) is str)
             rest = [r for r in rows if r is not row]
-        pk, _, node_id, created_at, updated_at, scope, entity_name, entity_type, props, extra, stored = row[:11]
+        pk, count, node_id, created_at, updated_at, scope, entity_name, entity_type, props, extra, stored, last = row[
+            :12
+        ]
         entity = entity_of(
             pk,
             node_id,
@@ -186,6 +187,8 @@ class EntityReads:
             _json_object(extra),
         )
         around = AroundRows({pk: node_id}, scopes)
+        if count is not None:
+            around.access[pk] = AccessStats(count, last)
         around.read(rest)
         return entity, around.result()
 

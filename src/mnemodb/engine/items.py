@@ -61,7 +61,7 @@ from mnemodb.store.base import AccessStats
 
 if TYPE_CHECKING:
     from mnemodb.engine.engine import Engine
-    from mnemodb.store.base import EdgesWalked, EntityKey, NodeReached, ReadTx, WriteTx
+    from mnemodb.store.base import EntityKey, NodeReached, ReadTx, WriteTx
 
 __all__ = [
     "EntityNote",
@@ -1485,26 +1485,8 @@ class Items:
         engine = self._engine
         reads = engine.scopes(scopes)
         at = engine.clock() if as_of is None else as_of
-        entered_by = None if include_superseded else SUPERSEDES
         with engine.store.read() as tx:
-            # The first hop's read, when it came with the one start item's (`step` takes it).
-            first: list[EdgesWalked] = []
-            if len(start) == 1 and self._names_only(start[0]):
-                # The usual walk, from one entity by name: it and its first hop in one statement.
-                started = tx.entity_walked(
-                    reads,
-                    start[0],
-                    direction,
-                    valid_at=None if include_closed else at,
-                    edge_types=types,
-                    entered_by=entered_by,
-                    entered_at=at,
-                )
-                seeds: list[Item] = [self._item_found(None if started is None else started[0], start[0])]
-                if started is not None:
-                    first.append(started[1])
-            else:
-                seeds = [self._need_item(tx, ref, reads) for ref in start]
+            seeds = [self._need_item(tx, ref, reads) for ref in start]
             # What is known of each node reached: the seeds in full, the others' labels as
             # `admit` read them. The items are then read by label, without asking again.
             known: dict[int, Item] = {s.pk: s for s in seeds}
@@ -1512,6 +1494,7 @@ class Items:
             ids = {s.pk: s.id for s in seeds}
             # What the last hop read of each node it reached: id, label, scope, superseded.
             met: dict[int, NodeReached] = {}
+            entered_by = None if include_superseded else SUPERSEDES
             # Walking both ways, a hop has read every edge of the nodes it left: the next
             # hop leaves out the edges back to them (each hop's frontier's edges to the one
             # before, read again otherwise).
@@ -1520,19 +1503,16 @@ class Items:
             def step(frontier: list[int]) -> list[Edge]:
                 # A hop's edges with the labels, scopes and superseded check of the nodes
                 # they lead to, in one statement; `admit` reads no more.
-                if first and frontier == [seeds[0].pk] and not left:
-                    walked = first.pop()
-                else:
-                    walked = tx.edges_walked(
-                        {pk: ids[pk] for pk in frontier},
-                        direction,
-                        valid_at=None if include_closed else at,
-                        scopes=reads,
-                        edge_types=types,
-                        entered_by=entered_by,
-                        entered_at=at,
-                        leaving_out=left,
-                    )
+                walked = tx.edges_walked(
+                    {pk: ids[pk] for pk in frontier},
+                    direction,
+                    valid_at=None if include_closed else at,
+                    scopes=reads,
+                    edge_types=types,
+                    entered_by=entered_by,
+                    entered_at=at,
+                    leaving_out=left,
+                )
                 if direction == "both":
                     left.update(frontier)
                 met.clear()

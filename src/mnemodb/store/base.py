@@ -569,22 +569,6 @@ class EntityReads(Protocol):
         name): a detailed look-up of one entity by name, in one statement rather than two."""
         ...
 
-    def entity_walked(
-        self,
-        scopes: ScopeSet,
-        name: str,
-        direction: Direction,
-        *,
-        valid_at: int | None,
-        edge_types: Sequence[str] | None = None,
-        entered_by: str | None = None,
-        entered_at: int = 0,
-    ) -> tuple[Entity, EdgesWalked] | None:
-        """`entity_by_name`, and the first hop of a walk from that entity in `scopes`
-        (`edges_walked` of it, nothing left out; None when no entity has the name): a walk
-        from one entity by name starts in one statement rather than two."""
-        ...
-
     def entity_by_name_nocase(self, scopes: ScopeSet, name: str) -> Entity | None:
         """The entity whose name equals `name` ignoring case, when exactly one name does
         (None when none or several)."""

@@ -20,17 +20,7 @@ from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps, props_of
 
-__all__ = [
-    "DDL",
-    "EdgeReads",
-    "EdgeWrites",
-    "around_of",
-    "around_ways",
-    "edge_visible",
-    "edge_visible_params",
-    "edges_walked_sql",
-    "walked_rows",
-]
+__all__ = ["DDL", "EdgeReads", "EdgeWrites", "around_of", "around_ways", "edge_visible", "edge_visible_params"]
 
 # The type's case-folded index serves the knowledge graph's case-insensitive relation
 # filters (SQLite's `type COLLATE NOCASE`).
@@ -124,17 +114,13 @@ def _edges_around_sql(valid: bool) -> str:
 _EDGES_AROUND = {valid: _edges_around_sql(valid) for valid in (False, True)}
 
 
-def edges_walked_sql(
-    direction: Direction, valid: bool, typed: bool, entered: bool, leaving: bool, near: str = "= ANY(%s::bigint[])"
-) -> str:
+def _edges_walked_sql(direction: Direction, valid: bool, typed: bool, entered: bool, leaving: bool) -> str:
     """`edges_walked`'s statement: for each way the direction takes, the edges leaving the
     nodes (way 0, their targets joined) or entering them (way 1, their sources joined),
     with the far end's id, label and scope and, when `entered`, whether an edge of the type
     asked about enters it. Its parameters, once a way: the type asked about, the instant
     it is asked at twice and the scopes twice (when `entered`); the nodes; the validity
-    instant twice; the scopes; the edge types; the nodes left out (when `leaving`). `near`
-    is what the near end is (SQL): the nodes by default, or a node the statement finds
-    itself (`entity_walked`), without the nodes' parameter."""
+    instant twice; the scopes; the edge types; the nodes left out (when `leaving`)."""
     filters = f" AND {_VALID_AT}" if valid else ""
     filters += " AND ARRAY[e.scope, {far}.scope] <@ %s::text[]"
     if typed:
@@ -152,7 +138,7 @@ def edges_walked_sql(
         f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
         f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
         f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
-        f"WHERE e.{near_end} {near}{filters.format(far=far)}"
+        f"WHERE e.{near_end} = ANY(%s::bigint[]){filters.format(far=far)}"
         for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
         if direction in _WAYS[way]
     )
@@ -219,50 +205,6 @@ def around_of(rows: Iterable[Sequence[Any]], nodes: Mapping[int, str]) -> EdgesA
             if name is not None:
                 keys[far] = EntityKey(far, got(far_id), got(key_scope), got(name))
     return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
-
-
-def walked_rows(
-    rows: Iterable[Sequence[Any]], ends: Mapping[int, str], found: dict[int, Edge], reached: dict[int, NodeReached]
-) -> None:
-    """`edges_walked`'s edges and nodes reached, added from its statement's rows, `ends` the
-    nodes walked from (pk -> id)."""
-    for (
-        way,
-        pk,
-        src,
-        dst,
-        valid_from,
-        valid_to,
-        created_at,
-        edge_id,
-        kind,
-        scope,
-        props,
-        far_id,
-        label,
-        far_scope,
-        entered,
-    ) in rows:
-        far = NodeReached(got(far_id), got(label), got(far_scope), bool(entered))
-        if way == 0:
-            reached[dst] = far
-        else:
-            reached[src] = far
-        if pk not in found:
-            found[pk] = edge_of(
-                pk,
-                got(edge_id),
-                ends[src] if way == 0 else far.id,
-                far.id if way == 0 else ends[dst],
-                got(kind),
-                got(scope),
-                props_of(props),
-                valid_from,
-                valid_to,
-                created_at,
-                src,
-                dst,
-            )
 
 
 class EdgeReads:
@@ -416,10 +358,46 @@ class EdgeReads:
         if leaving_out:
             way_params.append(list(leaving_out))
         ways = sum(direction in way for way in _WAYS)
-        sql = edges_walked_sql(
+        sql = _edges_walked_sql(
             direction, valid_at is not None, bool(edge_types), entered_by is not None, bool(leaving_out)
         )
-        walked_rows(self.conn.execute(sql, way_params * ways).fetchall(), ends, found, reached)
+        for (
+            way,
+            pk,
+            src,
+            dst,
+            valid_from,
+            valid_to,
+            created_at,
+            edge_id,
+            kind,
+            scope,
+            props,
+            far_id,
+            label,
+            far_scope,
+            entered,
+        ) in self.conn.execute(sql, way_params * ways).fetchall():
+            far = NodeReached(got(far_id), got(label), got(far_scope), bool(entered))
+            if way == 0:
+                reached[dst] = far
+            else:
+                reached[src] = far
+            if pk not in found:
+                found[pk] = edge_of(
+                    pk,
+                    got(edge_id),
+                    ends[src] if way == 0 else far.id,
+                    far.id if way == 0 else ends[dst],
+                    got(kind),
+                    got(scope),
+                    props_of(props),
+                    valid_from,
+                    valid_to,
+                    created_at,
+                    src,
+                    dst,
+                )
         return EdgesWalked([found[pk] for pk in sorted(found)], reached)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

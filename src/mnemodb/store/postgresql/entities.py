@@ -27,20 +27,18 @@ from typing import Any
 
 import psycopg
 
-from mnemodb.model.records import Direction, Edge, Entity, Relation
+from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import (
     EdgesAround,
-    EdgesWalked,
     EntityFieldWeights,
     EntityKey,
     EntityLink,
     EntityMatch,
     EntityText,
-    NodeReached,
     ScoredPk,
     TextClause,
 )
-from mnemodb.store.postgresql.edges import around_of, around_ways, edges_walked_sql, walked_rows
+from mnemodb.store.postgresql.edges import around_of, around_ways
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.postgresql.words import WordIndex, index_row, ranked, word_index_ddl
@@ -156,23 +154,17 @@ def _substring(column: str | None) -> str:
     return "(" + " OR ".join(f"{c} LIKE %s" for c in _TEXT_COLUMNS.values()) + ")"
 
 
-_NAMED = (
-    "WITH x AS (SELECT e.node, n.id, e.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, "
-    "e.extra, t.items FROM entity e JOIN node n ON n.pk = e.node LEFT JOIN entity_text t ON t.node = e.node "
-    "WHERE e.name = %s AND e.scope = ANY(%s::text[]) ORDER BY e.node LIMIT 1) "
-)
-"""The entity a name means in some scopes (`entity_by_name`'s row), as `x`: its parameters
-the name and the scopes."""
-
-
 def _entity_around_sql(valid: bool) -> str:
     """`entity_around`'s statement: the entity the name means (`entity_by_name`'s row,
     way 3, laid out in `edges_around`'s columns), then `edges_around`'s rows for it. Its
     parameters: the name and the scopes; then the validity instant twice (when `valid`) and
     the scopes, once a way."""
     entity = (
-        f"{_NAMED}SELECT 3, node, NULL::bigint, NULL::bigint, created_at, updated_at, NULL::bigint, id, entity_type, "
-        "scope, props, extra, items, NULL::text, name FROM x"
+        "WITH x AS (SELECT e.node, n.id, e.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, "
+        "e.extra, t.items FROM entity e JOIN node n ON n.pk = e.node LEFT JOIN entity_text t ON t.node = e.node "
+        "WHERE e.name = %s AND e.scope = ANY(%s::text[]) ORDER BY e.node LIMIT 1) "
+        "SELECT 3, node, NULL::bigint, NULL::bigint, created_at, updated_at, NULL::bigint, id, entity_type, scope, "
+        "props, extra, items, NULL::text, name FROM x"
     )
     access = (
         "SELECT 2, a.node, NULL, NULL, a.count, a.last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
@@ -182,18 +174,6 @@ def _entity_around_sql(valid: bool) -> str:
 
 
 _ENTITY_AROUND = {valid: _entity_around_sql(valid) for valid in (False, True)}
-
-
-def _entity_walked_sql(direction: Direction, valid: bool, typed: bool, entered: bool) -> str:
-    """`entity_walked`'s statement: the entity the name means (way 2, laid out in
-    `edges_walked`'s columns), then `edges_walked`'s rows from it. Its parameters: the name
-    and the scopes, then `edges_walked_sql`'s without the nodes."""
-    entity = (
-        f"{_NAMED}SELECT 2, node, NULL::bigint, NULL::bigint, created_at, updated_at, NULL::bigint, id, entity_type, "
-        "scope, props, name, extra, items, NULL::boolean FROM x"
-    )
-    ways = edges_walked_sql(direction, valid, typed, entered, False, near="= (SELECT node FROM x)")
-    return f"{entity} UNION ALL {ways}"
 
 
 class EntityReads:
@@ -270,54 +250,6 @@ class EntityReads:
             extra=_json_object(extra),
         )
         return entity, around_of((r for r in rows if r[0] != 3), {pk: entity.id})
-
-    def entity_walked(
-        self,
-        scopes: Sequence[str],
-        name: str,
-        direction: Direction,
-        *,
-        valid_at: int | None,
-        edge_types: Sequence[str] | None = None,
-        entered_by: str | None = None,
-        entered_at: int = 0,
-    ) -> tuple[Entity, EdgesWalked] | None:
-        """`entity_by_name`, then the first hop of a walk from that entity (`edges_walked`),
-        in one statement."""
-        if not scopes:
-            return None
-        listed = put_scopes(scopes)
-        way_params: list[Any] = []
-        if entered_by is not None:
-            way_params += [put(entered_by), entered_at, entered_at, listed, listed]
-        if valid_at is not None:
-            way_params += [valid_at, valid_at]
-        way_params.append(listed)
-        if edge_types:
-            way_params.append(put_scopes(edge_types))
-        ways = (direction in ("out", "both")) + (direction in ("in", "both"))
-        sql = _entity_walked_sql(direction, valid_at is not None, bool(edge_types), entered_by is not None)
-        rows = self.conn.execute(sql, [put(name), listed, *way_params * ways]).fetchall()
-        row = next((r for r in rows if r[0] == 2), None)
-        if row is None:
-            return None
-        _, pk, _, _, created_at, updated_at, _, node_id, entity_type, scope, props, entity_name, extra, items, _ = row
-        entity = Entity(
-            pk=pk,
-            id=got(node_id),
-            scope=got(scope),
-            name=got(entity_name),
-            entity_type=got(entity_type),
-            observations=tuple(json.loads(items)) if items is not None else self.observations_of([pk]).get(pk, ()),
-            props=_json_object(props),
-            created_at=created_at,
-            updated_at=updated_at,
-            extra=_json_object(extra),
-        )
-        found: dict[int, Edge] = {}
-        reached: dict[int, NodeReached] = {}
-        walked_rows((r for r in rows if r[0] != 2), {pk: entity.id}, found, reached)
-        return entity, EdgesWalked([found[k] for k in sorted(found)], reached)
 
     def entity_by_name_nocase(self, scopes: Sequence[str], name: str) -> Entity | None:
         """The entity whose name equals `name` ignoring case, when exactly one name does."""

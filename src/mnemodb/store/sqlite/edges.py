@@ -25,7 +25,7 @@ from mnemodb.store.sqlite.sql import (
     props_of,
 )
 
-__all__ = ["AroundRows", "EdgeReads", "EdgeWrites", "around_ways", "named_node", "walked_by_name_sql", "walked_rows"]
+__all__ = ["AroundRows", "EdgeReads", "EdgeWrites", "around_ways"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
@@ -167,16 +167,6 @@ _WAYS = (("out", "both"), ("in", "both"))
 """The directions that follow an edge out of its source (way 0) and into its target (way 1)."""
 
 
-_BY_NAME = -1
-"""`_edges_walked_sql`'s count of nodes for a walk from the entity a name means."""
-
-
-def named_node(scope_count: int) -> str:
-    """SQL: the pk of the entity a name means in some scopes (`entity_by_name`'s), its
-    parameters the name then the scopes."""
-    return f"(SELECT node FROM entity WHERE name = ? AND scope IN ({marks(scope_count)}) ORDER BY node LIMIT 1)"
-
-
 _LEFT_AS_JSON = 1
 _LEFT_AS_TEXT = 2
 """How `edges_walked`'s statement leaves nodes out: those of one JSON array (a b-tree of
@@ -201,10 +191,7 @@ def _edges_walked_sql(
     Several nodes go in as an array rather than a list on the right of `IN`: SQLite built
     a b-tree of such a list for each run, as it does of the nodes left out as an array,
     and at 10,000 entities the four b-trees of a two-hop walk's second hop cost more than
-    its look-ups.
-
-    A `count` of `_BY_NAME` walks from the entity a name means (`entity_walked`): its
-    parameters in the nodes' place are the name and the scopes."""
+    its look-ups."""
     scopes = marks(scope_count)
     filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
     filters += f" AND e.scope IN ({scopes}) AND {{far}}.scope IN ({scopes})"
@@ -221,29 +208,16 @@ def _edges_walked_sql(
         if entered
         else "0"
     )
-    if count == _BY_NAME:
-        near = f"= {named_node(scope_count)}"
-    else:
-        near = f"IN ({marks(count)})" if count else "= j.value"
     ways = [
         f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
         f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
         f"FROM {'' if count else KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
-        f"WHERE e.{near_end} {near}"
+        f"WHERE e.{near_end} {f'IN ({marks(count)})' if count else '= j.value'}"
         f"{filters.format(far=far, far_end=far_end)}"
         for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
         if direction in _WAYS[way]
     ]
     return " UNION ALL ".join(ways)
-
-
-def walked_by_name_sql(
-    direction: Direction, valid: bool, scope_count: int, type_count: int, entered: bool
-) -> tuple[str, int]:
-    """`_edges_walked_sql` of a walk's first hop from the entity a name means (nothing left
-    out yet), and the number of ways it takes (its parameters are given once a way)."""
-    sql = _edges_walked_sql(direction, _BY_NAME, valid, scope_count, type_count, entered, 0)
-    return sql, sum(direction in way for way in _WAYS)
 
 
 _INSERT_EDGES_HEAD = "INSERT INTO edge (id, src, dst, type, scope, props, valid_from, valid_to, created_at) VALUES "
@@ -320,49 +294,6 @@ class AroundRows:
     def result(self) -> EdgesAround:
         found = self.found
         return EdgesAround([found[pk] for pk in sorted(found)], self.labels, self.keys, self.access)
-
-
-def walked_rows(
-    rows: Iterable[Sequence[Any]], ends: Mapping[int, str], found: dict[int, Edge], reached: dict[int, NodeReached]
-) -> None:
-    """`edges_walked`'s edges and nodes reached, added from its statement's rows, `ends` the
-    nodes walked from (pk -> id)."""
-    for (
-        way,
-        pk,
-        src,
-        dst,
-        valid_from,
-        valid_to,
-        created_at,
-        edge_id,
-        kind,
-        scope,
-        props,
-        far_id,
-        label,
-        far_scope,
-        entered,
-    ) in rows:
-        if way == 0:
-            reached[dst] = NodeReached(far_id, label, far_scope, bool(entered))
-        else:
-            reached[src] = NodeReached(far_id, label, far_scope, bool(entered))
-        if pk not in found:
-            found[pk] = edge_of(
-                pk,
-                edge_id,
-                ends[src] if way == 0 else far_id,
-                far_id if way == 0 else ends[dst],
-                kind,
-                scope,
-                {} if props == "{}" else props_of(props),
-                valid_from,
-                valid_to,
-                created_at,
-                src,
-                dst,
-            )
 
 
 class EdgeReads:
@@ -610,7 +541,42 @@ class EdgeReads:
             )
             nodes = [json_keys(chunk)] if keyed else chunk
             way_params = [*flag, *nodes, *valid, *scopes, *scopes, *types, *left]
-            walked_rows(self.conn.execute(sql, way_params * ways).fetchall(), ends, found, reached)
+            for (
+                way,
+                pk,
+                src,
+                dst,
+                valid_from,
+                valid_to,
+                created_at,
+                edge_id,
+                kind,
+                scope,
+                props,
+                far_id,
+                label,
+                far_scope,
+                entered,
+            ) in self.conn.execute(sql, way_params * ways).fetchall():
+                if way == 0:
+                    reached[dst] = NodeReached(far_id, label, far_scope, bool(entered))
+                else:
+                    reached[src] = NodeReached(far_id, label, far_scope, bool(entered))
+                if pk not in found:
+                    found[pk] = edge_of(
+                        pk,
+                        edge_id,
+                        ends[src] if way == 0 else far_id,
+                        far_id if way == 0 else ends[dst],
+                        kind,
+                        scope,
+                        {} if props == "{}" else props_of(props),
+                        valid_from,
+                        valid_to,
+                        created_at,
+                        src,
+                        dst,
+                    )
         return EdgesWalked([found[pk] for pk in sorted(found)], reached)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

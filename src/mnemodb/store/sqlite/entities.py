@@ -14,21 +14,19 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mnemodb.model.records import Direction, Edge, Entity, Relation, entity_of, relation_of
+from mnemodb.model.records import Entity, Relation, entity_of, relation_of
 from mnemodb.store.base import (
     AccessStats,
     EdgesAround,
-    EdgesWalked,
     EntityFieldWeights,
     EntityKey,
     EntityLink,
     EntityMatch,
     EntityText,
-    NodeReached,
     ScoredPk,
     TextClause,
 )
-from mnemodb.store.sqlite.edges import AroundRows, around_ways, named_node, walked_by_name_sql, walked_rows
+from mnemodb.store.sqlite.edges import AroundRows, around_ways
 from mnemodb.store.sqlite.sql import (
     KEYS_FIRST,
     edge_visible,
@@ -103,14 +101,6 @@ def _entity_around_sql(valid: bool, scope_count: int) -> str:
     )
     ways = around_ways(f"= {node}", f"?{2 + scope_count}" if valid else "", scopes, several)
     return " UNION ALL ".join([entity, *ways])
-
-
-_ENTITY_WALKED_HEAD = (
-    "SELECT 2, n.pk, NULL, NULL, n.created_at, n.updated_at, NULL, n.id, e.entity_type, n.scope, n.props, e.name, "
-    f"e.extra, t.c3, NULL FROM entity e JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} WHERE e.node = "
-)
-"""`entity_walked`'s first part: the entity a name means (way 2, laid out in `edges_walked`'s
-columns), before the node it is (`named_node`)."""
 
 
 class EntityReads:
@@ -191,57 +181,6 @@ class EntityReads:
             around.access[pk] = AccessStats(count, last)
         around.read(rest)
         return entity, around.result()
-
-    def entity_walked(
-        self,
-        scopes: Sequence[str],
-        name: str,
-        direction: Direction,
-        *,
-        valid_at: int | None,
-        edge_types: Sequence[str] | None = None,
-        entered_by: str | None = None,
-        entered_at: int = 0,
-    ) -> tuple[Entity, EdgesWalked] | None:
-        """`entity_by_name`, then the first hop of a walk from that entity (`edges_walked`),
-        in one statement."""
-        if not scopes:
-            return None
-        valid = [] if valid_at is None else [valid_at, valid_at]
-        flag = [] if entered_by is None else [entered_by, entered_at, entered_at, *scopes, *scopes]
-        types = list(edge_types) if edge_types else []
-        sql, ways = walked_by_name_sql(direction, valid_at is not None, len(scopes), len(types), entered_by is not None)
-        way_params = [*flag, name, *scopes, *valid, *scopes, *scopes, *types]
-        rows = self.conn.execute(
-            f"{_ENTITY_WALKED_HEAD}{named_node(len(scopes))} UNION ALL {sql}",
-            [name, *scopes, *way_params * ways],
-        ).fetchall()
-        # The entity's row (way 2) is the first part's, read first: SQLite runs a
-        # compound's parts in order, without promising it.
-        if not rows or rows[0][0] != 2:
-            row = next((r for r in rows if r[0] == 2), None)
-            if row is None:  # no such name: no entity row, and no edges of it either
-                return None
-            rest = [r for r in rows if r is not row]
-        else:
-            row, rest = rows[0], rows[1:]
-        _, pk, _, _, created_at, updated_at, _, node_id, entity_type, scope, props, entity_name, extra, stored, _ = row
-        entity = entity_of(
-            pk,
-            node_id,
-            scope,
-            entity_name,
-            entity_type,
-            tuple(json_arrays((stored,))[0]) if stored is not None else self.observations_of([pk]).get(pk, ()),
-            _json_object(props),
-            created_at,
-            updated_at,
-            _json_object(extra),
-        )
-        found: dict[int, Edge] = {}
-        reached: dict[int, NodeReached] = {}
-        walked_rows(rest, {pk: node_id}, found, reached)
-        return entity, EdgesWalked([found[k] for k in sorted(found)], reached)
 
     def observations_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
         out: dict[int, list[str]] = {}

@@ -77,15 +77,22 @@ def test_a_look_up_reads_its_relations_their_other_ends_and_its_access_counts_in
     bob = read.found[0]
     assert bob is not None and read.access[bob.pk].reads == 2
     assert {getattr(i, "name", None) for i in read.ends.values()} == {"Ada", "Bob", "Cy"}
-    # The item by name, then its relations with their other ends and its access statistics:
-    # nothing else.
-    assert [s.split(" FROM ")[0] for s in statements if s.startswith("SELECT")] == [
-        "SELECT n.pk, n.id, n.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.c3",
+    # The item by name, its relations with their other ends and its access statistics, in
+    # one statement: nothing else.
+    (select,) = [s for s in statements if s.startswith("SELECT")]
+    parts = select.split(" UNION ALL ")
+    assert [part.split(" FROM ")[0] for part in parts] == [
+        # The item with its access statistics.
+        "SELECT n.pk, a.count, n.id, n.created_at, n.updated_at, n.scope, e.name, e.entity_type, n.props, e.extra, "
+        "t.c3, a.last_at",
         # One scope read: the relation's and the far entity's scopes are that one, not columns.
         "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.props, "
         "d.id, d.label, k.name",
+        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.props, "
+        "s.id, s.label, k.name",
     ]
-    assert "FROM node_access" in statements[-2]  # before the COMMIT
+    assert "LEFT JOIN node_access a ON a.node = e.node" in parts[0]
+    assert all("name = 'Bob'" in part for part in parts)
 
 
 def test_a_look_up_as_of_a_time_reads_its_access_counts_with_its_relations(lite: Engine, clock: Clock) -> None:

@@ -68,3 +68,45 @@ def test_a_look_up_reads_its_relations_ends_and_access_by_index_in_one_statement
         "UNION ALL",
         "SEARCH node_access USING INTEGER PRIMARY KEY (rowid=?)",
     ], steps
+
+
+@pytest.mark.parametrize("valid", [True, False])
+def test_a_look_up_by_name_finds_the_entity_and_reads_around_it_by_index_in_one_statement(
+    tmp_path: Path, valid: bool
+) -> None:
+    path = tmp_path / "look-up.db"
+    store, _ = _store_with_a_chain(path)
+    try:
+        found, statements = traced(
+            store, lambda tx: tx.entity_around([SHARED], "Entity 100", valid_at=T0 + 1 if valid else None)
+        )
+    finally:
+        store.close()
+    assert found is not None
+    entity, around = found
+    assert entity.name == "Entity 100" and len(around.edges) == 3  # its two links in the chain, its note
+    assert len(statements) == 1
+    (rows,) = plan_rows(path, statements)
+    steps = [detail for _, _, detail in rows]
+    # Each part finds the entity by its name's index entry (a subquery of its own), then
+    # reads by key: the entity's part its access row too.
+    by_name = "SEARCH entity USING COVERING INDEX entity_scope_name (scope=? AND name=?)"
+    assert [s for s in steps if not s.startswith(("SCALAR SUBQUERY", "REUSE SUBQUERY"))] == [
+        "COMPOUND QUERY",
+        "LEFT-MOST SUBQUERY",
+        "SEARCH n USING INTEGER PRIMARY KEY (rowid=?)",
+        by_name,
+        "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)",
+        "SEARCH t USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN",
+        "SEARCH a USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN",
+        "UNION ALL",
+        "SEARCH e USING INDEX edge_src (src=?)",
+        by_name,
+        "SEARCH d USING INTEGER PRIMARY KEY (rowid=?)",
+        "SEARCH k USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN",
+        "UNION ALL",
+        "SEARCH e USING INDEX edge_dst (dst=?)",
+        by_name,
+        "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)",
+        "SEARCH k USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN",
+    ], steps

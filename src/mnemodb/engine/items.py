@@ -267,6 +267,13 @@ class Items:
 
     # -- references -------------------------------------------------------------------------------
 
+    @staticmethod
+    def _names_only(ref: str) -> bool:
+        """Whether `resolve` takes `ref` for an entity's name alone: it is neither an id nor a
+        content hash (checked as `resolve` checks it)."""
+        check_text(ref, "reference")
+        return not (len(ref) == _ULID_LENGTH and is_ulid(ref.upper())) and _HASH.fullmatch(ref) is None
+
     def resolve(self, tx: ReadTx, ref: str, reads: Sequence[str]) -> Item | Edge | None:
         """The memory, entity or edge `ref` names within `reads`, or None."""
         check_text(ref, "reference")
@@ -388,21 +395,30 @@ class Items:
         one item is one snapshot, not a transaction for each part. Records the access."""
         reads = self._engine.scopes(scopes)
         at = self._engine.clock() if as_of is None else as_of
+        valid_at = None if include_closed else at
         with self._engine.store.read() as tx:
-            found = [self.resolve(tx, ref, reads) for ref in refs]
-            if as_of is not None:
-                found = [self._then(tx, f, as_of) if f is not None else None for f in found]
-            if all(f is None for f in found):
-                # Nothing found (a reference that names nothing): no relations, no ends, no
-                # access to read or to record.
-                return InFull(found, [], {}, {}, {})
-            items = {f.pk: f for f in found if isinstance(f, Memory | Entity)}
-            # The edges, what the engine needs of their other ends and the items' access
-            # statistics, in one statement. The items found are ends already read (and
-            # replayed to `as_of`): only the other ends are read there.
-            around = tx.edges_around(
-                {pk: item.id for pk, item in items.items()}, valid_at=None if include_closed else at, scopes=reads
-            )
+            if len(refs) == 1 and as_of is None and self._names_only(refs[0]):
+                # The usual detailed look-up, one entity by name: it and what is read
+                # around it in one statement.
+                pair = tx.entity_around(reads, refs[0], valid_at=valid_at)
+                if pair is None:
+                    return InFull([None], [], {}, {}, {})
+                found: list[Item | Edge | None] = [pair[0]]
+                items: dict[int, Item] = {pair[0].pk: pair[0]}
+                around = pair[1]
+            else:
+                found = [self.resolve(tx, ref, reads) for ref in refs]
+                if as_of is not None:
+                    found = [self._then(tx, f, as_of) if f is not None else None for f in found]
+                if all(f is None for f in found):
+                    # Nothing found (a reference that names nothing): no relations, no ends,
+                    # no access to read or to record.
+                    return InFull(found, [], {}, {}, {})
+                items = {f.pk: f for f in found if isinstance(f, Memory | Entity)}
+                # The edges, what the engine needs of their other ends and the items'
+                # access statistics, in one statement. The items found are ends already
+                # read (and replayed to `as_of`): only the other ends are read there.
+                around = tx.edges_around({pk: item.id for pk, item in items.items()}, valid_at=valid_at, scopes=reads)
             edges = around.edges
             ends: dict[int, Item | EntityKey] = dict(items)
             shown = set(items)

@@ -578,6 +578,11 @@ class EntityReads(Protocol):
         """The entity `name` means in `scopes` (exact, case-sensitive)."""
         ...
 
+    def entity_around(self, scopes: ScopeSet, name: str, *, valid_at: int | None) -> tuple[Entity, EdgesAround] | None:
+        """`entity_by_name`, and `edges_around` that entity (None when no entity has the
+        name): a detailed look-up of one entity by name, in one statement rather than two."""
+        ...
+
     def entity_by_name_nocase(self, scopes: ScopeSet, name: str) -> Entity | None:
         """The entity whose name equals `name` ignoring case, when exactly one name does
         (None when none or several)."""

@@ -389,6 +389,59 @@ def test_edges_around_in_one_scope_reads_what_it_reads_in_several(store: Store) 
     assert one.access == {bob: AccessStats(2, T0 + 4)}
 
 
+def test_entity_around_is_the_entity_a_name_means_and_what_edges_around_reads_of_it(store: Store) -> None:
+    name = "Ada\x00 \u00e9"  # a name PostgreSQL escapes
+    with store.write() as tx:
+        ada = add_entity(tx, name, "person", ["first", "second"], scope=C, props={"born": 1815})
+        later = add_entity(tx, name, "namesake", scope=B)  # the same name, newer: not the one it means in both
+        bob = add_entity(tx, "Bob", scope=B)
+        plain = add_entity(tx, "Plain")  # no observations, no relations, never read
+        note = add_memory(tx, "about Ada")
+        thing = add_node(tx, "Thing")
+        add_edge(tx, ada, bob, "knows", props={"since": 1999})
+        add_edge(tx, note, ada, "about", scope=B)
+        add_edge(tx, ada, thing, "owns", valid_from=T0 + 5)
+        knew = add_edge(tx, bob, ada, "knew")
+        tx.close_edge(knew, T0 + 3)
+        add_edge(tx, ada, ada, "itself", scope=C)
+        add_edge(tx, later, bob, "met", scope=B)
+        ids = {pk: node_id(tx, pk) for pk in (ada, later, bob, plain)}
+    store.bump_access({ada: (3, T0 + 7), later: (1, T0)})
+    cases = [
+        (scopes, wanted, valid_at)
+        for scopes in ([A, B, C], [A, C], [C], [B], [A], [])
+        for wanted in (name, "Bob", "Plain", "Nobody", "ada\x00 \u00e9")
+        for valid_at in (T0 + 10, T0 + 1, None)
+    ]
+    with store.read() as tx:
+        for scopes, wanted, valid_at in cases:
+            entity = tx.entity_by_name(scopes, wanted)
+            expected = (
+                None
+                if entity is None
+                else (entity, tx.edges_around({entity.pk: entity.id}, valid_at=valid_at, scopes=scopes))
+            )
+            assert tx.entity_around(scopes, wanted, valid_at=valid_at) == expected, (scopes, wanted, valid_at)
+        ada_around = tx.entity_around([A, B, C], name, valid_at=T0 + 10)
+        namesake = tx.entity_around([B], name, valid_at=None)
+    assert ada_around is not None and namesake is not None
+    entity, around = ada_around
+    assert (entity.pk, entity.id, entity.observations, dict(entity.props)) == (
+        ada,
+        ids[ada],
+        ("first", "second"),
+        {"born": 1815},
+    )
+    assert [e.type for e in around.edges] == ["knows", "about", "owns", "itself"]
+    assert around.access == {ada: AccessStats(3, T0 + 7)}
+    assert around.keys == {bob: EntityKey(bob, ids[bob], B, "Bob")}
+    assert (namesake[0].pk, [e.type for e in namesake[1].edges], namesake[1].access) == (
+        later,
+        ["met"],
+        {later: AccessStats(1, T0)},
+    )
+
+
 def test_edges_walked_reads_a_hop_and_what_a_walk_needs_of_the_nodes_it_reaches(store: Store) -> None:
     with store.write() as tx:
         ada = add_entity(tx, "Ada\x00 \u00e9", "person")  # text PostgreSQL escapes

@@ -9,7 +9,7 @@ ends' scopes are) is `edge_visible`, which the other roles' queries share.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -20,7 +20,7 @@ from mnemodb.store.postgresql.nodes import node_view, put_scopes
 from mnemodb.store.postgresql.sql import advance_sequence, got, put
 from mnemodb.store.rows import dumps, props_of
 
-__all__ = ["DDL", "EdgeReads", "EdgeWrites", "edge_visible", "edge_visible_params"]
+__all__ = ["DDL", "EdgeReads", "EdgeWrites", "around_of", "around_ways", "edge_visible", "edge_visible_params"]
 
 # The type's case-folded index serves the knowledge graph's case-insensitive relation
 # filters (SQLite's `type COLLATE NOCASE`).
@@ -82,6 +82,21 @@ _FAR_FROM = (
 _WAYS = (("out", "both"), ("in", "both"))
 
 
+def around_ways(near: str, valid: bool) -> list[str]:
+    """The two ways of `edges_around`'s statement (and `entity_around`'s): the edges whose
+    near end is `near` (SQL: an array parameter, or one node's pk) leaving it (way 0, their
+    targets joined) and entering it (way 1, their sources joined). Their parameters, once a
+    way: the validity instant twice (when `valid`), then the scopes."""
+    filters = f" AND {_VALID_AT}" if valid else ""
+    return [
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
+        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"LEFT JOIN entity k ON k.node = {far}.pk AND {far}.label = '{ENTITY}' "
+        f"WHERE e.{near_end} {near}{filters} AND ARRAY[e.scope, {far}.scope] <@ %s::text[]"
+        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
+    ]
+
+
 def _edges_around_sql(valid: bool) -> str:
     """`edges_around`'s statement: the edges leaving the nodes (way 0, their targets
     joined) and entering them (way 1, their sources joined), then the nodes' access rows
@@ -89,19 +104,11 @@ def _edges_around_sql(valid: bool) -> str:
     and `valid_to`). The far end's entity row is joined by its label (`_FAR_FROM`). Its
     parameters: the nodes, then the validity instant twice and the scopes, once a way;
     then the nodes again."""
-    filters = f" AND {_VALID_AT}" if valid else ""
-    ways = [
-        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
-        f"{far}.id, {far}.label, k.scope, k.name FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
-        f"LEFT JOIN entity k ON k.node = {far}.pk AND {far}.label = '{ENTITY}' "
-        f"WHERE e.{near_end} = ANY(%s::bigint[]){filters} AND ARRAY[e.scope, {far}.scope] <@ %s::text[]"
-        for way, far, far_end, near_end in ((0, "d", "dst", "src"), (1, "s", "src", "dst"))
-    ]
     access = (
         "SELECT 2, node, NULL, NULL, count, last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
         "FROM node_access WHERE node = ANY(%s::bigint[])"
     )
-    return " UNION ALL ".join([*ways, access])
+    return " UNION ALL ".join([*around_ways("= ANY(%s::bigint[])", valid), access])
 
 
 _EDGES_AROUND = {valid: _edges_around_sql(valid) for valid in (False, True)}
@@ -148,6 +155,56 @@ def _edge_of(r: Sequence[Any]) -> Edge:
     return edge_of(
         r[0], got(r[1]), got(r[2]), got(r[3]), got(r[4]), got(r[5]), props_of(r[6]), r[7], r[8], r[9], r[10], r[11]
     )
+
+
+def around_of(rows: Iterable[Sequence[Any]], nodes: Mapping[int, str]) -> EdgesAround:
+    """`edges_around`'s result from its statement's rows (`_edges_around_sql`'s columns),
+    `nodes` the nodes it reads around (pk -> id)."""
+    found: dict[int, Edge] = {}
+    labels: dict[int, str] = {}
+    keys: dict[int, EntityKey] = {}
+    access: dict[int, AccessStats] = {}
+    for (
+        way,
+        pk,
+        src,
+        dst,
+        valid_from,
+        valid_to,
+        created_at,
+        edge_id,
+        kind,
+        scope,
+        props,
+        far_id,
+        label,
+        key_scope,
+        name,
+    ) in rows:
+        if way == 2:
+            access[pk] = AccessStats(int(valid_from), int(valid_to))
+            continue
+        far = dst if way == 0 else src
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                got(edge_id),
+                nodes[src] if way == 0 else got(far_id),
+                got(far_id) if way == 0 else nodes[dst],
+                got(kind),
+                got(scope),
+                props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+        if far not in nodes:
+            labels[far] = got(label)
+            if name is not None:
+                keys[far] = EntityKey(far, got(far_id), got(key_scope), got(name))
+    return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
 
 
 class EdgeReads:
@@ -285,56 +342,12 @@ class EdgeReads:
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: Sequence[str]) -> EdgesAround:
         """A detailed look-up's edges, their other ends' labels and keys, and its nodes'
         access statistics, in one statement."""
-        found: dict[int, Edge] = {}
-        labels: dict[int, str] = {}
-        keys: dict[int, EntityKey] = {}
-        access: dict[int, AccessStats] = {}
         if not nodes or not scopes:
-            return EdgesAround([], labels, keys, access)
+            return EdgesAround([], {}, {}, {})
         pks = list(nodes)
         way_params: list[Any] = [pks, *([] if valid_at is None else [valid_at, valid_at]), put_scopes(scopes)]
         rows = self.conn.execute(_EDGES_AROUND[valid_at is not None], [*way_params, *way_params, pks]).fetchall()
-        for (
-            way,
-            pk,
-            src,
-            dst,
-            valid_from,
-            valid_to,
-            created_at,
-            edge_id,
-            kind,
-            scope,
-            props,
-            far_id,
-            label,
-            key_scope,
-            name,
-        ) in rows:
-            if way == 2:
-                access[pk] = AccessStats(int(valid_from), int(valid_to))
-                continue
-            far = dst if way == 0 else src
-            if pk not in found:
-                found[pk] = edge_of(
-                    pk,
-                    got(edge_id),
-                    nodes[src] if way == 0 else got(far_id),
-                    got(far_id) if way == 0 else nodes[dst],
-                    got(kind),
-                    got(scope),
-                    props_of(props),
-                    valid_from,
-                    valid_to,
-                    created_at,
-                    src,
-                    dst,
-                )
-            if far not in nodes:
-                labels[far] = got(label)
-                if name is not None:
-                    keys[far] = EntityKey(far, got(far_id), got(key_scope), got(name))
-        return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
+        return around_of(rows, nodes)
 
     def edges_walked(
         self,

@@ -29,6 +29,7 @@ import psycopg
 
 from mnemodb.model.records import Entity, Relation
 from mnemodb.store.base import (
+    EdgesAround,
     EntityFieldWeights,
     EntityKey,
     EntityLink,
@@ -37,6 +38,7 @@ from mnemodb.store.base import (
     ScoredPk,
     TextClause,
 )
+from mnemodb.store.postgresql.edges import around_of, around_ways
 from mnemodb.store.postgresql.nodes import put_scopes
 from mnemodb.store.postgresql.sql import got, put
 from mnemodb.store.postgresql.words import WordIndex, index_row, ranked, word_index_ddl
@@ -152,6 +154,28 @@ def _substring(column: str | None) -> str:
     return "(" + " OR ".join(f"{c} LIKE %s" for c in _TEXT_COLUMNS.values()) + ")"
 
 
+def _entity_around_sql(valid: bool) -> str:
+    """`entity_around`'s statement: the entity the name means (`entity_by_name`'s row,
+    way 3, laid out in `edges_around`'s columns), then `edges_around`'s rows for it. Its
+    parameters: the name and the scopes; then the validity instant twice (when `valid`) and
+    the scopes, once a way."""
+    entity = (
+        "WITH x AS (SELECT e.node, n.id, e.scope, e.name, e.entity_type, n.props, n.created_at, n.updated_at, "
+        "e.extra, t.items FROM entity e JOIN node n ON n.pk = e.node LEFT JOIN entity_text t ON t.node = e.node "
+        "WHERE e.name = %s AND e.scope = ANY(%s::text[]) ORDER BY e.node LIMIT 1) "
+        "SELECT 3, node, NULL::bigint, NULL::bigint, created_at, updated_at, NULL::bigint, id, entity_type, scope, "
+        "props, extra, items, NULL::text, name FROM x"
+    )
+    access = (
+        "SELECT 2, a.node, NULL, NULL, a.count, a.last_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        "FROM node_access a JOIN x ON a.node = x.node"
+    )
+    return " UNION ALL ".join([entity, *around_ways("= (SELECT node FROM x)", valid), access])
+
+
+_ENTITY_AROUND = {valid: _entity_around_sql(valid) for valid in (False, True)}
+
+
 class EntityReads:
     conn: psycopg.Connection[Any]
 
@@ -197,6 +221,35 @@ class EntityReads:
             "e.name = %s AND e.scope = ANY(%s::text[]) ORDER BY e.node LIMIT 1", [put(name), put_scopes(scopes)]
         )
         return found[0] if found else None
+
+    def entity_around(
+        self, scopes: Sequence[str], name: str, *, valid_at: int | None
+    ) -> tuple[Entity, EdgesAround] | None:
+        """`entity_by_name`, then `edges_around` of that entity, in one statement."""
+        if not scopes:
+            return None
+        listed = put_scopes(scopes)
+        way_params: list[Any] = [*([] if valid_at is None else [valid_at, valid_at]), listed]
+        rows = self.conn.execute(
+            _ENTITY_AROUND[valid_at is not None], [put(name), listed, *way_params, *way_params]
+        ).fetchall()
+        row = next((r for r in rows if r[0] == 3), None)
+        if row is None:
+            return None
+        _, pk, _, _, created_at, updated_at, _, node_id, entity_type, scope, props, extra, items, _, entity_name = row
+        entity = Entity(
+            pk=pk,
+            id=got(node_id),
+            scope=got(scope),
+            name=got(entity_name),
+            entity_type=got(entity_type),
+            observations=tuple(json.loads(items)) if items is not None else self.observations_of([pk]).get(pk, ()),
+            props=_json_object(props),
+            created_at=created_at,
+            updated_at=updated_at,
+            extra=_json_object(extra),
+        )
+        return entity, around_of((r for r in rows if r[0] != 3), {pk: entity.id})
 
     def entity_by_name_nocase(self, scopes: Sequence[str], name: str) -> Entity | None:
         """The entity whose name equals `name` ignoring case, when exactly one name does."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -25,7 +25,7 @@ from mnemodb.store.sqlite.sql import (
     props_of,
 )
 
-__all__ = ["EdgeReads", "EdgeWrites"]
+__all__ = ["AroundRows", "EdgeReads", "EdgeWrites", "around_ways"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
@@ -151,6 +151,22 @@ def _edges_of_sql(direction: Direction, count: int, valid: bool, scope_count: in
     )
 
 
+def around_ways(near: str, valid: str, scopes: str, several: bool) -> list[str]:
+    """The two ways of `edges_around`'s statement (and `entity_around`'s): the edges whose
+    near end is `near` (SQL: a list of parameters, or one node's pk) leaving it (their
+    targets joined) and entering it (their sources joined), valid at the instant `valid`
+    stands for (twice; no test when empty), in the scopes `scopes` lists."""
+    filters = f" AND e.valid_from <= {valid} AND (e.valid_to IS NULL OR e.valid_to > {valid})" if valid else ""
+    return [
+        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, "
+        f"{'e.scope, ' if several else ''}e.props, {far}.id, {far}.label, {'k.scope, ' if several else ''}k.name "
+        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
+        f"LEFT JOIN entity k ON k.node = CASE WHEN {far}.label = '{ENTITY}' THEN {far}.pk END "
+        f"WHERE e.{near_end} {near}{filters} AND e.scope IN ({scopes}) AND {far}.scope IN ({scopes})"
+        for far, far_end, near_end in (("d", "dst", "src"), ("s", "src", "dst"))
+    ]
+
+
 @functools.lru_cache(maxsize=64)
 def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
     """`edges_around`'s statement for `count` nodes: the edges leaving them (their targets
@@ -165,18 +181,8 @@ def _edges_around_sql(count: int, valid: bool, scope_count: int) -> str:
     and the far entity's scopes: they can only be that one. Each column costs a call into
     SQLite and a value built for every row (a detailed look-up reads a few dozen)."""
     listed = marks(count)
-    filters = " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)" if valid else ""
-    scopes = marks(scope_count)
-    several = scope_count > 1
-    ways = [
-        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, "
-        f"{'e.scope, ' if several else ''}e.props, {far}.id, {far}.label, {'k.scope, ' if several else ''}k.name "
-        f"FROM edge e JOIN node {far} ON {far}.pk = e.{far_end} "
-        f"LEFT JOIN entity k ON k.node = CASE WHEN {far}.label = '{ENTITY}' THEN {far}.pk END "
-        f"WHERE e.{near_end} IN ({listed}){filters} AND e.scope IN ({scopes}) AND {far}.scope IN ({scopes})"
-        for far, far_end, near_end in (("d", "dst", "src"), ("s", "src", "dst"))
-    ]
-    padding = ", NULL" * (9 if several else 7)
+    ways = around_ways(f"IN ({listed})", "?" if valid else "", marks(scope_count), scope_count > 1)
+    padding = ", NULL" * (9 if scope_count > 1 else 7)
     access = f"SELECT node, NULL, NULL, count, last_at{padding} FROM node_access WHERE node IN ({listed})"
     return " UNION ALL ".join([*ways, access])
 
@@ -271,6 +277,66 @@ def _pairs_reached(rows: list[Any], ends: Mapping[int, str]) -> list[tuple[Edge,
         )
         for r in rows
     ]
+
+
+class AroundRows:
+    """`edges_around`'s result, read from its statement's rows (and `entity_around`'s)."""
+
+    __slots__ = ("access", "found", "keys", "labels", "nodes", "one")
+
+    def __init__(self, nodes: Mapping[int, str], scopes: Sequence[str]) -> None:
+        self.nodes = nodes
+        self.found: dict[int, Edge] = {}
+        self.labels: dict[int, str] = {}
+        self.keys: dict[int, EntityKey] = {}
+        self.access: dict[int, AccessStats] = {}
+        # One scope read: the rows leave the scopes out (`_edges_around_sql`).
+        self.one = scopes[0] if len(scopes) == 1 else None
+
+    def read(self, rows: Iterable[Sequence[Any]]) -> None:
+        nodes, found, labels, keys, access, one = self.nodes, self.found, self.labels, self.keys, self.access, self.one
+        for row in rows:
+            if one is None:
+                pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, scope, props, far_id, label = row[:12]
+                key_scope, name = row[12], row[13]
+            else:
+                pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, name = row
+                scope = key_scope = one
+            if src is None:
+                access[pk] = AccessStats(valid_from, valid_to)
+                continue
+            if pk in found:
+                continue
+            # Found leaving one of the nodes when its source is one (its other end may be
+            # one too: then both ids are known already).
+            if src in nodes:
+                far = dst
+                src_id, dst_id = nodes[src], nodes.get(dst, far_id)
+            else:
+                far = src
+                src_id, dst_id = far_id, nodes[dst]
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                src_id,
+                dst_id,
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+            if far not in nodes:
+                labels[far] = label
+                if name is not None:
+                    keys[far] = EntityKey(far, far_id, key_scope, name)
+
+    def result(self) -> EdgesAround:
+        found = self.found
+        return EdgesAround([found[pk] for pk in sorted(found)], self.labels, self.keys, self.access)
 
 
 class EdgeReads:
@@ -482,60 +548,18 @@ class EdgeReads:
     def edges_around(self, nodes: Mapping[int, str], *, valid_at: int | None, scopes: Sequence[str]) -> EdgesAround:
         """A detailed look-up's edges, their other ends' labels and keys, and its nodes'
         access statistics, in one statement (per 300 nodes)."""
-        found: dict[int, Edge] = {}
-        labels: dict[int, str] = {}
-        keys: dict[int, EntityKey] = {}
-        access: dict[int, AccessStats] = {}
         if not nodes or not scopes:
-            return EdgesAround([], labels, keys, access)
+            return EdgesAround([], {}, {}, {})
         valid = [] if valid_at is None else [valid_at, valid_at]
+        around = AroundRows(nodes, scopes)
         for chunk in chunks(list(nodes), 300):
             way_params = [*chunk, *valid, *scopes, *scopes]
-            rows = self.conn.execute(
-                _edges_around_sql(len(chunk), valid_at is not None, len(scopes)), [*way_params, *way_params, *chunk]
-            ).fetchall()
-            one = scopes[0] if len(scopes) == 1 else None
-            for row in rows:
-                if one is None:
-                    pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, scope, props, far_id, label = row[
-                        :12
-                    ]
-                    key_scope, name = row[12], row[13]
-                else:
-                    pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, name = row
-                    scope = key_scope = one
-                if src is None:
-                    access[pk] = AccessStats(valid_from, valid_to)
-                    continue
-                if pk in found:
-                    continue
-                # Found leaving one of the nodes when its source is one (its other end may be
-                # one too: then both ids are known already).
-                if src in nodes:
-                    far = dst
-                    src_id, dst_id = nodes[src], nodes.get(dst, far_id)
-                else:
-                    far = src
-                    src_id, dst_id = far_id, nodes[dst]
-                found[pk] = edge_of(
-                    pk,
-                    edge_id,
-                    src_id,
-                    dst_id,
-                    kind,
-                    scope,
-                    {} if props == "{}" else props_of(props),
-                    valid_from,
-                    valid_to,
-                    created_at,
-                    src,
-                    dst,
-                )
-                if far not in nodes:
-                    labels[far] = label
-                    if name is not None:
-                        keys[far] = EntityKey(far, far_id, key_scope, name)
-        return EdgesAround([found[pk] for pk in sorted(found)], labels, keys, access)
+            around.read(
+                self.conn.execute(
+                    _edges_around_sql(len(chunk), valid_at is not None, len(scopes)), [*way_params, *way_params, *chunk]
+                ).fetchall()
+            )
+        return around.result()
 
     def edges_walked(
         self,

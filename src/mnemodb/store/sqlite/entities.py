@@ -8,6 +8,7 @@ the one (`_CANONICAL`).
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,6 +16,8 @@ from typing import Any
 
 from mnemodb.model.records import Entity, Relation, entity_of, relation_of
 from mnemodb.store.base import (
+    AccessStats,
+    EdgesAround,
     EntityFieldWeights,
     EntityKey,
     EntityLink,
@@ -23,6 +26,7 @@ from mnemodb.store.base import (
     ScoredPk,
     TextClause,
 )
+from mnemodb.store.sqlite.edges import AroundRows, around_ways
 from mnemodb.store.sqlite.sql import (
     KEYS_FIRST,
     edge_visible,
@@ -78,6 +82,27 @@ _NAMES_MOST = 256
 """Names a statement of `entity_keys_named` looks up."""
 
 
+@functools.lru_cache(maxsize=64)
+def _entity_around_sql(valid: bool, scope_count: int) -> str:
+    """`entity_around`'s statement: the entity the name means (`entity_by_name`'s row with
+    its access statistics, laid out in `edges_around`'s columns: its id, text, where a
+    target's pk goes), then `_edges_around_sql`'s ways for it. Each part finds the entity
+    by its name again, a look-up of the name's index entry: a second statement (its call
+    from Python, its parameters bound, its rows fetched) costs more, and so does a part of
+    its own for the access statistics. Its parameters, numbered: the name (1), the scopes
+    (2 on), then the validity instant when `valid`."""
+    scopes = ", ".join(f"?{i}" for i in range(2, 2 + scope_count))
+    node = f"(SELECT node FROM entity WHERE name = ?1 AND scope IN ({scopes}) ORDER BY node LIMIT 1)"
+    several = scope_count > 1
+    entity = (
+        "SELECT n.pk, a.count, n.id, n.created_at, n.updated_at, n.scope, e.name, e.entity_type, n.props, e.extra, "
+        f"t.c3, a.last_at{', NULL, NULL' if several else ''} FROM entity e JOIN node n ON n.pk = e.node "
+        f"LEFT JOIN {_ENTITY_OBSERVATIONS} LEFT JOIN node_access a ON a.node = e.node WHERE e.node = {node}"
+    )
+    ways = around_ways(f"= {node}", f"?{2 + scope_count}" if valid else "", scopes, several)
+    return " UNION ALL ".join([entity, *ways])
+
+
 class EntityReads:
     conn: sqlite3.Connection
 
@@ -116,6 +141,46 @@ class EntityReads:
             )
             for r in rows
         ]
+
+    def entity_around(
+        self, scopes: Sequence[str], name: str, *, valid_at: int | None
+    ) -> tuple[Entity, EdgesAround] | None:
+        """`entity_by_name`, then `edges_around` of that entity, in one statement."""
+        if not scopes:
+            return None
+        params: list[Any] = [name, *scopes]
+        if valid_at is not None:
+            params.append(valid_at)
+        rows = self.conn.execute(_entity_around_sql(valid_at is not None, len(scopes)), params).fetchall()
+        if not rows:  # no such name: no entity row, and no edges of it either
+            return None
+        # The entity's row (an id, text, in the target's place) is the first part's, read
+        # first: SQLite runs a compound's parts in order, without promising it.
+        row = rows[0]
+        rest = rows[1:]
+        if type(row[2]) is not str:
+            row = next(r for r in rows if type(r[2]) is str)
+            rest = [r for r in rows if r is not row]
+        pk, count, node_id, created_at, updated_at, scope, entity_name, entity_type, props, extra, stored, last = row[
+            :12
+        ]
+        entity = entity_of(
+            pk,
+            node_id,
+            scope,
+            entity_name,
+            entity_type,
+            tuple(json_arrays((stored,))[0]) if stored is not None else self.observations_of([pk]).get(pk, ()),
+            _json_object(props),
+            created_at,
+            updated_at,
+            _json_object(extra),
+        )
+        around = AroundRows({pk: node_id}, scopes)
+        if count is not None:
+            around.access[pk] = AccessStats(count, last)
+        around.read(rest)
+        return entity, around.result()
 
     def observations_of(self, pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
         out: dict[int, list[str]] = {}

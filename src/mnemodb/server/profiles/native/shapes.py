@@ -73,18 +73,18 @@ def item_shape(item: Item, *, full: bool = False) -> dict[str, Any]:
     return out
 
 
-def _label(item: Item | EntityKey) -> str:
-    """How a relation's end is shown: an entity (or its key) by name, a memory by id."""
-    return item.id if isinstance(item, Memory) else item.name
-
-
 def relation_shape(edge: Edge, ends: Mapping[int, Item | EntityKey]) -> dict[str, Any]:
-    """A relation; an end missing from `ends` is shown by the id the relation holds."""
+    """A relation, each end shown as it is in `ends`: an entity (or its key) by name, a
+    memory by id; an end missing from `ends` by the id the relation holds."""
+    # Each end looked up once and shown here, not by a function of its own: a walk shapes
+    # dozens of relations a call.
+    src = ends.get(edge.src_pk)
+    dst = ends.get(edge.dst_pk)
     out: dict[str, Any] = {
         "id": edge.id,
         "type": edge.type,
-        "from": _label(ends[edge.src_pk]) if edge.src_pk in ends else edge.src,
-        "to": _label(ends[edge.dst_pk]) if edge.dst_pk in ends else edge.dst,
+        "from": edge.src if src is None else src.id if isinstance(src, Memory) else src.name,
+        "to": edge.dst if dst is None else dst.id if isinstance(dst, Memory) else dst.name,
         "valid_from": iso(edge.valid_from),
     }
     if edge.valid_to is not None:

@@ -187,6 +187,10 @@ class EntityReads:
             f"LEFT JOIN entity_text t ON t.node = e.node WHERE {where}",
             params,
         ).fetchall()
+        return self._entities_of(rows)
+
+    def _entities_of(self, rows: Sequence[Sequence[Any]]) -> list[Entity]:
+        """The entities of rows of `_ENTITY_COLUMNS`."""
         missing = [r[0] for r in rows if r[9] is None]
         observations = self.observations_of(missing) if missing else {}
         return [
@@ -237,18 +241,10 @@ class EntityReads:
         if row is None:
             return None
         _, pk, _, _, created_at, updated_at, _, node_id, entity_type, scope, props, extra, items, _, entity_name = row
-        entity = Entity(
-            pk=pk,
-            id=got(node_id),
-            scope=got(scope),
-            name=got(entity_name),
-            entity_type=got(entity_type),
-            observations=tuple(json.loads(items)) if items is not None else self.observations_of([pk]).get(pk, ()),
-            props=_json_object(props),
-            created_at=created_at,
-            updated_at=updated_at,
-            extra=_json_object(extra),
-        )
+        # In `_ENTITY_COLUMNS`' order.
+        entity = self._entities_of(
+            [(pk, node_id, scope, entity_name, entity_type, props, created_at, updated_at, extra, items)]
+        )[0]
         return entity, around_of((r for r in rows if r[0] != 3), {pk: entity.id})
 
     def entity_by_name_nocase(self, scopes: Sequence[str], name: str) -> Entity | None:

@@ -118,6 +118,10 @@ class EntityReads:
         ).fetchall()
         if not rows:  # a look-up of a name that is not there
             return []
+        return self._entities_of(rows)
+
+    def _entities_of(self, rows: Sequence[Sequence[Any]]) -> list[Entity]:
+        """The entities of rows of `_ENTITY_COLUMNS`."""
         missing = [r[0] for r in rows if r[9] is None]
         observations = self.observations_of(missing) if missing else {}
         # The observation arrays are decoded in one call rather than one call a row: a
@@ -164,18 +168,10 @@ class EntityReads:
         pk, count, node_id, created_at, updated_at, scope, entity_name, entity_type, props, extra, stored, last = row[
             :12
         ]
-        entity = entity_of(
-            pk,
-            node_id,
-            scope,
-            entity_name,
-            entity_type,
-            tuple(json_arrays((stored,))[0]) if stored is not None else self.observations_of([pk]).get(pk, ()),
-            _json_object(props),
-            created_at,
-            updated_at,
-            _json_object(extra),
-        )
+        # In `_ENTITY_COLUMNS`' order.
+        entity = self._entities_of(
+            [(pk, node_id, scope, entity_name, entity_type, props, created_at, updated_at, extra, stored)]
+        )[0]
         around = AroundRows({pk: node_id}, scopes)
         if count is not None:
             around.access[pk] = AccessStats(count, last)

@@ -12,7 +12,7 @@ import pytest
 
 from engine.test_items import ent, mem, rel
 from mnemodb.engine import Engine
-from mnemodb.model.ids import SHARED
+from mnemodb.model.ids import SHARED, new_ulid
 from mnemodb.model.records import Direction, Memory
 from mnemodb.store.sqlite import SqliteStore
 from support import Clock
@@ -199,7 +199,9 @@ def test_a_memory_search_reads_its_winners_with_their_tags_in_one_statement(lite
     assert len(winners) == 1 and "json_group_array(t.tag)" in winners[0]
 
 
-def _traversal_hops(lite: Engine, direction: Direction, max_hops: int) -> tuple[int, str, list[str], list[str]]:
+def _traversal_hops(
+    lite: Engine, direction: Direction, max_hops: int, scopes: tuple[str, ...] = (SHARED,)
+) -> tuple[int, str, list[str], list[str]]:
     """Bob's key and id, the statements of a traversal from Bob, and those among them that
     read a hop."""
     _chain(lite)
@@ -208,10 +210,44 @@ def _traversal_hops(lite: Engine, direction: Direction, max_hops: int) -> tuple[
     bob = lite.items.get(["Bob"])[0]
     assert bob is not None
     _, statements = _statements(
-        lite, lambda: lite.nodes.traverse(bob.id, max_hops=max_hops, direction=direction, scopes=[SHARED])
+        lite, lambda: lite.nodes.traverse(bob.id, max_hops=max_hops, direction=direction, scopes=list(scopes))
     )
-    hops = [s for s in statements if " m.content, m.importance, m.memory_type, m.summary, n.name" in s]
+    hops = [s for s in statements if " ifnull(m.content, n.name), ifnull(m.importance, n.entity_type)" in s]
     return bob.pk, bob.id, statements, hops
+
+
+def _selected(statement: str) -> list[str]:
+    """The columns each part of a statement's UNION ALL selects."""
+    return [part.split("SELECT ", 1)[1].split(" FROM ", 1)[0] for part in statement.split(" UNION ALL ")]
+
+
+@pytest.mark.parametrize("direction", ["out", "in", "both"])
+def test_a_traversal_in_one_scope_reads_no_scope_of_the_edges_and_nodes_it_reaches(
+    lite: Engine, direction: Direction
+) -> None:
+    # Each column of each row is a call into SQLite (and the interpreter's lock let go and
+    # taken back): with one scope read, every edge and far end is in it.
+    _, _, _, hops = _traversal_hops(lite, direction, 2)
+    assert len(hops) == 2
+    start, *first = _selected(hops[0])
+    assert len(first) == (2 if direction == "both" else 1)
+    assert all("scope" not in columns for columns in [*first, *_selected(hops[1])])
+    # The start's own row reads its scope: the caller tests it.
+    assert start.count("scope") == 1
+    # A memory's columns and an entity's share places: a node has one of the two rows.
+    assert all("n.name" not in columns.replace("ifnull(m.content, n.name)", "") for columns in _selected(hops[1]))
+
+
+def test_a_traversal_in_several_scopes_reads_the_scopes_of_what_it_reaches(lite: Engine) -> None:
+    other = new_ulid()
+    _, bob, _, hops = _traversal_hops(lite, "both", 2, (SHARED, other))
+    assert len(hops) == 2
+    for columns in _selected(hops[1]):
+        assert columns.count("scope") == 2  # the edge's and the far end's
+    # The same nodes and edges, in the same scope, whether the rows tell it or the one scope read does.
+    one = lite.nodes.traverse(bob, scopes=[SHARED])
+    two = lite.nodes.traverse(bob, scopes=[SHARED, other])
+    assert one == two and {n.scope for n in one[0]} | {e.scope for e in one[1]} == {SHARED}
 
 
 @pytest.mark.parametrize("direction", ["out", "in", "both"])

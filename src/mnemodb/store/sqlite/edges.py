@@ -4,14 +4,15 @@ into the store's read and write transactions."""
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from mnemodb.model.records import ENTITY, Direction, Edge, NewEdgeRow, Node, Props, edge_of
+from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, NewEdgeRow, Node, Props, edge_of, node_of
 from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
-from mnemodb.store.sqlite.nodes import node_view, view_joins
+from mnemodb.store.sqlite.nodes import view_joins
 from mnemodb.store.sqlite.sql import (
     KEYS_FIRST,
     chunks,
@@ -43,27 +44,85 @@ _START_WAY = 2
 """The `way` column of the row of `edges_reached_from_id`'s node itself."""
 
 
-def _reaching(way: int, far: str, near_end: str, far_end: str, start: int) -> str:
+def _reaching(way: int, far: str, near_end: str, far_end: str, start: int, scoped: bool) -> str:
     """The head of `edges_reached`'s statement for one way of following an edge (0: out of
-    its source, 1: into its target): each edge with the view of its `far` end (the
-    columns of `nodes.node_view`), from its `near_end` column's nodes, found as `start`
-    says. The near end is not joined: the caller knows its id, and that it is visible."""
+    its source, 1: into its target): each edge with the view of its `far` end, from its
+    `near_end` column's nodes, found as `start` says, its columns as `_R_PK` to
+    `_R_FAR_SCOPE` say (the edge's and the far end's scopes only when `scoped`). The near
+    end is not joined: the caller knows its id, and that it is visible."""
     near = {_FROM_KEY: "?", _FROM_KEYS: "j.value", _FROM_ID: "(SELECT pk FROM node WHERE id = ?)"}[start]
     return (
-        "SELECT e.pk, e.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst, "
-        f"{far}.pk, {far}.id, {far}.scope, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, "
-        f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {way} "
+        f"SELECT e.pk, e.id, e.type, e.props, e.valid_from, e.valid_to, e.created_at, e.{near_end}, e.{far_end}, "
+        f"{far}.id, {far}.label, {far}.props, {far}.created_at, {far}.updated_at, {_KIND_COLUMNS}, {way}"
+        f"{f', e.scope, {far}.scope' if scoped else ''} "
         f"FROM {KEYS_FIRST if start == _FROM_KEYS else ''}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"{view_joins(far, 'm', 'n')} WHERE e.{near_end} = {near}"
     )
 
 
-# The row of `edges_reached_from_id`'s node: its view where the others have their far end's.
-_START_ROW = (
-    f"SELECT {', '.join(['NULL'] * 10)}, s.pk, s.id, s.scope, s.label, s.props, s.created_at, s.updated_at, "
-    f"m.content, m.importance, m.memory_type, m.summary, n.name, n.entity_type, {_START_WAY} "
-    f"FROM node s {view_joins('s', 'm', 'n')} WHERE s.id = ?"
-)
+# The columns of `edges_reached`'s rows. Each column of each row is a call into SQLite, and
+# Python's sqlite3 module (3.11) lets go of the interpreter's lock and takes it back around
+# the first of them: a few hundred instructions a column, whatever its value. So no column
+# is read that the rest of the row tells: the far end's key is the edge's far column; a
+# node has a memory row or an entity row, never both (its label tells which), so their
+# columns share places; and with one scope read, the edge and the far end are in it (the
+# statement tests both), so their scopes are not read.
+_R_PK, _R_ID, _R_TYPE, _R_PROPS, _R_FROM, _R_TO, _R_CREATED, _R_NEAR, _R_FAR = range(9)
+_R_FAR_ID, _R_LABEL, _R_FAR_PROPS, _R_FAR_CREATED, _R_FAR_UPDATED = range(9, 14)
+_R_TEXT, _R_NUMBER, _R_MEMORY_TYPE, _R_SUMMARY, _R_WAY, _R_SCOPE, _R_FAR_SCOPE = range(14, 21)
+_KIND_COLUMNS = "ifnull(m.content, n.name), ifnull(m.importance, n.entity_type), m.memory_type, m.summary"
+"""`_R_TEXT` to `_R_SUMMARY`: a memory's content, importance, type and summary, or an
+entity's name and type (`nodes.view_joins` joins one of the two rows at most)."""
+
+
+_R_START_SCOPE = _R_TYPE
+"""Where the row of `edges_reached_from_id`'s node has its scope, whatever scopes are read:
+the statement does not test it (the caller does)."""
+
+
+def _start_row(scoped: bool) -> str:
+    """The row of `edges_reached_from_id`'s node: its view where the others have their far
+    end's (its key in `_R_FAR`), its scope in `_R_START_SCOPE`."""
+    return (
+        f"SELECT NULL, NULL, s.scope, {', '.join(['NULL'] * 5)}, s.pk, s.id, s.label, s.props, s.created_at, "
+        f"s.updated_at, {_KIND_COLUMNS}, {_START_WAY}{', NULL, s.scope' if scoped else ''} "
+        f"FROM node s {view_joins('s', 'm', 'n')} WHERE s.id = ?"
+    )
+
+
+def _reached_view(r: Sequence[Any], scope: str | None) -> Node:
+    """The far end's view of an `edges_reached` row (or the start node's, of its row), the
+    one `nodes.node_view` builds of a node's own columns; `scope` is the one scope read, if
+    one was."""
+    props: dict[str, Any] = {}
+    label = r[_R_LABEL]
+    text = r[_R_TEXT]
+    if text is not None:
+        if label == MEMORY:
+            props["content"] = text
+            if r[_R_NUMBER]:
+                props["importance"] = r[_R_NUMBER]
+            if r[_R_MEMORY_TYPE] != "general":
+                props["memory_type"] = r[_R_MEMORY_TYPE]
+            if r[_R_SUMMARY] is not None:
+                props["summary"] = r[_R_SUMMARY]
+        else:  # an entity's: no other label has a row joined
+            props["name"] = text
+            if r[_R_NUMBER]:
+                props["entityType"] = r[_R_NUMBER]
+    own = r[_R_FAR_PROPS]
+    if own and own != "{}":
+        for key, value in json.loads(own).items():
+            props.setdefault(key, value)
+    return node_of(
+        r[_R_FAR],
+        r[_R_FAR_ID],
+        r[_R_FAR_SCOPE] if scope is None else scope,
+        label,
+        props,
+        r[_R_FAR_CREATED],
+        r[_R_FAR_UPDATED],
+    )
 
 
 # (the directions that take this way, the far end's alias, the near end's and the far end's columns)
@@ -99,11 +158,12 @@ def _edges_reached_sql(
     Lists on the right of `IN` made SQLite build a b-tree of them on every run: of the
     frontier, each way, and of the nodes left out. A two-hop traversal's second hop
     built three, which cost more than its look-ups."""
-    parts: list[str] = [_START_ROW] if start == _FROM_ID else []
+    scoped = scope_count != 1
+    parts: list[str] = [_start_row(scoped)] if start == _FROM_ID else []
     for way, (directions, far, near_end, far_end) in enumerate(_REACHING):
         if direction not in directions:
             continue
-        part = _reaching(way, far, near_end, far_end, start)
+        part = _reaching(way, far, near_end, far_end, start, scoped)
         if valid:
             part += " AND e.valid_from <= ? AND (e.valid_to IS NULL OR e.valid_to > ?)"
         if scope_count is not None:
@@ -121,7 +181,7 @@ def _edges_reached_sql(
 
 _PK = attrgetter("pk")
 # `edges_reached`'s rows in edge order, out before in.
-_EDGE_AND_WAY = itemgetter(0, 23)
+_EDGE_AND_WAY = itemgetter(_R_PK, _R_WAY)
 
 
 def _visible(count: int) -> str:
@@ -253,30 +313,35 @@ def _props_text(props: Props) -> str:
     return dumps(dict(props)) if props else "{}"
 
 
-def _pairs_reached(rows: list[Any], ends: Mapping[int, str]) -> list[tuple[Edge, Node]]:
+def _pairs_reached(rows: list[Any], ends: Mapping[int, str], scope: str | None) -> list[tuple[Edge, Node]]:
     """`edges_reached`'s pairs of its statement's rows (those of edges), in edge order, out
-    before in; the near end's id from `ends`."""
+    before in; the near end's id from `ends`; `scope` the one scope read, if one was."""
     rows.sort(key=_EDGE_AND_WAY)
     return [
         (
             edge_of(
-                r[0],
-                r[1],
-                ends[r[8]] if r[23] == 0 else r[11],
-                r[11] if r[23] == 0 else ends[r[9]],
-                r[2],
-                r[3],
-                {} if r[4] == "{}" else props_of(r[4]),
-                r[5],
-                r[6],
-                r[7],
-                r[8],
-                r[9],
+                r[_R_PK],
+                r[_R_ID],
+                ends[r[_R_NEAR]] if r[_R_WAY] == 0 else r[_R_FAR_ID],
+                r[_R_FAR_ID] if r[_R_WAY] == 0 else ends[r[_R_NEAR]],
+                r[_R_TYPE],
+                r[_R_SCOPE] if scope is None else scope,
+                {} if r[_R_PROPS] == "{}" else props_of(r[_R_PROPS]),
+                r[_R_FROM],
+                r[_R_TO],
+                r[_R_CREATED],
+                r[_R_NEAR] if r[_R_WAY] == 0 else r[_R_FAR],
+                r[_R_FAR] if r[_R_WAY] == 0 else r[_R_NEAR],
             ),
-            node_view(r[10:23]),
+            _reached_view(r, scope),
         )
         for r in rows
     ]
+
+
+def _one_scope(scopes: Sequence[str] | None) -> str | None:
+    """The scope of every row `edges_reached` reads in `scopes`, when they name one alone."""
+    return scopes[0] if scopes is not None and len(scopes) == 1 else None
 
 
 class AroundRows:
@@ -494,7 +559,7 @@ class EdgeReads:
             )
             near = json_keys(chunk) if start == _FROM_KEYS else chunk[0]
             rows += self.conn.execute(sql, [near, *filters] * ways).fetchall()
-        return _pairs_reached(rows, ends)
+        return _pairs_reached(rows, ends, _one_scope(scopes))
 
     def edges_reached_from_id(
         self,
@@ -519,10 +584,10 @@ class EdgeReads:
         )
         ways = sum(direction in directions for directions, _, _, _ in _REACHING)
         rows = self.conn.execute(sql, [node_id, *[node_id, *filters] * ways]).fetchall()
-        if not rows or rows[0][23] != _START_WAY:
+        if not rows or rows[0][_R_WAY] != _START_WAY:
             return None, []
-        start = node_view(rows[0][10:23])
-        return start, _pairs_reached(rows[1:], {start.pk: start.id})
+        start = _reached_view(rows[0], rows[0][_R_START_SCOPE])
+        return start, _pairs_reached(rows[1:], {start.pk: start.id}, _one_scope(scopes))
 
     @staticmethod
     def _reached_filters(

@@ -4,15 +4,14 @@ into the store's read and write transactions."""
 from __future__ import annotations
 
 import functools
-import json
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from mnemodb.model.records import ENTITY, MEMORY, Direction, Edge, NewEdgeRow, Node, Props, edge_of, node_of
+from mnemodb.model.records import ENTITY, Direction, Edge, NewEdgeRow, Node, Props, edge_of, node_of
 from mnemodb.store.base import AccessStats, EdgesAround, EdgesWalked, EntityKey, NodeReached
-from mnemodb.store.sqlite.nodes import view_joins
+from mnemodb.store.sqlite.nodes import view_joins, view_props
 from mnemodb.store.sqlite.sql import (
     KEYS_FIRST,
     chunks,
@@ -91,29 +90,10 @@ def _start_row(scoped: bool) -> str:
 
 
 def _reached_view(r: Sequence[Any], scope: str | None) -> Node:
-    """The far end's view of an `edges_reached` row (or the start node's, of its row), the
-    one `nodes.node_view` builds of a node's own columns; `scope` is the one scope read, if
-    one was."""
-    props: dict[str, Any] = {}
+    """The far end's view of an `edges_reached` row (or the start node's, of its row);
+    `scope` is the one scope read, if one was."""
     label = r[_R_LABEL]
-    text = r[_R_TEXT]
-    if text is not None:
-        if label == MEMORY:
-            props["content"] = text
-            if r[_R_NUMBER]:
-                props["importance"] = r[_R_NUMBER]
-            if r[_R_MEMORY_TYPE] != "general":
-                props["memory_type"] = r[_R_MEMORY_TYPE]
-            if r[_R_SUMMARY] is not None:
-                props["summary"] = r[_R_SUMMARY]
-        else:  # an entity's: no other label has a row joined
-            props["name"] = text
-            if r[_R_NUMBER]:
-                props["entityType"] = r[_R_NUMBER]
-    own = r[_R_FAR_PROPS]
-    if own and own != "{}":
-        for key, value in json.loads(own).items():
-            props.setdefault(key, value)
+    props = view_props(label, r[_R_TEXT], r[_R_NUMBER], r[_R_MEMORY_TYPE], r[_R_SUMMARY], r[_R_FAR_PROPS])
     return node_of(
         r[_R_FAR],
         r[_R_FAR_ID],

@@ -27,11 +27,7 @@ from mnemodb.store.base import (
 from mnemodb.store.sqlite.changes import CHANGE_COLUMNS, change_of
 from mnemodb.store.sqlite.sql import chunks, dumps, fts_any, marks, padded
 
-__all__ = ["NodeReads", "NodeWrites", "view_joins"]
-
-
-def _json_object(text: str | None) -> dict[str, Any]:
-    return {} if not text or text == "{}" else dict(json.loads(text))
+__all__ = ["NodeReads", "NodeWrites", "view_joins", "view_props"]
 
 
 def _index_name(label: str, prop: str) -> str:
@@ -77,28 +73,40 @@ def view_joins(node: str, memory: str, entity: str) -> str:
 _VIEW_FROM = f"node n {view_joins('n', 'm', 'e')}"
 
 
-def _view(row: Sequence[Any]) -> Node:
+def view_props(
+    label: str, text: str | None, number: Any, memory_type: str | None, summary: str | None, own: str | None
+) -> dict[str, Scalar]:
+    """A node's properties as the property-graph face shows them: a memory's (`label`
+    MEMORY) `text` as its content, `number` as its importance, then its type and summary;
+    an entity's `text` as its name and `number` as its type; then the node's own stored
+    properties (`own`, their JSON text). `text` is None for a node with neither row. The
+    one place that decides it, for every statement's column layout."""
     props: dict[str, Scalar] = {}
+    if text is not None:
+        if label == MEMORY:
+            props["content"] = text
+            if number:
+                props["importance"] = number
+            if memory_type is not None and memory_type != "general":
+                props["memory_type"] = memory_type
+            if summary is not None:
+                props["summary"] = summary
+        else:  # an entity: no other label has a row of its own
+            props["name"] = text
+            if number:
+                props["entityType"] = number
+    if own and own != "{}":
+        for key, value in json.loads(own).items():
+            props.setdefault(key, value)
+    return props
+
+
+def _view(row: Sequence[Any]) -> Node:
     if row[7] is not None:  # a memory
-        props["content"] = row[7]
-        if row[8]:
-            props["importance"] = row[8]
-        if row[9] != "general":
-            props["memory_type"] = row[9]
-        if row[10] is not None:
-            props["summary"] = row[10]
-    if row[11] is not None:  # an entity
-        props["name"] = row[11]
-        if row[12]:
-            props["entityType"] = row[12]
-    for key, value in _json_object(row[4]).items():
-        props.setdefault(key, value)
+        props = view_props(MEMORY, row[7], row[8], row[9], row[10], row[4])
+    else:
+        props = view_props(ENTITY, row[11], row[12], None, None, row[4])
     return node_of(row[0], row[1], row[2], row[3], props, row[5], row[6])
-
-
-# A node's view from `_VIEW_COLUMNS`, or other columns in their order: for the mixins that
-# read nodes beside their own rows (an edge and the node it leads to).
-node_view = _view
 
 
 def _same_scalar(shown: Any, value: str | int | bool) -> bool:

@@ -21,6 +21,12 @@ been copied. Writes that never pause can leave the thread no such moment; once t
 holds `FALLBACK_PAGES` pages in all, the writer copies what is left itself after its
 commit (waiting for the thread's checkpoint, if one runs), as SQLite's own checkpoint did
 at 1,000, and the next write starts the log again. So the log stays under about 16 MB.
+
+The same thread merges the segments of the full-text indexes (`segments.py`): every
+`MERGE_COMMITS` commits, and once at open when an index needs it. A merge is a write; the
+thread runs it in short steps, each taking the store's write lock in turn with the callers
+(`turn`) and SQLite's write lock only when no other process holds it, so a caller waits at
+most one step and a writer of another process is never refused for it.
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable
 
-__all__ = ["FALLBACK_PAGES", "PAGES", "Checkpointer"]
+from mnemodb.store.sqlite.segments import INDEXES, merge, needs_merge
+
+__all__ = ["FALLBACK_PAGES", "MERGE_COMMITS", "PAGES", "Checkpointer"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +50,15 @@ PAGES = 1000
 """Pages in the log not yet in the database that wake the thread: SQLite's own default mark."""
 FALLBACK_PAGES = 4 * PAGES
 """Pages in the log (copied or not) past which the writer copies what is left itself."""
+MERGE_COMMITS = 4
+"""Commits after which the thread looks at the full-text indexes' segments: each commit
+that writes to an index adds one, and FTS5's own merging keeps a few of each size."""
+_TURN_WAIT_S = 0.05
+"""How long the thread waits for the store's write lock before a merge step: the commit
+that woke it still holds the lock; a longer write goes first, and the next wake retries."""
+_YIELD_S = 0.001
+"""The pause after each merge step, in which a caller waiting for the write lock takes it
+(a lock released and at once taken again by the same thread would not let it)."""
 
 # The log's shared-memory index (the `-shm` file; https://www.sqlite.org/walformat.html):
 # a 48-byte header, a second copy of it, then the checkpoint information. Its integers are
@@ -59,10 +77,21 @@ class Checkpointer:
     called by the writer after each commit; `close` before the writer's connection closes
     (so that connection, the last to close, still folds the log into the file)."""
 
-    def __init__(self, path: str, connect: Callable[[], sqlite3.Connection], index_fd: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        connect: Callable[[], sqlite3.Connection],
+        index_fd: int,
+        turn: threading.RLock | None = None,
+    ) -> None:
         self._path = path
         self._connect = connect
         self._index_fd = index_fd
+        self._turn = turn
+        """The store's write lock, when the thread merges the full-text indexes."""
+        self._commits = 0
+        self._copy_due = False
+        self._merge_due = False
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -71,14 +100,17 @@ class Checkpointer:
         """Held by whichever thread is running a checkpoint."""
 
     @classmethod
-    def open(cls, path: str, connect: Callable[[], sqlite3.Connection]) -> Checkpointer | None:
+    def open(
+        cls, path: str, connect: Callable[[], sqlite3.Connection], turn: threading.RLock | None = None
+    ) -> Checkpointer | None:
         """A checkpointer for the database at `path`, or None when its log's index cannot be
-        read (then the writer keeps SQLite's automatic checkpoint as it is)."""
+        read (then the writer keeps SQLite's automatic checkpoint as it is). With `turn`
+        (the store's write lock), it also merges the full-text indexes' segments."""
         try:
             fd = os.open(path + "-shm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError:
             return None
-        checkpointer = cls(path, connect, fd)
+        checkpointer = cls(path, connect, fd, turn)
         if checkpointer.pending() is None:
             os.close(fd)
             return None
@@ -104,12 +136,18 @@ class Checkpointer:
 
     def committed(self, writer: sqlite3.Connection) -> None:
         """After a commit on `writer`, outside its transaction: wake the thread once the log
-        holds `PAGES` pages to copy; past `FALLBACK_PAGES` in all, copy them on `writer`,
-        once the thread's checkpoint (if one runs) is over."""
+        holds `PAGES` pages to copy, or every `MERGE_COMMITS` commits to merge; past
+        `FALLBACK_PAGES` in all, copy them on `writer`, once the thread's checkpoint (if
+        one runs) is over."""
         index = self._index()
         if index is None or self._stopping:
             return
         frames, pending = index
+        # Counted under the store's write lock, which every commit holds.
+        self._commits += 1
+        if self._turn is not None and self._commits >= MERGE_COMMITS:
+            self._commits = 0
+            self._merge_due = True
         if frames >= FALLBACK_PAGES and pending > 0:
             # Writes that never pause leave the thread no moment when the whole log is
             # copied, so the log never starts again from its beginning: the writer copies
@@ -120,9 +158,20 @@ class Checkpointer:
                     writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
                     log.debug("checkpoint of %s did not run: %s", self._path, exc)
-            return
-        if pending < PAGES:
-            return
+        elif pending >= PAGES:
+            self._copy_due = True
+        if self._copy_due or self._merge_due:
+            self._start()
+
+    def merge_soon(self) -> None:
+        """Have the thread look at the full-text indexes' segments now (a store just opened
+        on a file whose indexes need merging)."""
+        if self._turn is not None:
+            self._merge_due = True
+            self._start()
+
+    def _start(self) -> None:
+        """Wake the thread, started first if it is not running yet."""
         if self._thread is None:
             with self._lock:
                 if self._thread is None and not self._stopping:
@@ -137,21 +186,57 @@ class Checkpointer:
             log.warning("cannot open a connection to checkpoint %s: the writer checkpoints it", self._path)
             return
         try:
+            # The thread never waits for SQLite's write lock: a merge step finding it taken
+            # gives way (a checkpoint in PASSIVE mode waits for no lock anyway).
+            conn.execute("PRAGMA busy_timeout = 0")
             while True:
                 self._wake.wait()
                 self._wake.clear()
                 if self._stopping:
                     return
-                try:
-                    with self._checkpointing:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.Error as exc:
-                    # Busy (another process checkpointing), a full disk: the next commit past
-                    # the mark wakes this again, and the writer's own mark bounds the log.
-                    log.debug("checkpoint of %s did not run: %s", self._path, exc)
+                # Cleared before the work: a commit during it asks for it again.
+                copy, self._copy_due = self._copy_due, False
+                merging, self._merge_due = self._merge_due, False
+                if merging:
+                    self._merge(conn)
+                    # The merge's own pages, if they took the log past the mark.
+                    copy = copy or (self.pending() or 0) >= PAGES
+                if copy:
+                    self._checkpoint(conn)
+        except sqlite3.Error as exc:
+            log.warning("the checkpoint thread of %s stopped: %s", self._path, exc)
         finally:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        try:
+            with self._checkpointing:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            # Busy (another process checkpointing), a full disk: the next commit past
+            # the mark wakes this again, and the writer's own mark bounds the log.
+            log.debug("checkpoint of %s did not run: %s", self._path, exc)
+
+    def _merge(self, conn: sqlite3.Connection) -> None:
+        for index in INDEXES:
+            try:
+                if needs_merge(conn, index) and not merge(conn, index, self._take_turn, self._end_turn):
+                    return  # a writer holds the lock, or the store is closing: the next wake goes on
+            except sqlite3.Error as exc:
+                # A full disk, a damaged index: the merge is left as it was, which searches
+                # read as well, and tried again at the next wake.
+                log.debug("merging the segments of %s in %s did not run: %s", index, self._path, exc)
+                return
+
+    def _take_turn(self) -> bool:
+        turn = self._turn
+        return turn is not None and not self._stopping and turn.acquire(timeout=_TURN_WAIT_S)
+
+    def _end_turn(self) -> None:
+        if self._turn is not None:
+            self._turn.release()
+        time.sleep(_YIELD_S)
 
     def close(self) -> None:
         """Stop the thread (after the checkpoint it is running, if any) and close its connection."""

@@ -39,6 +39,7 @@ from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.memories import MemoryReads, MemoryWrites
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from mnemodb.store.sqlite.segments import INDEXES, needs_merge
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 from mnemodb.store.sqlite.transfer import TransferReads, TransferWrites
 
@@ -311,9 +312,14 @@ class SqliteStore:
         if not self._in_memory and not self.read_only:
             # The log's checkpoints on a thread of their own, off the writing calls' path,
             # instead of SQLite's automatic one in the commit (see checkpoint.py).
-            self._checkpointer = Checkpointer.open(self._path, self._connect)
+            # The same thread merges the full-text indexes' segments (see segments.py).
+            self._checkpointer = Checkpointer.open(self._path, self._connect, self._write_lock)
             if self._checkpointer is not None:
                 self._writer.execute("PRAGMA wal_autocheckpoint = 0")
+                # A file written by bulk imports, or by a process that stopped mid-merge.
+                with contextlib.suppress(sqlite3.Error):  # a damaged index: `check` says so
+                    if any(needs_merge(self._writer, index) for index in INDEXES):
+                        self._checkpointer.merge_soon()
 
     @property
     def vectors(self) -> VectorIndex:
@@ -651,7 +657,7 @@ class SqliteStore:
             page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
         if not self.read_only and version == SCHEMA_VERSION:
             # The full-text indexes' own check; it is a write statement that changes nothing.
-            for table in ("memory_fts", "entity_text", "entity_words", "entity_name_text", "node_text"):
+            for table in INDEXES:
                 try:
                     with self._write_tx() as tx:
                         tx.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")

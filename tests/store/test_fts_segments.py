@@ -1,0 +1,220 @@
+"""The full-text indexes are merged off the writing call's path: after many small write
+transactions each level of each index holds one segment once the store's thread has run;
+merging changes no search's results; a process killed during a merge step, or between
+two, leaves the indexes whole, and the next store to open the file finishes the merge."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mnemodb.engine import Engine
+from mnemodb.engine.items import Note
+from mnemodb.model.records import NewMemory
+from mnemodb.store.sqlite import checkpoint
+from mnemodb.store.sqlite.segments import INDEXES, levels, merge, needs_merge
+
+WORDS = [
+    "amber",
+    "basalt",
+    "cobalt",
+    "dune",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "iris",
+    "jasper",
+    "kelp",
+    "lagoon",
+    "marble",
+    "nectar",
+    "onyx",
+    "pebble",
+]
+QUERIES = ("amber", "cobalt fjord", "lagoon", "garnet OR onyx", "pebble iris", "ent")
+
+
+def _text(i: int) -> str:
+    """A sentence whose words differ from one memory to the next."""
+    return " ".join(WORDS[(i * k) % len(WORDS)] + str(i % (k + 3)) for k in range(1, 9)) + f" {WORDS[i % 16]}"
+
+
+def _write_singly(engine: Engine, start: int, count: int) -> None:
+    """One memory about one entity a transaction, as single `remember` calls write them."""
+    for i in range(start, start + count):
+        engine.items.remember([Note(NewMemory(_text(i)), about=(f"entity {WORDS[i % 16]} {i}",))])
+
+
+def _write_in_bulk(engine: Engine, start: int, count: int) -> None:
+    engine.items.remember([Note(NewMemory(_text(i) + " " + _text(i + 1))) for i in range(start, start + count)])
+
+
+def _structure(db: Path) -> dict[str, list[tuple[int, bool]]]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return {index: levels(conn, index) for index in INDEXES}
+
+
+def _unmerged(db: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return [index for index in INDEXES if needs_merge(conn, index)]
+
+
+def _found(db: Path) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    """Each query's rows and ranks in each index that holds text."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return {
+            (index, query): conn.execute(
+                f"SELECT rowid, rank FROM {index} WHERE {index} MATCH ? ORDER BY rank, rowid", (query,)
+            ).fetchall()
+            for index in INDEXES
+            if index != "node_text"
+            for query in QUERIES
+        }
+
+
+def _check_indexes(db: Path) -> None:
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        for index in INDEXES:
+            conn.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
+    """A guard against hanging, not a timing: the condition is what is tested."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture
+def unmerging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores that never look at their segments after a commit (only when opened)."""
+    monkeypatch.setattr(checkpoint, "MERGE_COMMITS", 1 << 40)
+
+
+def _written_unmerged(db: Path, bulk: bool = False) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    with Engine.open(str(db)) as engine:
+        _write_singly(engine, 0, 48)
+        if bulk:
+            # Two large segments on one level: merging them takes many steps of one page.
+            _write_in_bulk(engine, 1000, 300)
+            _write_in_bulk(engine, 2000, 300)
+    assert "memory_fts" in _unmerged(db)
+    return _found(db)
+
+
+def test_many_small_writes_end_in_one_segment_a_level(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        for k in range(1, 9):
+            _write_in_bulk(engine, 1000 * k, 200)
+        _write_singly(engine, 0, 96)
+        assert _wait_for(lambda: not _unmerged(db))
+        assert engine.stats().memories == 8 * 200 + 96
+    structure = _structure(db)
+    for index in INDEXES:
+        assert all(segments <= 1 and not merging for segments, merging in structure[index]), (index, structure)
+    # FTS5's own merging alone left memory_fts in 7 segments after the same writes, three
+    # of them on its smallest level.
+    assert sum(segments for segments, _ in structure["memory_fts"]) <= 4, structure["memory_fts"]
+    _check_indexes(db)
+
+
+def test_merging_changes_no_search_result(tmp_path: Path, unmerging: None) -> None:
+    db = tmp_path / "memory.db"
+    before = _written_unmerged(db)
+    assert any(before.values())
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        for index in INDEXES:
+            assert merge(conn, index, lambda: True, lambda: None)
+    assert _unmerged(db) == []
+    assert _found(db) == before
+    _check_indexes(db)
+
+
+def test_a_merge_gives_way_to_a_writer_of_another_process(tmp_path: Path, unmerging: None) -> None:
+    db = tmp_path / "memory.db"
+    before = _written_unmerged(db)
+    with (
+        contextlib.closing(sqlite3.connect(db, isolation_level=None)) as writer,
+        contextlib.closing(sqlite3.connect(db, isolation_level=None, timeout=0)) as upkeep,
+    ):
+        writer.execute("BEGIN IMMEDIATE")
+        assert not merge(upkeep, "memory_fts", lambda: True, lambda: None)
+        assert not upkeep.in_transaction
+        writer.execute("COMMIT")
+        assert merge(upkeep, "memory_fts", lambda: True, lambda: None)
+    assert "memory_fts" not in _unmerged(db)
+    assert _found(db) == before
+
+
+_IN_A_STEP = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', 1)")
+print("merging", flush=True)
+sys.stdin.readline()
+"""
+
+_BETWEEN_STEPS = """
+import sqlite3, sys
+from mnemodb.store.sqlite.segments import levels, merge
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+def take_turn():
+    if any(merging for _, merging in levels(conn, "memory_fts")):
+        print("between", flush=True)
+        sys.stdin.readline()
+    return True
+merge(conn, "memory_fts", take_turn, lambda: None, pages=1)
+"""
+
+
+def _killed_at_its_word(db: Path, script: str) -> None:
+    """Run `script` on `db` and kill it (SIGKILL) once it has said where it is."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() in ("merging", "between")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+
+def test_a_process_killed_in_a_merge_step_loses_nothing(tmp_path: Path, unmerging: None) -> None:
+    db = tmp_path / "memory.db"
+    before = _written_unmerged(db, bulk=True)
+    structure = _structure(db)["memory_fts"]
+    _killed_at_its_word(db, _IN_A_STEP)
+    # The step was rolled back whole: the index is as it was.
+    assert _structure(db)["memory_fts"] == structure
+    assert _found(db) == before
+    _check_indexes(db)
+
+
+def test_a_merge_left_between_steps_is_whole_and_finished_by_the_next_store(tmp_path: Path, unmerging: None) -> None:
+    db = tmp_path / "memory.db"
+    before = _written_unmerged(db, bulk=True)
+    _killed_at_its_word(db, _BETWEEN_STEPS)
+    assert any(merging for _, merging in _structure(db)["memory_fts"]), "a merge is under way"
+    assert _found(db) == before
+    _check_indexes(db)
+    with Engine.open(str(db)) as engine:
+        assert _wait_for(lambda: not _unmerged(db))
+        assert engine.stats().memories == 48 + 600
+    assert _found(db) == before
+    _check_indexes(db)

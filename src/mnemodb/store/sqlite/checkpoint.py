@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mnemodb.store.sqlite.segments import INDEXES, merge, needs_merge
+from mnemodb.store.sqlite.segments import INDEXES, merge
 
 __all__ = ["FALLBACK_PAGES", "MERGE_COMMITS", "PAGES", "Checkpointer"]
 
@@ -219,15 +219,13 @@ class Checkpointer:
             log.debug("checkpoint of %s did not run: %s", self._path, exc)
 
     def _merge(self, conn: sqlite3.Connection) -> None:
-        for index in INDEXES:
-            try:
-                if needs_merge(conn, index) and not merge(conn, index, self._take_turn, self._end_turn):
-                    return  # a writer holds the lock, or the store is closing: the next wake goes on
-            except sqlite3.Error as exc:
-                # A full disk, a damaged index: the merge is left as it was, which searches
-                # read as well, and tried again at the next wake.
-                log.debug("merging the segments of %s in %s did not run: %s", index, self._path, exc)
-                return
+        try:
+            merge(conn, INDEXES, self._take_turn, self._end_turn)
+        except sqlite3.Error as exc:
+            # A full disk, a damaged index: the merge is left as it was, which searches
+            # read as well, and tried again at the next wake (a writer holding the lock
+            # or the store closing also leave it to the next wake).
+            log.debug("merging the full-text indexes of %s did not run: %s", self._path, exc)
 
     def _take_turn(self) -> bool:
         turn = self._turn

@@ -8,12 +8,13 @@ three segments a level, more while a merge lags: on `peers.py`'s workload seeded
 of 300 entities, 7-8 segments an index at 10,000 entities and 9-11 at 100,000; after 300
 single `remember` calls more, memory_fts held 24 (15 of one page each).
 
-`merge` runs the rest of that work in steps of a few pages, each its own short
-transaction, so that no write waits long behind one: a step merges any two segments of
-one level (`usermerge` 2, set by migration 20), which leaves one segment a level: 1-6 an
-index on the same files, 4 in memory_fts after the 300 calls. Native `recall` then ran
-5.52 M instructions a call at 10,000 entities against 6.04 (and 6.79 after the 300
-calls); one segment an index ('optimize', which rewrites the whole index each time) 5.33.
+`merge` runs the rest of that work in turns of a few pages an index, each turn its own
+short transaction, so that no write waits long behind one: a step merges any two segments
+of one level (`usermerge` 2, set by migration 20), which leaves one segment a level: 1-6
+an index on the same files, 4 in memory_fts after the 300 calls. Native `recall` then ran
+5.52 M instructions a call at 10,000 entities against 6.04 (5.57 against 6.79 after the
+300 calls); one segment an index ('optimize', which rewrites the whole index each time,
+0.4 s of CPU at 100,000 entities) 5.33.
 
 FTS5's merge is an ordinary write: a step that is interrupted (the process killed) is
 rolled back as a whole, and an incremental merge between two steps is a consistent index
@@ -22,17 +23,25 @@ that the next step continues.
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-__all__ = ["INDEXES", "STEP_PAGES", "levels", "merge", "needs_merge"]
+__all__ = ["INDEXES", "SPARE_SEGMENTS", "STEP_PAGES", "levels", "merge", "needs_merge"]
 
 INDEXES = ("memory_fts", "entity_text", "entity_words", "entity_name_text", "node_text")
 """Every FTS5 index of the schema."""
 
-STEP_PAGES = 16
-"""Pages of merged output a step writes (FTS5 pages of about 4 KB): about 1.5 ms of work
-on the largest index at 100,000 entities, which is as long as a writer can wait for one."""
+STEP_PAGES = 8
+"""Pages of merged output a step writes in one index (FTS5 pages of about 4 KB): about
+0.7 ms of work on the largest index at 100,000 entities; a turn steps each index that
+needs it, and a writer waits for one turn at most."""
+
+SPARE_SEGMENTS = 1
+"""Segments more than one a level that start a merge: as soon as a level holds two. Waiting
+for six saved the thread no work (0.3-0.4 M instructions a single `remember` either way,
+at 10,000 entities, against 2.3 M for the call itself): the pages merged are the same,
+only fewer at a time, and searches read the spare segments meanwhile."""
 
 _STRUCTURE_ROWID = 10
 """The row of an index's `_data` table that lists its segments, level by level."""
@@ -41,15 +50,18 @@ _STRUCTURE_V2 = b"\xff\x00\x00\x01"
 five more numbers each."""
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """SQLite's variable-length integer at `at` in `data`, and where the next one starts."""
+_VARINTS = re.compile(rb"[\x80-\xff]{8}[\x00-\xff]|[\x80-\xff]{0,7}[\x00-\x7f]")
+"""SQLite's variable-length integers, one a match: up to eight bytes with the high bit set
+and one without, or eight with it and any ninth. Split by the regular expression engine,
+as the segments' own numbers are only counted, not read: decoding each in Python made a
+look at the five indexes, every few commits, cost 100-120 µs of CPU instead of 60."""
+
+
+def _value(varint: bytes) -> int:
     value = 0
-    for offset in range(8):
-        byte = data[at + offset]
+    for byte in varint[:8]:
         value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            return value, at + offset + 1
-    return (value << 8) | data[at + 8], at + 9
+    return (value << 8) | varint[8] if len(varint) == 9 else value
 
 
 def levels(conn: sqlite3.Connection, index: str) -> list[tuple[int, bool]]:
@@ -60,38 +72,43 @@ def levels(conn: sqlite3.Connection, index: str) -> list[tuple[int, bool]]:
         return []
     data: bytes = row[0]
     extra = 5 if data[4:8] == _STRUCTURE_V2 else 0
-    at = 8 if extra else 4
-    count, at = _varint(data, at)
-    _, at = _varint(data, at)  # segments on all levels
-    _, at = _varint(data, at)  # the write counter
+    # The level count, the segment count, the write counter, then for each level: whether
+    # it is being merged, its segment count, and each segment's id, first and last page
+    # (and the five numbers more).
+    numbers = _VARINTS.findall(data, 8 if extra else 4)
     found: list[tuple[int, bool]] = []
-    for _ in range(count):
-        merging, at = _varint(data, at)
-        segments, at = _varint(data, at)
-        for _ in range(segments * (3 + extra)):  # id, first and last page (and the extra)
-            _, at = _varint(data, at)
+    at = 3
+    for _ in range(_value(numbers[0])):
+        merging, segments = _value(numbers[at]), _value(numbers[at + 1])
         found.append((segments, merging > 0))
+        at += 2 + segments * (3 + extra)
     return found
 
 
 def needs_merge(conn: sqlite3.Connection, index: str) -> bool:
-    """Whether a level of `index` holds two segments or more, or is being merged."""
-    return any(segments > 1 or merging for segments, merging in levels(conn, index))
+    """Whether `index` holds `SPARE_SEGMENTS` segments more than one a level, or is being
+    merged."""
+    found = levels(conn, index)
+    spare = sum(segments - 1 for segments, _ in found if segments > 1)
+    return spare >= SPARE_SEGMENTS or any(merging for _, merging in found)
 
 
 def merge(
     conn: sqlite3.Connection,
-    index: str,
+    indexes: Sequence[str],
     take_turn: Callable[[], bool],
     end_turn: Callable[[], None],
     pages: int = STEP_PAGES,
 ) -> bool:
-    """Merge the segments of `index` on `conn` in steps of about `pages` pages, each in a
-    transaction of its own, until no level holds two. Each step starts only once
-    `take_turn()` has said it may (`end_turn()` after it), and only if the write lock is
-    free at once (`conn` waits for no one): True when the index is merged, False when the
-    turn or the lock was not had, to be tried again later."""
-    while True:
+    """Merge the segments of `indexes` on `conn` until no level of any holds two, in turns
+    of one transaction each, where each index that still needs it merges about `pages`
+    pages (one transaction a turn, not one an index: a commit costs more than merging a
+    few small segments). A turn starts only once `take_turn()` has said it may
+    (`end_turn()` after it), and only if the write lock is free at once (`conn` waits for
+    no one): True when every index is merged, False when the turn or the lock was not
+    had, to be tried again later."""
+    left = [index for index in indexes if needs_merge(conn, index)]
+    while left:
         if not take_turn():
             return False
         try:
@@ -100,10 +117,12 @@ def merge(
             except sqlite3.OperationalError:
                 return False  # another writer holds the lock: it goes first
             try:
-                before = conn.total_changes
-                conn.execute(f"INSERT INTO {index} ({index}, rank) VALUES ('merge', ?)", (pages,))
-                # FTS5 reports a step that found nothing to merge as less than two changes.
-                worked = conn.total_changes - before >= 2
+                for index in list(left):
+                    before = conn.total_changes
+                    conn.execute(f"INSERT INTO {index} ({index}, rank) VALUES ('merge', ?)", (pages,))
+                    # FTS5 reports a step that found nothing to merge as less than two changes.
+                    if conn.total_changes - before < 2:
+                        left.remove(index)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -111,5 +130,4 @@ def merge(
                 raise
         finally:
             end_turn()
-        if not worked:
-            return True
+    return True

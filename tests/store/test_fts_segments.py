@@ -1,8 +1,9 @@
-"""The full-text indexes are merged off the writing call's path: after many small write
-transactions each index holds fewer than `SPARE_SEGMENTS` segments more than one a level
-once the store's thread has run; merging changes no search's results; a process killed
-during a merge step, or between two, leaves the indexes whole, and the next store to open
-the file finishes the merge."""
+"""The full-text indexes are merged off the writing call's path, once writes pause: a
+steady stream of writes sees no merge step while it lasts; after many small write
+transactions and a pause each index holds fewer than `SPARE_SEGMENTS` segments more than
+one a level; merging changes no search's results; a process killed during a merge step,
+or between two, leaves the indexes whole, and the next store to open the file finishes
+the merge."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 from mnemodb.engine import Engine
 from mnemodb.engine.items import Note
 from mnemodb.model.records import NewMemory
-from mnemodb.store.sqlite import checkpoint
+from mnemodb.store.sqlite import SqliteStore, checkpoint
 from mnemodb.store.sqlite.segments import INDEXES, SPARE_SEGMENTS, levels, merge, needs_merge
 
 WORDS = [
@@ -101,10 +102,27 @@ def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
     return False
 
 
+NEVER_S = 1e9
+"""A pause the writes of a test never reach."""
+
+
 @pytest.fixture
 def unmerging(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stores that never look at their segments after a commit (only when opened)."""
-    monkeypatch.setattr(checkpoint, "MERGE_COMMITS", 1 << 40)
+    """Stores that never merge their segments: the writes never pause long enough."""
+    monkeypatch.setattr(checkpoint, "MERGE_PAUSE_S", NEVER_S)
+
+
+@pytest.fixture
+def eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores that merge as soon as no commit is under way."""
+    monkeypatch.setattr(checkpoint, "MERGE_PAUSE_S", 0.0)
+
+
+def _merge_steps(engine: Engine) -> int:
+    checkpointer = engine.store._checkpointer  # type: ignore[attr-defined]
+    assert checkpointer is not None
+    steps: int = checkpointer.merge_steps
+    return steps
 
 
 def _written_unmerged(db: Path, bulk: bool = False) -> dict[tuple[str, str], list[tuple[int, float]]]:
@@ -123,19 +141,76 @@ def _spare(structure: list[tuple[int, bool]]) -> int:
     return sum(segments - 1 for segments, _ in structure if segments > 1)
 
 
-def test_many_small_writes_end_in_few_segments(tmp_path: Path) -> None:
+def test_a_steady_stream_of_writes_sees_no_merge_step(tmp_path: Path, unmerging: None) -> None:
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        for k in range(1, 5):
+            _write_in_bulk(engine, 1000 * k, 100)
+        _write_singly(engine, 0, SINGLES)
+        # Searches' access statistics are flushed as writes too: they do not end the pause.
+        for _ in range(20):
+            engine.store.bump_access({1: (1, 0)})
+        assert _merge_steps(engine) == 0
+        assert _unmerged(db)
+
+
+def test_the_segments_are_merged_once_the_writes_pause(tmp_path: Path, eager: None) -> None:
+    db = tmp_path / "memory.db"
+    with Engine.open(str(db)) as engine:
+        for k in range(1, 5):
+            _write_in_bulk(engine, 1000 * k, 100)
+        _write_singly(engine, 0, SINGLES)
+        assert _wait_for(lambda: not _unmerged(db))
+        assert _merge_steps(engine) > 0
+        assert engine.stats().memories == 4 * 100 + SINGLES
+    _check_indexes(db)
+
+
+def test_a_commit_ends_the_merge_until_the_next_pause(tmp_path: Path, unmerging: None) -> None:
+    """A merge under way gives way to the caller's writes: the steps stop at the first
+    commit after the pause began, and go on only when the writes pause again. The thread's
+    own turns are driven here, one by one (its pause is never reached)."""
+    db = tmp_path / "memory.db"
+    before = _written_unmerged(db, bulk=True)
+    store = SqliteStore(str(db))
+    try:
+        checkpointer = store._checkpointer
+        assert checkpointer is not None
+        with contextlib.closing(store._connect()) as conn:
+            conn.execute("PRAGMA busy_timeout = 0")
+            checkpointer._pause_began = checkpointer._last_write
+            steps: list[int] = []
+
+            def take_turn() -> bool:
+                return checkpointer._take_turn()
+
+            def end_turn(committed: bool) -> None:
+                checkpointer._end_turn(committed)
+                steps.append(checkpointer.merge_steps)
+                if len(steps) == 2:
+                    # A caller's write commits between two steps.
+                    with store.write() as tx:
+                        tx.conn.execute("SELECT 1")
+
+            assert not merge(conn, INDEXES, take_turn, end_turn, pages=1)
+            assert steps == [1, 2]
+            assert _unmerged(db)
+            # The next pause: the steps go on from there to the end.
+            checkpointer._pause_began = checkpointer._last_write
+            assert merge(conn, INDEXES, take_turn, end_turn, pages=1)
+            assert not _unmerged(db)
+    finally:
+        store.close()
+    assert _found(db) == before
+
+
+def test_many_small_writes_end_in_few_segments(tmp_path: Path, eager: None) -> None:
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
         for k in range(1, 9):
             _write_in_bulk(engine, 1000 * k, 200)
         _write_singly(engine, 0, 300)
-
-        def merged() -> bool:
-            # The thread looks at the segments every few commits: these add none.
-            engine.store.bump_access({1: (1, 0)})
-            return not _unmerged(db)
-
-        assert _wait_for(merged)
+        assert _wait_for(lambda: not _unmerged(db))
         assert engine.stats().memories == 8 * 200 + 300
     structure = _structure(db)
     for index in INDEXES:
@@ -157,7 +232,7 @@ def test_merging_changes_no_search_result(tmp_path: Path, unmerging: None) -> No
     assert unmerged
     structure = _structure(db)
     with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        assert merge(conn, INDEXES, lambda: True, lambda: None)
+        assert merge(conn, INDEXES, lambda: True, lambda _: None)
     assert _unmerged(db) == []
     merged = _structure(db)
     for index in unmerged:
@@ -177,11 +252,11 @@ def test_a_merge_gives_way_to_a_writer_of_another_process(tmp_path: Path, unmerg
         contextlib.closing(sqlite3.connect(db, isolation_level=None, timeout=0)) as upkeep,
     ):
         writer.execute("BEGIN IMMEDIATE")
-        assert not merge(upkeep, unmerged, lambda: True, lambda: None)
+        assert not merge(upkeep, unmerged, lambda: True, lambda _: None)
         assert not upkeep.in_transaction
         assert _unmerged(db) == unmerged
         writer.execute("COMMIT")
-        assert merge(upkeep, unmerged, lambda: True, lambda: None)
+        assert merge(upkeep, unmerged, lambda: True, lambda _: None)
     assert _unmerged(db) == []
     assert _found(db) == before
 
@@ -235,13 +310,17 @@ def test_a_process_killed_in_a_merge_step_loses_nothing(tmp_path: Path, unmergin
     _check_indexes(db)
 
 
-def test_a_merge_left_between_steps_is_whole_and_finished_by_the_next_store(tmp_path: Path, unmerging: None) -> None:
+def test_a_merge_left_between_steps_is_whole_and_finished_by_the_next_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unmerging: None
+) -> None:
     db = tmp_path / "memory.db"
     before = _written_unmerged(db, bulk=True)
     _killed_at_its_word(db, _BETWEEN_STEPS)
     assert any(merging for _, merging in _structure(db)["memory_fts"]), "a merge is under way"
     assert _found(db) == before
     _check_indexes(db)
+    # The next store merges at its first pause, which no write delays here.
+    monkeypatch.setattr(checkpoint, "MERGE_PAUSE_S", 0.0)
     with Engine.open(str(db)) as engine:
         assert _wait_for(lambda: not _unmerged(db))
         assert engine.stats().memories == SINGLES + 600

@@ -99,20 +99,21 @@ def merge(
     conn: sqlite3.Connection,
     indexes: Sequence[str],
     take_turn: Callable[[], bool],
-    end_turn: Callable[[], None],
+    end_turn: Callable[[bool], None],
     pages: int = STEP_PAGES,
 ) -> bool:
     """Merge the segments of `indexes` on `conn` until no level of any holds two, in turns
     of one transaction each, where each index that still needs it merges about `pages`
     pages (one transaction a turn, not one an index: a commit costs more than merging a
     few small segments). A turn starts only once `take_turn()` has said it may
-    (`end_turn()` after it), and only if the write lock is free at once (`conn` waits for
-    no one): True when every index is merged, False when the turn or the lock was not
-    had, to be tried again later."""
+    (`end_turn(committed)` after it, told whether the turn's step was committed), and only
+    if the write lock is free at once (`conn` waits for no one): True when every index is
+    merged, False when the turn or the lock was not had, to be tried again later."""
     left = [index for index in indexes if needs_merge(conn, index)]
     while left:
         if not take_turn():
             return False
+        committed = False
         try:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -126,10 +127,11 @@ def merge(
                     if conn.total_changes - before < 2:
                         left.remove(index)
                 conn.execute("COMMIT")
+                committed = True
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         finally:
-            end_turn()
+            end_turn(committed)
     return True

@@ -493,7 +493,10 @@ class SqliteStore:
     # -- transactions ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _write_tx(self) -> Iterator[SqliteWriteTx]:
+    def _write_tx(self, pauses_merging: bool = True) -> Iterator[SqliteWriteTx]:
+        """A write transaction under the store's write lock. Its commit starts again the wait
+        before the full-text indexes are merged (see checkpoint.py) unless `pauses_merging`
+        is false (a write of no text that comes often while only reads run)."""
         if self.read_only:
             raise StoreFailed(f"the database {self._path} was opened read-only: nothing was changed")
         with self._write_lock:
@@ -511,7 +514,7 @@ class SqliteStore:
             try:
                 self._retry_busy(lambda: conn.execute("COMMIT"), "commit")
                 if self._checkpointer is not None:
-                    self._checkpointer.committed(conn)
+                    self._checkpointer.committed(conn, pauses_merging)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -519,10 +522,13 @@ class SqliteStore:
             finally:
                 self._local.deadline = deadline
 
+    def write(self) -> contextlib.AbstractContextManager[SqliteWriteTx]:
+        return self._write()
+
     @contextlib.contextmanager
-    def write(self) -> Iterator[SqliteWriteTx]:
+    def _write(self, pauses_merging: bool = True) -> Iterator[SqliteWriteTx]:
         try:
-            with self._write_tx() as tx:
+            with self._write_tx(pauses_merging) as tx:
                 yield tx
         except sqlite3.DatabaseError as exc:
             if "interrupted" in str(exc):
@@ -563,8 +569,10 @@ class SqliteStore:
         # `executemany` (each row bound, stepped and reset on its own, the interpreter's
         # lock given up and taken back each time). Chunks of 256, 128, ..., 1 rows: a
         # handful of statement texts, each prepared once.
+        # Flushed every fraction of a second while searches run: such a commit does not put
+        # off the merging of the full-text indexes, which searches gain from (checkpoint.py).
         try:
-            with self.write() as tx:
+            with self._write(pauses_merging=False) as tx:
                 done = 0
                 while done < len(pks):
                     size = min(256, 1 << ((len(pks) - done).bit_length() - 1))
@@ -574,7 +582,7 @@ class SqliteStore:
             # A node deleted since it was read fails the foreign key, and the batch with it:
             # written again with only the nodes that still exist. Checking every row up
             # front instead made a batch cost 1.6 times as much.
-            with self.write() as tx:
+            with self._write(pauses_merging=False) as tx:
                 tx.conn.executemany(_BUMP_ACCESS_OF_EXISTING, [(pk, *hits[pk], pk) for pk in pks])
 
     # -- maintenance ----------------------------------------------------------------------

@@ -24,18 +24,18 @@ at 1,000, and the next write starts the log again. So the log stays under about 
 
 The same thread merges the segments of the full-text indexes (`segments.py`), but only
 once writes pause: when no commit has come for `MERGE_PAUSE_S` (each commit starts the
-wait again), after commits since the last merge or a store opened on a file that needs
-it. Merging on every few commits instead, in steps between a bulk writer's commits, made
-each of those commits wait for a step and the writer's pages be read back after the
-merge's: 2,000 relations written in process after 2,000 entities took 0.10 s instead of
-0.06, and the server's CPU per bulk relation at 100,000 entities went from 0.067 ms to
-0.124. A merge is a write; the thread runs it in short steps, each taking the store's
-write lock in turn with the callers (`turn`) and SQLite's write lock only when no other
-process holds it, so a writer of another process is never refused for it; and a step
-stops the merge as soon as a commit has come since the pause began (a caller that waited
-for the lock during the step), to go on at the next pause. The access statistics' own
-flushes (a few a second while searches run) are commits that neither start the wait again
-nor ask for a merge: they write no text, and a flush waits one step at most.
+wait again), after `MERGE_COMMITS` commits or when a store opened a file that needs it.
+Merging as soon as 4 commits had come instead ran the steps between a bulk writer's
+commits, each of which then waited for a step: 2,000 relations written in process after
+2,000 entities took 0.10 s instead of 0.06, and the server's CPU per bulk relation at
+100,000 entities went from 0.067 ms to 0.124. A merge is a write; the thread runs it in
+short steps, each taking the store's write lock in turn with the callers (`turn`) and
+SQLite's write lock only when no other process holds it, so a writer of another process
+is never refused for it; and a step stops the merge as soon as a commit has come since
+the pause began (a caller that waited for the lock during the step), to go on at the
+next pause. The access statistics' own flushes (a few a second while searches run) are
+commits that neither start the wait again nor ask for a merge: they write no text, and a
+flush waits one step at most.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 from mnemodb.store.sqlite.segments import INDEXES, merge
 
-__all__ = ["FALLBACK_PAGES", "MERGE_PAUSE_S", "PAGES", "Checkpointer"]
+__all__ = ["FALLBACK_PAGES", "MERGE_COMMITS", "MERGE_PAUSE_S", "PAGES", "Checkpointer"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,10 @@ PAGES = 1000
 """Pages in the log not yet in the database that wake the thread: SQLite's own default mark."""
 FALLBACK_PAGES = 4 * PAGES
 """Pages in the log (copied or not) past which the writer copies what is left itself."""
+MERGE_COMMITS = 4
+"""Commits after which a merge is due (at the next pause): each commit that writes to an
+index adds one segment, and FTS5's own merging keeps a few of each size. A store that
+writes less, a command run once say, starts no thread for it."""
 MERGE_PAUSE_S = 0.25
 """How long no commit must come before the thread merges the full-text indexes' segments.
 Far longer than the gap between the calls of a bulk writer (a client's own turn, a few
@@ -108,6 +112,7 @@ class Checkpointer:
         """When the last commit that starts the pause again came (or the store opened)."""
         self._pause_began = self._last_write
         """`_last_write` as the merge running now found it: a newer one ends the merge."""
+        self._commits = 0
         self.merge_steps = 0
         """Merge steps committed so far (each one transaction)."""
         self._copy_due = False
@@ -161,7 +166,8 @@ class Checkpointer:
 
     def committed(self, writer: sqlite3.Connection, pauses_merging: bool = True) -> None:
         """After a commit on `writer`, outside its transaction: wake the thread once the log
-        holds `PAGES` pages to copy, or to merge at the next pause of the writes; past
+        holds `PAGES` pages to copy, or every `MERGE_COMMITS` commits to merge at the next
+        pause of the writes; past
         `FALLBACK_PAGES` in all, copy them on `writer`, once the thread's checkpoint (if
         one runs) is over. A commit with `pauses_merging` false (the access statistics'
         flush, which writes no text) neither asks for a merge nor starts the pause again."""
@@ -171,10 +177,13 @@ class Checkpointer:
         frames, pending = index
         wake = False
         if pauses_merging and self._turn is not None:
-            # One clock read a commit; the thread is woken only by the first commit after
-            # a merge, and sleeps until the pause is over (see `_run`).
+            # One clock read a commit; the thread is woken only when a merge becomes due,
+            # and sleeps until the pause is over (see `_run`). Counted under the store's
+            # write lock, which every commit holds.
             self._last_write = time.monotonic()
-            if not self._merge_due:
+            self._commits += 1
+            if self._commits >= MERGE_COMMITS and not self._merge_due:
+                self._commits = 0
                 self._merge_due = wake = True
         if frames >= FALLBACK_PAGES and pending > 0:
             # Writes that never pause leave the thread no moment when the whole log is

@@ -478,6 +478,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX memory_scope_importance ON memory (scope, importance) WHERE archived_at IS NULL;
     """,
+    # 20: the full-text indexes merged by the store's own steps (`segments.merge`) as soon
+    # as one level holds two segments, not four: a search reads every segment for each
+    # term. Only 'merge' commands read this setting; the writes' own merging is unchanged.
+    """
+    INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2);
+    INSERT INTO entity_text (entity_text, rank) VALUES ('usermerge', 2);
+    INSERT INTO entity_words (entity_words, rank) VALUES ('usermerge', 2);
+    INSERT INTO entity_name_text (entity_name_text, rank) VALUES ('usermerge', 2);
+    INSERT INTO node_text (node_text, rank) VALUES ('usermerge', 2);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,6 +39,7 @@ from mnemodb.store.sqlite.items import ItemReads
 from mnemodb.store.sqlite.memories import MemoryReads, MemoryWrites
 from mnemodb.store.sqlite.nodes import NodeReads, NodeWrites
 from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from mnemodb.store.sqlite.segments import INDEXES, needs_merge
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 from mnemodb.store.sqlite.transfer import TransferReads, TransferWrites
 
@@ -311,9 +312,14 @@ class SqliteStore:
         if not self._in_memory and not self.read_only:
             # The log's checkpoints on a thread of their own, off the writing calls' path,
             # instead of SQLite's automatic one in the commit (see checkpoint.py).
-            self._checkpointer = Checkpointer.open(self._path, self._connect)
+            # The same thread merges the full-text indexes' segments (see segments.py).
+            self._checkpointer = Checkpointer.open(self._path, self._connect, self._write_lock)
             if self._checkpointer is not None:
                 self._writer.execute("PRAGMA wal_autocheckpoint = 0")
+                # A file written by bulk imports, or by a process that stopped mid-merge.
+                with contextlib.suppress(sqlite3.Error):  # a damaged index: `check` says so
+                    if any(needs_merge(self._writer, index) for index in INDEXES):
+                        self._checkpointer.merge_soon()
 
     @property
     def vectors(self) -> VectorIndex:
@@ -487,7 +493,10 @@ class SqliteStore:
     # -- transactions ---------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _write_tx(self) -> Iterator[SqliteWriteTx]:
+    def _write_tx(self, pauses_merging: bool = True) -> Iterator[SqliteWriteTx]:
+        """A write transaction under the store's write lock. Its commit starts again the wait
+        before the full-text indexes are merged (see checkpoint.py) unless `pauses_merging`
+        is false (a write of no text that comes often while only reads run)."""
         if self.read_only:
             raise StoreFailed(f"the database {self._path} was opened read-only: nothing was changed")
         with self._write_lock:
@@ -505,7 +514,7 @@ class SqliteStore:
             try:
                 self._retry_busy(lambda: conn.execute("COMMIT"), "commit")
                 if self._checkpointer is not None:
-                    self._checkpointer.committed(conn)
+                    self._checkpointer.committed(conn, pauses_merging)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -513,10 +522,13 @@ class SqliteStore:
             finally:
                 self._local.deadline = deadline
 
+    def write(self) -> contextlib.AbstractContextManager[SqliteWriteTx]:
+        return self._write()
+
     @contextlib.contextmanager
-    def write(self) -> Iterator[SqliteWriteTx]:
+    def _write(self, pauses_merging: bool = True) -> Iterator[SqliteWriteTx]:
         try:
-            with self._write_tx() as tx:
+            with self._write_tx(pauses_merging) as tx:
                 yield tx
         except sqlite3.DatabaseError as exc:
             if "interrupted" in str(exc):
@@ -557,8 +569,10 @@ class SqliteStore:
         # `executemany` (each row bound, stepped and reset on its own, the interpreter's
         # lock given up and taken back each time). Chunks of 256, 128, ..., 1 rows: a
         # handful of statement texts, each prepared once.
+        # Flushed every fraction of a second while searches run: such a commit does not put
+        # off the merging of the full-text indexes, which searches gain from (checkpoint.py).
         try:
-            with self.write() as tx:
+            with self._write(pauses_merging=False) as tx:
                 done = 0
                 while done < len(pks):
                     size = min(256, 1 << ((len(pks) - done).bit_length() - 1))
@@ -568,7 +582,7 @@ class SqliteStore:
             # A node deleted since it was read fails the foreign key, and the batch with it:
             # written again with only the nodes that still exist. Checking every row up
             # front instead made a batch cost 1.6 times as much.
-            with self.write() as tx:
+            with self._write(pauses_merging=False) as tx:
                 tx.conn.executemany(_BUMP_ACCESS_OF_EXISTING, [(pk, *hits[pk], pk) for pk in pks])
 
     # -- maintenance ----------------------------------------------------------------------
@@ -651,7 +665,7 @@ class SqliteStore:
             page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
         if not self.read_only and version == SCHEMA_VERSION:
             # The full-text indexes' own check; it is a write statement that changes nothing.
-            for table in ("memory_fts", "entity_text", "entity_words", "entity_name_text", "node_text"):
+            for table in INDEXES:
                 try:
                     with self._write_tx() as tx:
                         tx.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")

@@ -227,9 +227,11 @@ def _edges_walked_sql(
         if entered
         else "0"
     )
+    # With one scope, the edge's and the far node's scopes are left out: they can only be that one.
+    scope, far_scope = ("", "") if scope_count == 1 else ("e.scope, ", "{far}.scope, ")
     ways = [
-        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
-        f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
+        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, {scope}e.props, "
+        f"{far}.id, {far}.label, {far_scope.format(far=far)}{flag.format(far=far)} "
         f"FROM {'' if count else KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"WHERE e.{near_end} {f'IN ({marks(count)})' if count else '= j.value'}"
         f"{filters.format(far=far, far_end=far_end)}"
@@ -237,6 +239,72 @@ def _edges_walked_sql(
         if direction in _WAYS[way]
     ]
     return " UNION ALL ".join(ways)
+
+
+def _walked_rows(
+    rows: list[Any], ends: Mapping[int, str], found: dict[int, Edge], reached: dict[int, NodeReached]
+) -> None:
+    """`edges_walked`'s rows of several scopes: the edges into `found`, the far ends into `reached`."""
+    for (
+        way,
+        pk,
+        src,
+        dst,
+        valid_from,
+        valid_to,
+        created_at,
+        edge_id,
+        kind,
+        scope,
+        props,
+        far_id,
+        label,
+        far_scope,
+        entered,
+    ) in rows:
+        # Made as a tuple is, without the named tuple's `__new__` in Python.
+        reached[dst if way == 0 else src] = _new_tuple(NodeReached, (far_id, label, far_scope, bool(entered)))
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                ends[src] if way == 0 else far_id,
+                far_id if way == 0 else ends[dst],
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+
+
+def _walked_rows_of_one_scope(
+    rows: list[Any], scope: str, ends: Mapping[int, str], found: dict[int, Edge], reached: dict[int, NodeReached]
+) -> None:
+    """`_walked_rows` of rows without the scope columns, all of `scope`."""
+    for way, pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, entered in rows:
+        reached[dst if way == 0 else src] = _new_tuple(NodeReached, (far_id, label, scope, bool(entered)))
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                ends[src] if way == 0 else far_id,
+                far_id if way == 0 else ends[dst],
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+
+
+_new_tuple = tuple.__new__
 
 
 _INSERT_EDGES_HEAD = "INSERT INTO edge (id, src, dst, type, scope, props, valid_from, valid_to, created_at) VALUES "
@@ -605,42 +673,14 @@ class EdgeReads:
             )
             nodes = [json_keys(chunk)] if keyed else chunk
             way_params = [*flag, *nodes, *valid, *scopes, *scopes, *types, *left]
-            for (
-                way,
-                pk,
-                src,
-                dst,
-                valid_from,
-                valid_to,
-                created_at,
-                edge_id,
-                kind,
-                scope,
-                props,
-                far_id,
-                label,
-                far_scope,
-                entered,
-            ) in self.conn.execute(sql, way_params * ways).fetchall():
-                if way == 0:
-                    reached[dst] = NodeReached(far_id, label, far_scope, bool(entered))
-                else:
-                    reached[src] = NodeReached(far_id, label, far_scope, bool(entered))
-                if pk not in found:
-                    found[pk] = edge_of(
-                        pk,
-                        edge_id,
-                        ends[src] if way == 0 else far_id,
-                        far_id if way == 0 else ends[dst],
-                        kind,
-                        scope,
-                        {} if props == "{}" else props_of(props),
-                        valid_from,
-                        valid_to,
-                        created_at,
-                        src,
-                        dst,
-                    )
+            rows = self.conn.execute(sql, way_params * ways).fetchall()
+            if len(scopes) == 1:
+                # One scope read: the edge's and the far node's scopes can only be that one,
+                # and are not columns (each costs a call into SQLite and a value built, for
+                # every row).
+                _walked_rows_of_one_scope(rows, scopes[0], ends, found, reached)
+            else:
+                _walked_rows(rows, ends, found, reached)
         return EdgesWalked([found[pk] for pk in sorted(found)], reached)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:

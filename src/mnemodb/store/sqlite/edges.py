@@ -229,8 +229,12 @@ def _edges_walked_sql(
     )
     # With one scope, the edge's and the far node's scopes are left out: they can only be that one.
     scope, far_scope = ("", "") if scope_count == 1 else ("e.scope, ", "{far}.scope, ")
+    # From one node, in one scope, which way a row was found is not a column either: an edge
+    # leaving that node was found leaving it (a loop, either way, reaches the same node).
+    tagged = scope_count > 1 or count != 1
     ways = [
-        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, {scope}e.props, "
+        f"SELECT {f'{way}, ' if tagged else ''}e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, "
+        f"e.type, {scope}e.props, "
         f"{far}.id, {far}.label, {far_scope.format(far=far)}{flag.format(far=far)} "
         f"FROM {'' if count else KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"WHERE e.{near_end} {f'IN ({marks(count)})' if count else '= j.value'}"
@@ -293,6 +297,30 @@ def _walked_rows_of_one_scope(
                 edge_id,
                 ends[src] if way == 0 else far_id,
                 far_id if way == 0 else ends[dst],
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+
+
+def _walked_rows_from_one_node(
+    rows: list[Any], scope: str, node: int, node_id: str, found: dict[int, Edge], reached: dict[int, NodeReached]
+) -> None:
+    """`_walked_rows_of_one_scope` of the rows of one node's hop, without the way column."""
+    for pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, entered in rows:
+        leaving = src == node
+        reached[dst if leaving else src] = _new_tuple(NodeReached, (far_id, label, scope, bool(entered)))
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                node_id if leaving else far_id,
+                far_id if leaving else node_id,
                 kind,
                 scope,
                 {} if props == "{}" else props_of(props),
@@ -678,7 +706,10 @@ class EdgeReads:
                 # One scope read: the edge's and the far node's scopes can only be that one,
                 # and are not columns (each costs a call into SQLite and a value built, for
                 # every row).
-                _walked_rows_of_one_scope(rows, scopes[0], ends, found, reached)
+                if keyed:
+                    _walked_rows_of_one_scope(rows, scopes[0], ends, found, reached)
+                else:
+                    _walked_rows_from_one_node(rows, scopes[0], chunk[0], ends[chunk[0]], found, reached)
             else:
                 _walked_rows(rows, ends, found, reached)
         return EdgesWalked([found[pk] for pk in sorted(found)], reached)

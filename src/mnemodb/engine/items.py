@@ -1549,7 +1549,12 @@ class Items:
             unread = [pk for pk in reached.depth if pk not in known]
             items: dict[int, Item] = dict(known)
             items.update(tx.memories_by_pk([pk for pk in unread if labels[pk] == MEMORY]))
-            items.update(tx.entities_by_pk([pk for pk in unread if labels[pk] == ENTITY]))
+            # Their ids as the walk read them, and their scope when only one is read.
+            items.update(
+                tx.entities_reached(
+                    {pk: ids[pk] for pk in unread if labels[pk] == ENTITY}, reads[0] if len(reads) == 1 else None
+                )
+            )
             if as_of is not None:
                 items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
             # Every edge among the items reached, not only those followed: a relation between

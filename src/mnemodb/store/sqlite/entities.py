@@ -103,6 +103,15 @@ def _entity_around_sql(valid: bool, scope_count: int) -> str:
     return " UNION ALL ".join([entity, *ways])
 
 
+_ENTITIES_REACHED = (
+    "SELECT n.pk, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.c3 "
+    f"FROM {KEYS_FIRST}entity e JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} WHERE e.node = j.value"
+)
+"""`entities_reached`' statement: `_ENTITY_COLUMNS` but the id and the scope, by the keys' array."""
+_ENTITIES_REACHED_OF_SCOPES = _ENTITIES_REACHED.replace("n.pk, ", "n.pk, n.scope, ", 1)
+"""`_ENTITIES_REACHED` with the scope, when the walk's nodes may be of several."""
+
+
 class EntityReads:
     conn: sqlite3.Connection
 
@@ -272,6 +281,34 @@ class EntityReads:
         # and once each, the keys give the rows in that b-tree's order, as before.
         found = self._entities("e.node = j.value", [json_keys(sorted(set(pks)))], driven_by=KEYS_FIRST)
         return {entity.pk: entity for entity in found}
+
+    def entities_reached(self, ids: Mapping[int, str], scope: str | None) -> dict[int, Entity]:
+        if not ids:
+            return {}
+        # `entities_by_pk` without the columns the walk read already: each costs a call into
+        # SQLite and a value built, for every row.
+        keys = json_keys(sorted(ids))
+        if scope is None:
+            return {
+                entity.pk: entity
+                for entity in self._entities_of(
+                    [
+                        (pk, ids[pk], in_scope, *rest)
+                        for pk, in_scope, *rest in self.conn.execute(_ENTITIES_REACHED_OF_SCOPES, [keys])
+                    ]
+                )
+            }
+        return {
+            entity.pk: entity
+            for entity in self._entities_of(
+                [
+                    (pk, ids[pk], scope, name, kind, props, created_at, updated_at, extra, stored)
+                    for pk, name, kind, props, created_at, updated_at, extra, stored in self.conn.execute(
+                        _ENTITIES_REACHED, [keys]
+                    )
+                ]
+            )
+        }
 
     def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
         if not pks:

@@ -103,6 +103,12 @@ def _entity_around_sql(valid: bool, scope_count: int) -> str:
     return " UNION ALL ".join([entity, *ways])
 
 
+_ENTITY_NAMED_IN_SCOPE = (
+    "SELECT n.pk, n.id, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.c3 FROM entity e "
+    f"JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} WHERE e.name = ? AND e.scope = ? "
+    "ORDER BY e.node LIMIT 1"
+)
+"""`entity_by_name` in one scope: `_ENTITY_COLUMNS` but the scope and the name."""
 _ENTITIES_REACHED = (
     "SELECT n.pk, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.c3 "
     f"FROM {KEYS_FIRST}entity e JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} WHERE e.node = j.value"
@@ -200,6 +206,16 @@ class EntityReads:
         return {k: tuple(v) for k, v in out.items()}
 
     def entity_by_name(self, scopes: Sequence[str], name: str) -> Entity | None:
+        if len(scopes) == 1:
+            # One scope: the entity's scope and name are the ones asked about, not columns
+            # (each costs a call into SQLite and a value built).
+            row = self.conn.execute(_ENTITY_NAMED_IN_SCOPE, [name, scopes[0]]).fetchone()
+            if row is None:
+                return None
+            pk, node_id, kind, props, created_at, updated_at, extra, stored = row
+            return self._entities_of(
+                [(pk, node_id, scopes[0], name, kind, props, created_at, updated_at, extra, stored)]
+            )[0]
         found = self._entities(
             f"e.name = ? AND e.scope IN ({marks(len(scopes))}) ORDER BY e.node LIMIT 1", [name, *scopes]
         )

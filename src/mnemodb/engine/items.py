@@ -1546,15 +1546,19 @@ class Items:
                     limit=limit + 1,
                     step=step,
                 )
-            unread = [pk for pk in reached.depth if pk not in known]
+            # The nodes to read, by label (`admit` let in only memories and entities).
+            memories: list[int] = []
+            entities: dict[int, str] = {}
+            for pk in reached.depth:
+                if pk not in known:
+                    if labels[pk] == MEMORY:
+                        memories.append(pk)
+                    else:
+                        entities[pk] = ids[pk]
             items: dict[int, Item] = dict(known)
-            items.update(tx.memories_by_pk([pk for pk in unread if labels[pk] == MEMORY]))
+            items.update(tx.memories_by_pk(memories))
             # Their ids as the walk read them, and their scope when only one is read.
-            items.update(
-                tx.entities_reached(
-                    {pk: ids[pk] for pk in unread if labels[pk] == ENTITY}, reads[0] if len(reads) == 1 else None
-                )
-            )
+            items.update(tx.entities_reached(entities, reads[0] if len(reads) == 1 else None))
             if as_of is not None:
                 items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
             # Every edge among the items reached, not only those followed: a relation between
@@ -1574,17 +1578,23 @@ class Items:
             extra = [
                 e for e in among if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted)
             ]
-        kept = [pk for pk in reached.depth if pk in items][:limit]
+        # The first `limit` nodes read, nearest first, with their items and depths.
+        kept: list[int] = []
+        shown: list[Item] = []
+        depths: dict[str, int] = {}
+        for pk, hop in reached.depth.items():
+            item = items.get(pk)
+            if item is not None:
+                if len(kept) == limit:
+                    break
+                kept.append(pk)
+                shown.append(item)
+                depths[item.id] = hop
         kept_set = set(kept)
         edges = [e for e in (*reached.edges, *extra) if e.src_pk in kept_set and e.dst_pk in kept_set]
         if as_of is None:
             engine.record_access(kept)
-        return Neighbourhood(
-            tuple(items[pk] for pk in kept),
-            tuple(edges),
-            {items[pk].id: reached.depth[pk] for pk in kept},
-            truncated=len(reached.depth) > limit,
-        )
+        return Neighbourhood(tuple(shown), tuple(edges), depths, truncated=len(reached.depth) > limit)
 
     @staticmethod
     def _one_hop(

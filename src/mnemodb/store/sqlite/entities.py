@@ -144,7 +144,8 @@ class EntityReads:
         arrays = json_arrays(r[9] for r in rows if r[9] is not None)
         stored = iter(arrays)
         # Positional arguments, without the frozen dataclass's `__init__` (`entity_of`): a
-        # search builds thousands of these a call, a walk dozens.
+        # search builds thousands of these a call, a walk dozens. Most have no properties
+        # and no extra fields: those are told here, without a call.
         return [
             entity_of(
                 r[0],
@@ -153,10 +154,10 @@ class EntityReads:
                 r[3],
                 r[4],
                 tuple(next(stored)) if r[9] is not None else observations.get(r[0], ()),
-                _json_object(r[5]),
+                {} if r[5] == "{}" else _json_object(r[5]),
                 r[6],
                 r[7],
-                _json_object(r[8]),
+                {} if r[8] is None else _json_object(r[8]),
             )
             for r in rows
         ]

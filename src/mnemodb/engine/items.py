@@ -1566,18 +1566,25 @@ class Items:
             # the walk has read every edge of the items it expanded: only the edges among the
             # others (the last hop's) are read again.
             valid_at = None if include_closed else at
+            followed = {e.pk for e in reached.edges}
+            # Loops rather than comprehensions: a walk's few edges cost less than a
+            # comprehension's own call.
             if direction == "both":
-                read = {e.pk: e for e in reached.read if e.src_pk in items and e.dst_pk in items}
-                rest = [pk for pk in items if pk not in reached.expanded]
-                read.update((e.pk, e) for e in tx.edges_among(rest, valid_at=valid_at))
+                read: dict[int, Edge] = {}
+                for e in reached.read:
+                    if e.src_pk in items and e.dst_pk in items:
+                        read[e.pk] = e
+                expanded = reached.expanded
+                for e in tx.edges_among([pk for pk in items if pk not in expanded], valid_at=valid_at):
+                    read[e.pk] = e
                 among = [read[pk] for pk in sorted(read)]
             else:
                 among = tx.edges_among(list(items), valid_at=valid_at)
-            followed = {e.pk for e in reached.edges}
             wanted = set(types) if types is not None else None
-            extra = [
-                e for e in among if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted)
-            ]
+            extra: list[Edge] = []
+            for e in among:
+                if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted):
+                    extra.append(e)
         # The first `limit` nodes read, nearest first, with their items and depths.
         kept: list[int] = []
         shown: list[Item] = []

@@ -687,7 +687,9 @@ class EdgeReads:
         elif leaving_out:
             left, leaving = [keys_text(leaving_out)], _LEFT_AS_TEXT
         ways = sum(direction in way for way in _WAYS)
-        for chunk in chunks(list(ends), 300):
+        nodes_walked = list(ends)
+        # A hop of at most 300 nodes (most) as it is, without a generator to slice it.
+        for chunk in (nodes_walked,) if len(nodes_walked) <= 300 else chunks(nodes_walked, 300):
             # One node by `IN` (an equality to SQLite), several by their array.
             keyed = len(chunk) > 1
             sql = _edges_walked_sql(

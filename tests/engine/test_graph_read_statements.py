@@ -36,6 +36,12 @@ def _statements(eng: Engine, read: Callable[[], Any]) -> tuple[Any, list[str]]:
         conn.set_trace_callback(None)
 
 
+def _is_hop(statement: str) -> bool:
+    """Whether `statement` reads a walk's hop (`edges_walked`): from one node in one scope
+    without the column that tells which way each row was found, from several with it."""
+    return statement.startswith(("SELECT 0, e.pk, e.src", "SELECT 1, e.pk, e.src", "SELECT e.pk, e.src"))
+
+
 def _chain(eng: Engine) -> None:
     for name in ("Ada", "Bob", "Cy", "Dee"):
         ent(eng, name, observations=[f"{name} likes tea"])
@@ -49,14 +55,25 @@ def test_a_walk_labels_each_node_once_and_reads_each_item_once(lite: Engine) -> 
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Ada"], hops=2))
     assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy"}
-    hops = [s for s in statements if s.startswith("SELECT 0, e.pk")]
+    hops = [s for s in statements if _is_hop(s)]
     # One a hop: its relations, with the nodes they reach labelled and checked for being superseded.
     assert len(hops) == 2
-    assert all("d.label, d.scope, EXISTS" in s and "'supersedes'" in s for s in hops)
+    assert all("d.label, EXISTS" in s and "'supersedes'" in s for s in hops)
+    # One scope read: the relations' and the far nodes' scopes are that one, not columns;
+    # from one node, nor is the way each row was found.
+    assert hops[0].startswith(
+        "SELECT e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.props, d.id"
+    )
+    assert hops[1].startswith(
+        "SELECT 0, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.props, d.id"
+    )
     assert not [s for s in statements if s.startswith("SELECT n.pk, n.label")]  # no labels read apart
     entity_reads = [s for s in statements if "entity e JOIN node n" in s]
     assert len(entity_reads) == 2  # the start by name, then every other entity reached at once
     assert "'Ada'" in entity_reads[0] and "json_each" in entity_reads[1]
+    # Neither the start's scope and name (those asked about) nor the others' ids and scope (the hops read them).
+    assert entity_reads[0].startswith("SELECT n.pk, n.id, e.entity_type, n.props")
+    assert entity_reads[1].startswith("SELECT n.pk, e.name, e.entity_type, n.props")
 
 
 def test_a_look_up_reads_the_other_ends_as_entity_keys(lite: Engine) -> None:
@@ -116,15 +133,16 @@ def test_a_walk_looks_up_each_hop_s_relations_in_one_statement(lite: Engine) -> 
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))
     assert {getattr(i, "name", None) for i in found.items} >= {"Ada", "Bob", "Cy", "Dee"}
-    hops = [s for s in statements if s.startswith("SELECT 0, e.pk")]
-    assert len(hops) == 2 and all("UNION ALL SELECT 1" in s for s in hops)
+    hops = [s for s in statements if _is_hop(s)]
+    assert len(hops) == 2 and "UNION ALL SELECT e.pk" in hops[0] and "UNION ALL SELECT 1" in hops[1]
     # Both ways at once: from one node by `IN`, from several by their JSON array (no list
     # SQLite copies into a b-tree of its own each run).
     assert all(
         ("e.src IN (" in s or "e.src = j.value" in s) and ("e.dst IN (" in s or "e.dst = j.value" in s) for s in hops
     )
     assert "e.src IN (" in hops[0] and "FROM json_each(" in hops[1] and " IN (?" not in hops[1]
-    assert len([s for s in statements if s.startswith("SELECT e.pk")]) == 1  # and the relations among the items
+    among = [s for s in statements if s.startswith("SELECT e.pk") and not _is_hop(s)]
+    assert len(among) == 1  # and the relations among the items
 
 
 @pytest.mark.parametrize("direction", ["out", "in", "both"])
@@ -133,7 +151,7 @@ def test_a_walk_both_ways_does_not_read_again_the_relations_back_to_the_hop_befo
 ) -> None:
     _chain(lite)
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=3, direction=direction))
-    hops = [s for s in statements if s.startswith(("SELECT 0, e.pk", "SELECT 1, e.pk"))]
+    hops = [s for s in statements if _is_hop(s)]
     bob = next(i.pk for i in found.items if getattr(i, "name", None) == "Bob")
     if direction == "both":
         # The first hop leaves out nothing; the second the edges back to Bob; the third, to Bob and his neighbours.
@@ -152,7 +170,7 @@ def test_a_walk_reads_again_only_the_relations_among_the_last_hop(lite: Engine) 
     found, statements = _statements(lite, lambda: lite.items.explore(["Bob"], hops=2))
     depth = {item.pk: found.depth[item.id] for item in found.items}
     assert sorted(depth.values()) == [0, 1, 1, 1, 2, 2, 2]  # Bob; Ada, Cy, his note; Dee and their notes
-    among = [s for s in statements if s.startswith("SELECT e.pk") and "UNION ALL" not in s]
+    among = [s for s in statements if s.startswith("SELECT e.pk") and not _is_hop(s)]
     assert len(among) == 1
     read_again = {int(pk) for pk in among[0].split("FROM json_each('[")[1].split("]")[0].split(",")}
     assert read_again == {pk for pk, d in depth.items() if d == 2}  # the hops before read every relation of theirs

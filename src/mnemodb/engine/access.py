@@ -62,7 +62,7 @@ class AccessRecorder:
         self._thread: threading.Thread | None = None
 
     def record(self, pks: Iterable[int], at: int) -> None:
-        read = pks if isinstance(pks, list | tuple) else list(pks)
+        read = pks if isinstance(pks, (list, tuple)) else list(pks)
         # The condition's lock taken as itself: entering the condition is a call in Python
         # around the same lock's, paid by every read.
         with self._lock:

@@ -22,7 +22,7 @@ from mnemodb.engine.changes import ends_readable
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import SetEmbedding
 from mnemodb.graph.paths import shortest_path
-from mnemodb.graph.traversal import expand
+from mnemodb.graph.traversal import Expansion, expand
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
@@ -1531,22 +1531,34 @@ class Items:
                             admitted.add(pk)
                 return admitted
 
-            reached = expand(
-                tx,
-                [s.pk for s in seeds],
-                hops,
-                direction=direction,
-                valid_at=None if include_closed else at,
-                edge_scopes=reads,
-                edge_types=types,
-                admit=admit,
-                limit=limit + 1,
-                step=step,
-            )
-            unread = [pk for pk in reached.depth if pk not in known]
+            if hops == 1:
+                reached = self._one_hop([s.pk for s in seeds], direction, limit + 1, step, met, labels, ids, reads)
+            else:
+                reached = expand(
+                    tx,
+                    [s.pk for s in seeds],
+                    hops,
+                    direction=direction,
+                    valid_at=None if include_closed else at,
+                    edge_scopes=reads,
+                    edge_types=types,
+                    admit=admit,
+                    limit=limit + 1,
+                    step=step,
+                )
+            # The nodes to read, by label (`admit` let in only memories and entities).
+            memories: list[int] = []
+            entities: dict[int, str] = {}
+            for pk in reached.depth:
+                if pk not in known:
+                    if labels[pk] == MEMORY:
+                        memories.append(pk)
+                    else:
+                        entities[pk] = ids[pk]
             items: dict[int, Item] = dict(known)
-            items.update(tx.memories_by_pk([pk for pk in unread if labels[pk] == MEMORY]))
-            items.update(tx.entities_by_pk([pk for pk in unread if labels[pk] == ENTITY]))
+            items.update(tx.memories_by_pk(memories))
+            # Their ids as the walk read them, and their scope when only one is read.
+            items.update(tx.entities_reached(entities, reads[0] if len(reads) == 1 else None))
             if as_of is not None:
                 items = {pk: self._as_of(tx, item, at) for pk, item in items.items()}
             # Every edge among the items reached, not only those followed: a relation between
@@ -1554,29 +1566,92 @@ class Items:
             # the walk has read every edge of the items it expanded: only the edges among the
             # others (the last hop's) are read again.
             valid_at = None if include_closed else at
+            followed = {e.pk for e in reached.edges}
+            # Loops rather than comprehensions: a walk's few edges cost less than a
+            # comprehension's own call.
             if direction == "both":
-                read = {e.pk: e for e in reached.read if e.src_pk in items and e.dst_pk in items}
-                rest = [pk for pk in items if pk not in reached.expanded]
-                read.update((e.pk, e) for e in tx.edges_among(rest, valid_at=valid_at))
+                read: dict[int, Edge] = {}
+                for e in reached.read:
+                    if e.src_pk in items and e.dst_pk in items:
+                        read[e.pk] = e
+                expanded = reached.expanded
+                for e in tx.edges_among([pk for pk in items if pk not in expanded], valid_at=valid_at):
+                    read[e.pk] = e
                 among = [read[pk] for pk in sorted(read)]
             else:
                 among = tx.edges_among(list(items), valid_at=valid_at)
-            followed = {e.pk for e in reached.edges}
             wanted = set(types) if types is not None else None
-            extra = [
-                e for e in among if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted)
-            ]
-        kept = [pk for pk in reached.depth if pk in items][:limit]
+            extra: list[Edge] = []
+            for e in among:
+                if e.pk not in followed and e.scope in reads and (wanted is None or e.type in wanted):
+                    extra.append(e)
+        # The first `limit` nodes read, nearest first, with their items and depths.
+        kept: list[int] = []
+        shown: list[Item] = []
+        depths: dict[str, int] = {}
+        for pk, hop in reached.depth.items():
+            item = items.get(pk)
+            if item is not None:
+                if len(kept) == limit:
+                    break
+                kept.append(pk)
+                shown.append(item)
+                depths[item.id] = hop
         kept_set = set(kept)
         edges = [e for e in (*reached.edges, *extra) if e.src_pk in kept_set and e.dst_pk in kept_set]
         if as_of is None:
             engine.record_access(kept)
-        return Neighbourhood(
-            tuple(items[pk] for pk in kept),
-            tuple(edges),
-            {items[pk].id: reached.depth[pk] for pk in kept},
-            truncated=len(reached.depth) > limit,
-        )
+        return Neighbourhood(tuple(shown), tuple(edges), depths, truncated=len(reached.depth) > limit)
+
+    @staticmethod
+    def _one_hop(
+        seeds: Sequence[int],
+        direction: Direction,
+        limit: int,
+        step: Callable[[list[int]], list[Edge]],
+        met: Mapping[int, NodeReached],
+        labels: dict[int, str],
+        ids: dict[int, str],
+        reads: Sequence[str],
+    ) -> Expansion:
+        """`expand` of one hop with `explore`'s `admit`, in one loop over the nodes reached:
+        the same nodes, edges and order, without the general expansion's calls and sets for
+        each hop (most walks are of one hop)."""
+        depth: dict[int, int] = {}
+        for pk in seeds:
+            if len(depth) >= limit:
+                break
+            depth.setdefault(pk, 0)
+        frontier = list(depth)
+        if len(depth) >= limit:
+            return Expansion(depth, [], set(), [])
+        edges = step(frontier)
+        expanded = set(frontier)
+        out, into = direction != "in", direction != "out"
+        reached: dict[int, list[Edge]] = {}
+        for edge in edges:
+            if out and edge.src_pk in expanded:
+                reached.setdefault(edge.dst_pk, []).append(edge)
+            if into and edge.dst_pk in expanded:
+                reached.setdefault(edge.src_pk, []).append(edge)
+        followed: dict[int, Edge] = {}
+        # Newer before older, as `expand` enters them; each node admitted as `admit` does.
+        for pk in sorted(reached, reverse=True):
+            node = met[pk]
+            label = node.label
+            if label not in (MEMORY, ENTITY) or node.scope not in reads:
+                continue
+            labels[pk] = label
+            ids[pk] = node.id
+            if node.entered and label == MEMORY:
+                continue
+            if pk not in depth:
+                if len(depth) >= limit:
+                    continue  # left out: so are the edges that lead to it
+                depth[pk] = 1
+            for edge in reached[pk]:
+                followed.setdefault(edge.pk, edge)
+        return Expansion(depth, list(followed.values()), expanded, edges)
 
     def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:
         """`item` as it was at `at`, replayed from its change-log entries (`model.history`):

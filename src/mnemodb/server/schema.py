@@ -372,11 +372,34 @@ class Obj(Field):
         checks a hundred objects a call, each of which would look them up again."""
         return tuple((name, spec.check, spec, name in self.required) for name, spec in self.fields.items())
 
+    @functools.cached_property
+    def _places(self) -> dict[str, tuple[int, Check]] | None:
+        """Each field's place and check, when no field is required or has a default: then
+        only the fields given need checking (None otherwise)."""
+        if self.required or any(spec.default is not _MISSING for spec in self.fields.values()):
+            return None
+        return {name: (place, spec.check) for place, (name, spec) in enumerate(self.fields.items())}
+
     def check(self, value: Any, path: Path, issues: list[Issue]) -> Any:
         if not isinstance(value, dict):
             issues.append(_invalid_type("object", value, path))
             return value
         out: dict[str, Any] = {}
+        places = self._places
+        if places is not None:
+            # Nothing to add of the fields not given: the given ones, checked in the fields'
+            # order as the loop below checks them (a tool call gives two or three of a dozen).
+            given: list[tuple[int, str, Check]] = []
+            for name in value:
+                known = places.get(name)
+                if known is None:
+                    break  # an unknown key: told by the loop below
+                given.append((known[0], name, known[1]))
+            else:
+                given.sort()
+                for _, name, check in given:
+                    out[name] = check(value[name], (*path, name), issues)
+                return out
         fields = self.fields
         present = 0
         for name, check, spec, required in self._plan:
@@ -527,6 +550,8 @@ class OneOrMany(Field):
                     "message": f"Too big: expected at most {self.max_items} items",
                 }
             )
+        if len(value) == 1:  # most: without a comprehension's call
+            return [self.items.check(value[0], (*path, 0), issues)]
         return [self.items.check(item, (*path, i), issues) for i, item in enumerate(value)]
 
 

@@ -600,6 +600,12 @@ class EntityReads(Protocol):
         """Entities with their observations in order."""
         ...
 
+    def entities_reached(self, ids: Mapping[int, str], scope: str | None) -> dict[int, Entity]:
+        """`entities_by_pk` of the nodes a walk reached (pk: id, as the walk read them in this
+        transaction): their ids, and their scope when the caller knows every one is in
+        `scope`, are not read again."""
+        ...
+
     def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
         """`entities_by_pk`, each entity's key only: what labelling a relation's end reads."""
         ...

@@ -608,3 +608,33 @@ def test_insert_edges_writes_what_insert_edge_of_each_writes(store: Store) -> No
         Edge(pk, edge_id, ids[src], ids[dst], kind, scope, dict(props), start, None, at, src, dst)
         for pk, (edge_id, src, dst, kind, scope, props, start, at) in zip(pks, rows, strict=True)
     ]
+
+
+def test_edges_walked_in_one_scope_reads_what_it_reads_among_several(store: Store) -> None:
+    # One scope read (and one node walked from) is read with fewer columns: the same hop.
+    with store.write() as tx:
+        ada = add_entity(tx, "Ada")
+        bob = add_entity(tx, "Bob")
+        note = add_memory(tx, "a note on Ada")
+        newer = add_memory(tx, "a newer note")
+        add_edge(tx, note, ada, "about", props={"weight": 2})
+        add_edge(tx, ada, bob, "knows")
+        add_edge(tx, bob, ada, "knows")
+        add_edge(tx, ada, ada, "reflects")  # a loop: reached either way
+        add_edge(tx, newer, note, "supersedes")
+        add_edge(tx, ada, add_entity(tx, "Cy", scope=B), "knows")
+        ids = {pk: node_id(tx, pk) for pk in (ada, bob, note, newer)}
+    with store.read() as tx:
+        for nodes in ([ada], [ada, bob], [note]):
+            for direction in ("both", "out", "in"):
+                filters: dict[str, Any] = {"valid_at": T0 + 20, "entered_by": "supersedes", "entered_at": T0 + 20}
+                one = tx.edges_walked({pk: ids[pk] for pk in nodes}, direction, scopes=[A], **filters)
+                # C holds nothing: the same edges and nodes, read with the scopes' columns.
+                several = tx.edges_walked({pk: ids[pk] for pk in nodes}, direction, scopes=[A, C], **filters)
+                assert one == several
+                assert one.edges == tx.edges_of(nodes, direction, valid_at=T0 + 20, scopes=[A])
+        assert tx.edges_walked({ada: ids[ada]}, "both", valid_at=None, scopes=[A]).reached == {
+            ada: NodeReached(ids[ada], ENTITY, A, False),
+            bob: NodeReached(ids[bob], ENTITY, A, False),
+            note: NodeReached(ids[note], MEMORY, A, False),
+        }

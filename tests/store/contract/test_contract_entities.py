@@ -291,3 +291,20 @@ def test_relations_matching_filters_and_pages(store: Store) -> None:
         assert [x.pk for x in tx.relations_matching([A, C], from_pk=e[0])] == [r[0], r[3], r[4]]
         assert [x.pk for x in tx.relations_matching([A, C], to_pk=e[2])] == [r[1], r[4]]
         assert [x.pk for x in tx.relations_matching([A], after=r[0], limit=1)] == [r[1]]
+
+
+def test_entities_reached_reads_what_entities_by_pk_reads(store: Store) -> None:
+    with store.write() as tx:
+        ada = add_node(tx, "Entity", props={"born": 1815}, at=T0 + 1)
+        tx.insert_entity(ada, A, "Ada", "person", {"upstream": [1, 2]}, ["b", "a"], T0 + 1)
+        bob = add_entity(tx, "Bob")
+        cy = add_entity(tx, "Cy", scope=B)
+        note = add_memory(tx, "not an entity")
+        ids = {pk: node_id(tx, pk) for pk in (ada, bob, cy, note)}
+    with store.read() as tx:
+        # Entities of one scope, that scope given; of several, none; a memory left out.
+        assert tx.entities_reached({ada: ids[ada], bob: ids[bob]}, A) == tx.entities_by_pk([ada, bob])
+        assert tx.entities_reached(ids, None) == tx.entities_by_pk([ada, bob, cy])
+        assert tx.entities_reached({cy: ids[cy], note: ids[note]}, B) == tx.entities_by_pk([cy])
+        assert tx.entities_reached({ada: ids[ada]}, A)[ada].observations == ("b", "a")
+        assert tx.entities_reached({}, A) == {}

@@ -315,6 +315,10 @@ class EntityReads:
             return {}
         return {entity.pk: entity for entity in self._entities("e.node = ANY(%s::bigint[])", [list(pks)])}
 
+    def entities_reached(self, ids: Mapping[int, str], scope: str | None) -> dict[int, Entity]:
+        # A row's two columns fewer buy nothing measurable here: read as `entities_by_pk`.
+        return self.entities_by_pk(list(ids))
+
     def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
         if not pks:
             return {}

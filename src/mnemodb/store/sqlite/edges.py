@@ -29,6 +29,8 @@ __all__ = ["AroundRows", "EdgeReads", "EdgeWrites", "around_ways"]
 
 _EDGE_COLUMNS = "e.pk, e.id, s.id, d.id, e.type, e.scope, e.props, e.valid_from, e.valid_to, e.created_at, e.src, e.dst"
 _EDGE_FROM = "edge e JOIN node s ON s.pk = e.src JOIN node d ON d.pk = e.dst"
+_EDGE_FROM_AFTER = "edge e CROSS JOIN node s ON s.pk = e.src CROSS JOIN node d ON d.pk = e.dst"
+"""`_EDGE_FROM` with the edge read before its ends (a cross join keeps its order)."""
 _ENDS: dict[Direction, tuple[str, ...]] = {"out": ("src",), "in": ("dst",), "both": ("src", "dst")}
 """The end a lookup matches, for each direction."""
 
@@ -265,9 +267,15 @@ def _edges_walked_sql(
         if entered
         else "0"
     )
+    # With one scope, the edge's and the far node's scopes are left out: they can only be that one.
+    scope, far_scope = ("", "") if scope_count == 1 else ("e.scope, ", "{far}.scope, ")
+    # From one node, in one scope, which way a row was found is not a column either: an edge
+    # leaving that node was found leaving it (a loop, either way, reaches the same node).
+    tagged = scope_count > 1 or count != 1
     ways = [
-        f"SELECT {way}, e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, e.type, e.scope, e.props, "
-        f"{far}.id, {far}.label, {far}.scope, {flag.format(far=far)} "
+        f"SELECT {f'{way}, ' if tagged else ''}e.pk, e.src, e.dst, e.valid_from, e.valid_to, e.created_at, e.id, "
+        f"e.type, {scope}e.props, "
+        f"{far}.id, {far}.label, {far_scope.format(far=far)}{flag.format(far=far)} "
         f"FROM {'' if count else KEYS_FIRST}edge e JOIN node {far} ON {far}.pk = e.{far_end} "
         f"WHERE e.{near_end} {f'IN ({marks(count)})' if count else '= j.value'}"
         f"{filters.format(far=far, far_end=far_end)}"
@@ -275,6 +283,96 @@ def _edges_walked_sql(
         if direction in _WAYS[way]
     ]
     return " UNION ALL ".join(ways)
+
+
+def _walked_rows(
+    rows: list[Any], ends: Mapping[int, str], found: dict[int, Edge], reached: dict[int, NodeReached]
+) -> None:
+    """`edges_walked`'s rows of several scopes: the edges into `found`, the far ends into `reached`."""
+    for (
+        way,
+        pk,
+        src,
+        dst,
+        valid_from,
+        valid_to,
+        created_at,
+        edge_id,
+        kind,
+        scope,
+        props,
+        far_id,
+        label,
+        far_scope,
+        entered,
+    ) in rows:
+        # Made as a tuple is, without the named tuple's `__new__` in Python.
+        reached[dst if way == 0 else src] = _new_tuple(NodeReached, (far_id, label, far_scope, bool(entered)))
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                ends[src] if way == 0 else far_id,
+                far_id if way == 0 else ends[dst],
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+
+
+def _walked_rows_of_one_scope(
+    rows: list[Any], scope: str, ends: Mapping[int, str], found: dict[int, Edge], reached: dict[int, NodeReached]
+) -> None:
+    """`_walked_rows` of rows without the scope columns, all of `scope`."""
+    for way, pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, entered in rows:
+        reached[dst if way == 0 else src] = _new_tuple(NodeReached, (far_id, label, scope, bool(entered)))
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                ends[src] if way == 0 else far_id,
+                far_id if way == 0 else ends[dst],
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+
+
+def _walked_rows_from_one_node(
+    rows: list[Any], scope: str, node: int, node_id: str, found: dict[int, Edge], reached: dict[int, NodeReached]
+) -> None:
+    """`_walked_rows_of_one_scope` of the rows of one node's hop, without the way column."""
+    for pk, src, dst, valid_from, valid_to, created_at, edge_id, kind, props, far_id, label, entered in rows:
+        leaving = src == node
+        reached[dst if leaving else src] = _new_tuple(NodeReached, (far_id, label, scope, bool(entered)))
+        if pk not in found:
+            found[pk] = edge_of(
+                pk,
+                edge_id,
+                node_id if leaving else far_id,
+                far_id if leaving else node_id,
+                kind,
+                scope,
+                {} if props == "{}" else props_of(props),
+                valid_from,
+                valid_to,
+                created_at,
+                src,
+                dst,
+            )
+
+
+_new_tuple = tuple.__new__
 
 
 _INSERT_EDGES_HEAD = "INSERT INTO edge (id, src, dst, type, scope, props, valid_from, valid_to, created_at) VALUES "
@@ -634,7 +732,9 @@ class EdgeReads:
         elif leaving_out:
             left, leaving = [keys_text(leaving_out)], _LEFT_AS_TEXT
         ways = sum(direction in way for way in _WAYS)
-        for chunk in chunks(list(ends), 300):
+        nodes_walked = list(ends)
+        # A hop of at most 300 nodes (most) as it is, without a generator to slice it.
+        for chunk in (nodes_walked,) if len(nodes_walked) <= 300 else chunks(nodes_walked, 300):
             # One node by `IN` (an equality to SQLite), several by their array.
             keyed = len(chunk) > 1
             sql = _edges_walked_sql(
@@ -648,42 +748,17 @@ class EdgeReads:
             )
             nodes = [json_keys(chunk)] if keyed else chunk
             way_params = [*flag, *nodes, *valid, *scopes, *scopes, *types, *left]
-            for (
-                way,
-                pk,
-                src,
-                dst,
-                valid_from,
-                valid_to,
-                created_at,
-                edge_id,
-                kind,
-                scope,
-                props,
-                far_id,
-                label,
-                far_scope,
-                entered,
-            ) in self.conn.execute(sql, way_params * ways).fetchall():
-                if way == 0:
-                    reached[dst] = NodeReached(far_id, label, far_scope, bool(entered))
+            rows = self.conn.execute(sql, way_params * ways).fetchall()
+            if len(scopes) == 1:
+                # One scope read: the edge's and the far node's scopes can only be that one,
+                # and are not columns (each costs a call into SQLite and a value built, for
+                # every row).
+                if keyed:
+                    _walked_rows_of_one_scope(rows, scopes[0], ends, found, reached)
                 else:
-                    reached[src] = NodeReached(far_id, label, far_scope, bool(entered))
-                if pk not in found:
-                    found[pk] = edge_of(
-                        pk,
-                        edge_id,
-                        ends[src] if way == 0 else far_id,
-                        far_id if way == 0 else ends[dst],
-                        kind,
-                        scope,
-                        {} if props == "{}" else props_of(props),
-                        valid_from,
-                        valid_to,
-                        created_at,
-                        src,
-                        dst,
-                    )
+                    _walked_rows_from_one_node(rows, scopes[0], chunk[0], ends[chunk[0]], found, reached)
+            else:
+                _walked_rows(rows, ends, found, reached)
         return EdgesWalked([found[pk] for pk in sorted(found)], reached)
 
     def edges_among(self, pks: Sequence[int], *, valid_at: int | None = None) -> list[Edge]:
@@ -698,10 +773,13 @@ class EdgeReads:
             # tests each edge's target against them as text. Lists of keys on the right of
             # `IN` made SQLite build a b-tree of them for each run, two here, which cost more
             # than the statement's look-ups (callgrind at 10,000 entities, five nodes and
-            # no edge among them: 115 k -> 62 k instructions).
+            # no edge among them: 115 k -> 62 k instructions). The ends' nodes are joined
+            # in that order, after the edge: joined as `_EDGE_FROM` joins them, SQLite read
+            # each key's source node before its edges, for every key, most with no edge
+            # among the others.
             keys = list(dict.fromkeys(pks))
             found = self._edge_rows(
-                f"SELECT {_EDGE_COLUMNS} FROM {KEYS_FIRST}{_EDGE_FROM} "
+                f"SELECT {_EDGE_COLUMNS} FROM {KEYS_FIRST}{_EDGE_FROM_AFTER} "
                 f"WHERE e.src = j.value AND instr(?, ',' || e.dst || ',') > 0{valid}",
                 [
                     json_keys(keys),

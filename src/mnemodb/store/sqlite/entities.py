@@ -103,6 +103,21 @@ def _entity_around_sql(valid: bool, scope_count: int) -> str:
     return " UNION ALL ".join([entity, *ways])
 
 
+_ENTITY_NAMED_IN_SCOPE = (
+    "SELECT n.pk, n.id, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.c3 FROM entity e "
+    f"JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} WHERE e.name = ? AND e.scope = ? "
+    "ORDER BY e.node LIMIT 1"
+)
+"""`entity_by_name` in one scope: `_ENTITY_COLUMNS` but the scope and the name."""
+_ENTITIES_REACHED = (
+    "SELECT n.pk, e.name, e.entity_type, n.props, n.created_at, n.updated_at, e.extra, t.c3 "
+    f"FROM {KEYS_FIRST}entity e JOIN node n ON n.pk = e.node LEFT JOIN {_ENTITY_OBSERVATIONS} WHERE e.node = j.value"
+)
+"""`entities_reached`' statement: `_ENTITY_COLUMNS` but the id and the scope, by the keys' array."""
+_ENTITIES_REACHED_OF_SCOPES = _ENTITIES_REACHED.replace("n.pk, ", "n.pk, n.scope, ", 1)
+"""`_ENTITIES_REACHED` with the scope, when the walk's nodes may be of several."""
+
+
 class EntityReads:
     conn: sqlite3.Connection
 
@@ -129,7 +144,8 @@ class EntityReads:
         arrays = json_arrays(r[9] for r in rows if r[9] is not None)
         stored = iter(arrays)
         # Positional arguments, without the frozen dataclass's `__init__` (`entity_of`): a
-        # search builds thousands of these a call, a walk dozens.
+        # search builds thousands of these a call, a walk dozens. Most have no properties
+        # and no extra fields: those are told here, without a call.
         return [
             entity_of(
                 r[0],
@@ -138,10 +154,10 @@ class EntityReads:
                 r[3],
                 r[4],
                 tuple(next(stored)) if r[9] is not None else observations.get(r[0], ()),
-                _json_object(r[5]),
+                {} if r[5] == "{}" else _json_object(r[5]),
                 r[6],
                 r[7],
-                _json_object(r[8]),
+                {} if r[8] is None else _json_object(r[8]),
             )
             for r in rows
         ]
@@ -191,6 +207,16 @@ class EntityReads:
         return {k: tuple(v) for k, v in out.items()}
 
     def entity_by_name(self, scopes: Sequence[str], name: str) -> Entity | None:
+        if len(scopes) == 1:
+            # One scope: the entity's scope and name are the ones asked about, not columns
+            # (each costs a call into SQLite and a value built).
+            row = self.conn.execute(_ENTITY_NAMED_IN_SCOPE, [name, scopes[0]]).fetchone()
+            if row is None:
+                return None
+            pk, node_id, kind, props, created_at, updated_at, extra, stored = row
+            return self._entities_of(
+                [(pk, node_id, scopes[0], name, kind, props, created_at, updated_at, extra, stored)]
+            )[0]
         found = self._entities(
             f"e.name = ? AND e.scope IN ({marks(len(scopes))}) ORDER BY e.node LIMIT 1", [name, *scopes]
         )
@@ -272,6 +298,34 @@ class EntityReads:
         # and once each, the keys give the rows in that b-tree's order, as before.
         found = self._entities("e.node = j.value", [json_keys(sorted(set(pks)))], driven_by=KEYS_FIRST)
         return {entity.pk: entity for entity in found}
+
+    def entities_reached(self, ids: Mapping[int, str], scope: str | None) -> dict[int, Entity]:
+        if not ids:
+            return {}
+        # `entities_by_pk` without the columns the walk read already: each costs a call into
+        # SQLite and a value built, for every row.
+        keys = json_keys(sorted(ids))
+        if scope is None:
+            return {
+                entity.pk: entity
+                for entity in self._entities_of(
+                    [
+                        (pk, ids[pk], in_scope, *rest)
+                        for pk, in_scope, *rest in self.conn.execute(_ENTITIES_REACHED_OF_SCOPES, [keys])
+                    ]
+                )
+            }
+        return {
+            entity.pk: entity
+            for entity in self._entities_of(
+                [
+                    (pk, ids[pk], scope, name, kind, props, created_at, updated_at, extra, stored)
+                    for pk, name, kind, props, created_at, updated_at, extra, stored in self.conn.execute(
+                        _ENTITIES_REACHED, [keys]
+                    )
+                ]
+            )
+        }
 
     def entity_keys_by_pk(self, pks: Sequence[int]) -> dict[int, EntityKey]:
         if not pks:

@@ -325,12 +325,19 @@ class NativeTools:
         shapes = fit_chars(
             [self._reached(i, found, full) for i in found.items[offset : offset + limit]], a.get("max_chars")
         )
-        seen = {i.pk for i in found.items[: offset + len(shapes)]}
-        page = {i.pk for i in found.items[offset : offset + len(shapes)]}
         ends = {i.pk: i for i in found.items}
-        edges = [
-            e for e in found.edges if e.src_pk in seen and e.dst_pk in seen and (e.src_pk in page or e.dst_pk in page)
-        ]
+        if offset == 0 and len(shapes) == len(found.items):
+            # The usual page, every item found: `explore` finds only relations among the items
+            # it finds, so each of them is on the page.
+            edges = list(found.edges)
+        else:
+            seen = {i.pk for i in found.items[: offset + len(shapes)]}
+            page = {i.pk for i in found.items[offset : offset + len(shapes)]}
+            edges = [
+                e
+                for e in found.edges
+                if e.src_pk in seen and e.dst_pk in seen and (e.src_pk in page or e.dst_pk in page)
+            ]
         more = len(found.items) > offset + len(shapes)
         return {
             "items": shapes,

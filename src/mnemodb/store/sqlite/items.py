@@ -110,8 +110,14 @@ class ItemReads:
     conn: sqlite3.Connection
     # `FactReads.tags_in`, which the store's read transactions mix in beside this class.
     tags_in: Callable[[Sequence[str]], bool | None]
-    # The last query's scores (see `_text_scores`), by (query, weights, changes so far).
-    _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]], bool] | None = None
+    # The last query's scores (see `_text_scores`), by (query, weights, changes so far), and
+    # the most its statement's sort holds.
+    _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]], bool, int] | None = None
+    # The text-score statement read part way, in a read that closes it at its end.
+    _scoring: sqlite3.Cursor | None = None
+    # Whether the transaction closes an open text-score statement at its end (`end_scoring`),
+    # so that it may be read part way.
+    reads_lazily: bool = False
     # The last fast-path call's passing hits and how far down the scores it judged (see
     # `filtered_text_search`), by (query, weights, changes so far, filter, scopes).
     _judged: tuple[tuple[Any, ...], list[TextHit], int] | None = None
@@ -198,21 +204,52 @@ class ItemReads:
         best in its own top-N sort, and the rest never become rows in Python (at 100,000
         memories a query matches about 1,100)."""
         key = (match, tuple(weights), self.conn.total_changes)
-        if self._scored is not None and self._scored[0] == key:
-            ranked, every = self._scored[1], self._scored[2]
+        scored = self._scored
+        if scored is not None and scored[0] == key:
+            ranked, every, count = scored[1], scored[2], scored[3]
             if every or len(ranked) >= least:
                 return ranked, every
+            pending = self._scoring
+            if pending is not None:
+                # The statement's sort holds `count` rows: the rows past those read are
+                # read from it, not scored again.
+                ranked += pending.fetchmany(min(least, count) - len(ranked))
+                every = len(ranked) < min(least, count)
+                if every or len(ranked) == count:
+                    self.end_scoring()
+                self._scored = (key, ranked, every, count)
+                if every or len(ranked) >= least:
+                    return ranked, every
+        self.end_scoring()
         # Twice what is asked: a ranking that widens its pool (from 64 to 128 memories)
         # seldom scores every match again.
         count = max(2 * least, _SCORED_LEAST)
-        ranked = self.conn.execute(
+        cursor = self.conn.execute(
             "SELECT rowid, -bm25(memory_fts, ?, ?, ?) AS score FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY score DESC, rowid LIMIT ?",
             [*weights, match, count],
-        ).fetchall()
-        every = len(ranked) < count
-        self._scored = (key, ranked, every)
+        )
+        if self.reads_lazily:
+            # Only the rows asked for become rows in Python (the pool of 64 at first): the
+            # sort is done either way, and a wider pool reads on from where this stopped
+            # (`end_scoring` closes the statement when the transaction ends).
+            ranked = cursor.fetchmany(least)
+            every = len(ranked) < least
+            if not every:
+                self._scoring = cursor
+        else:
+            ranked = cursor.fetchall()
+            every = len(ranked) < count
+        self._scored = (key, ranked, every, count)
         return ranked, every
+
+    def end_scoring(self) -> None:
+        """Close the text-score statement still open in this transaction, if any: a
+        statement left open would hold the read's snapshot past its end."""
+        pending = self._scoring
+        if pending is not None:
+            self._scoring = None
+            pending.close()
 
     def filtered_tagged(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int

@@ -122,6 +122,10 @@ class SqliteReadTx(
     """Read methods over one connection (each role's in its own module). Every method is a
     few indexed statements."""
 
+    # A read closes what a search left open at its end (`_Read.__exit__`): the best text
+    # matches may be read part way and on.
+    reads_lazily = True
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
@@ -137,6 +141,9 @@ class SqliteWriteTx(
     LogWrites,
 ):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
+
+    # Its statements are read to their end: nothing closes them before the commit.
+    reads_lazily = False
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         super().__init__(conn)
@@ -205,7 +212,7 @@ class _Read:
     rather than a generator: a point read opens one per call, and a generator's context
     manager cost about twice as much (each read of the native `get` and `explore` pays it)."""
 
-    __slots__ = ("conn", "facts", "lock", "store")
+    __slots__ = ("conn", "facts", "lock", "store", "tx")
 
     def __init__(
         self,
@@ -218,6 +225,7 @@ class _Read:
         self.conn = conn
         self.lock = lock
         self.facts = facts
+        self.tx: SqliteReadTx | None = None
 
     def __enter__(self) -> SqliteReadTx:
         conn = self.conn
@@ -234,7 +242,7 @@ class _Read:
             if self.lock is not None:
                 self.lock.release()
             raise
-        tx = SqliteReadTx(conn)
+        tx = self.tx = SqliteReadTx(conn)
         tx.kept_facts = self.facts
         return tx
 
@@ -243,6 +251,9 @@ class _Read:
     ) -> None:
         conn = self.conn
         try:
+            if self.tx is not None:
+                self.tx.end_scoring()
+                self.tx = None
             # Ending a read changes nothing; on a damaged file it may fail again, which
             # must not hide the error that got here.
             if conn.in_transaction:

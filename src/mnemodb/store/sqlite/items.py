@@ -115,6 +115,10 @@ class ItemReads:
     _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]], bool, int] | None = None
     # The text-score statement read part way, in a read that closes it at its end.
     _scoring: sqlite3.Cursor | None = None
+    # The statement that scores and judges the best matches at once, read part way in a
+    # read (see `_judge_on`), by the key of `filtered_text_search`'s judged hits, and the
+    # most its sort holds.
+    _judging: tuple[tuple[Any, ...], sqlite3.Cursor, int] | None = None
     # Whether the transaction closes an open text-score statement at its end (`end_scoring`),
     # so that it may be read part way.
     reads_lazily: bool = False
@@ -163,6 +167,28 @@ class ItemReads:
         if self._judged is not None and self._judged[0] == key:
             hits, start = list(self._judged[1]), self._judged[2]
             batch = max(limit - len(hits), 1)
+            if self._judging is not None and self._judging[0] == key and len(hits) < limit:
+                start = self._judge_on(hits, limit)
+        elif self.reads_lazily:
+            # In a read: the scores and the rows judged in one statement, read only as far
+            # as `limit` hits (a wider pool reads on from there, `_judge_on`).
+            self.end_scoring()
+            count = max(2 * limit, _SCORED_LEAST)
+            self._scored = ((match, tuple(weights), self.conn.total_changes), [], False, count)
+            self._judging = (
+                key,
+                self.conn.execute(
+                    "SELECT s.rowid, s.score, m.importance, n.created_at, m.content FROM "
+                    "(SELECT rowid, -bm25(memory_fts, ?, ?, ?) AS score FROM memory_fts WHERE memory_fts MATCH ? "
+                    "ORDER BY score DESC, rowid LIMIT ?) s "
+                    f"LEFT JOIN memory m ON m.node = s.rowid AND +m.scope IN ({marks(len(scopes))}) AND {condition} "
+                    "LEFT JOIN node n ON n.pk = m.node",
+                    [*weights, match, count, *scopes, *params],
+                ),
+                count,
+            )
+            start = self._judge_on(hits, limit)
+            batch = max(limit - len(hits), 1) * 4
         while len(hits) < limit:
             ranked, every = self._text_scores(match, weights, start + min(batch, 500))
             part = ranked[start : start + min(batch, 500)]
@@ -193,6 +219,41 @@ class ItemReads:
                 break
         self._judged = (key, hits, start)
         return hits[:limit]
+
+    def _judge_on(self, hits: list[TextHit], limit: int) -> int:
+        """Read on from the open statement that scores the best matches and judges each
+        one's row as it comes (a LEFT JOIN: a row that does not pass comes with its
+        columns NULL; importance never is), adding to `hits` until `limit` pass or the
+        statement ends; keep the scores read with the query's (`_scored`). How many of the
+        scored matches have been judged.
+
+        One statement instead of two (the scores, then the best looked up by pk in an IN
+        list, whose parameters, text and the index SQLite builds of it are spared), and a
+        row is joined only when a pool reaches it. The scored matches come in the
+        subquery's order: SQLite runs it as a co-routine the joins loop over."""
+        assert self._judging is not None and self._scored is not None
+        cursor, count = self._judging[1], self._judging[2]
+        ranked = self._scored[1]
+        kept = self._contents_read
+        if kept is None or kept[0] != self.conn.total_changes:
+            kept = self._contents_read = (self.conn.total_changes, {})
+        contents = kept[1]
+        ended = False
+        while len(hits) < limit and not ended:
+            wanted = limit - len(hits)
+            rows = cursor.fetchmany(wanted)
+            ended = len(rows) < wanted
+            for pk, score, importance, created_at, content in rows:
+                ranked.append((pk, score))
+                if importance is not None:
+                    # Made as `rows_as` makes records, without the named tuple's own `__new__`.
+                    hits.append(tuple.__new__(TextHit, (pk, score, importance, created_at)))
+                    contents[pk] = content
+        if ended or len(ranked) >= count:
+            # Read to its end: every match when the sort held fewer than it could.
+            self.end_scoring()
+            self._scored = (self._scored[0], ranked, len(ranked) < count, count)
+        return len(ranked)
 
     def _text_scores(self, match: str, weights: MemoryFieldWeights, least: int) -> tuple[list[tuple[int, float]], bool]:
         """The best memories matching the FTS5 query `match`, with their scores, best first
@@ -250,6 +311,10 @@ class ItemReads:
         if pending is not None:
             self._scoring = None
             pending.close()
+        judging = self._judging
+        if judging is not None:
+            self._judging = None
+            judging[1].close()
 
     def filtered_tagged(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int

@@ -55,11 +55,18 @@ def test_no_memory_row_is_judged_twice_in_one_search(alike: Engine) -> None:
     with store.read() as tx:  # the read connection a search on this thread uses
         tx.conn.set_trace_callback(statements.append)
     try:
-        page = alike.items.search("harbor lantern", kinds=["memory"], offset=100, limit=99)
+        page = alike.items.search("harbor lantern", kinds=["memory"], offset=60, limit=40)
     finally:
         with store.read() as tx:
             tx.conn.set_trace_callback(None)
+    # The first statement scores the best matches and judges each one's row as the search
+    # reads on (its LIMIT the most its sort holds); past those, the rows are judged by pk.
+    first = [s for s in statements if "LEFT JOIN memory m ON m.node = s.rowid" in s]
     judging = [s for s in statements if "FROM memory m CROSS JOIN node n ON n.pk = m.node WHERE m.node IN" in s]
-    assert len(judging) > 1 and page.found  # the cut was widened
+    assert len(first) == 1 and judging and page.found  # the cut was widened past the first statement
+    scored = re.search(r"FROM \((SELECT rowid, -bm25.*?LIMIT \d+)\) s", first[0]).group(1)  # type: ignore[union-attr]
+    with store.read() as tx:
+        judged_first = [pk for pk, _ in tx.conn.execute(scored)]
     judged = [int(pk) for s in judging for pk in re.search(r"m\.node IN \(([\d,]+)\)", s).group(1).split(",")]  # type: ignore[union-attr]
     assert len(judged) == len(set(judged))
+    assert not set(judged) & set(judged_first)

@@ -110,8 +110,18 @@ class ItemReads:
     conn: sqlite3.Connection
     # `FactReads.tags_in`, which the store's read transactions mix in beside this class.
     tags_in: Callable[[Sequence[str]], bool | None]
-    # The last query's scores (see `_text_scores`), by (query, weights, changes so far).
-    _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]], bool] | None = None
+    # The last query's scores (see `_text_scores`), by (query, weights, changes so far), and
+    # the most its statement's sort holds.
+    _scored: tuple[tuple[str, tuple[float, ...], int], list[tuple[int, float]], bool, int] | None = None
+    # The text-score statement read part way, in a read that closes it at its end.
+    _scoring: sqlite3.Cursor | None = None
+    # The statement that scores and judges the best matches at once, read part way in a
+    # read (see `_judge_on`), by the key of `filtered_text_search`'s judged hits, and the
+    # most its sort holds.
+    _judging: tuple[tuple[Any, ...], sqlite3.Cursor, int] | None = None
+    # Whether the transaction closes an open text-score statement at its end (`end_scoring`),
+    # so that it may be read part way.
+    reads_lazily: bool = False
     # The last fast-path call's passing hits and how far down the scores it judged (see
     # `filtered_text_search`), by (query, weights, changes so far, filter, scopes).
     _judged: tuple[tuple[Any, ...], list[TextHit], int] | None = None
@@ -157,6 +167,28 @@ class ItemReads:
         if self._judged is not None and self._judged[0] == key:
             hits, start = list(self._judged[1]), self._judged[2]
             batch = max(limit - len(hits), 1)
+            if self._judging is not None and self._judging[0] == key and len(hits) < limit:
+                start = self._judge_on(hits, limit)
+        elif self.reads_lazily:
+            # In a read: the scores and the rows judged in one statement, read only as far
+            # as `limit` hits (a wider pool reads on from there, `_judge_on`).
+            self.end_scoring()
+            count = max(2 * limit, _SCORED_LEAST)
+            self._scored = ((match, tuple(weights), self.conn.total_changes), [], False, count)
+            self._judging = (
+                key,
+                self.conn.execute(
+                    "SELECT s.rowid, s.score, m.importance, n.created_at, m.content FROM "
+                    "(SELECT rowid, -bm25(memory_fts, ?, ?, ?) AS score FROM memory_fts WHERE memory_fts MATCH ? "
+                    "ORDER BY score DESC, rowid LIMIT ?) s "
+                    f"LEFT JOIN memory m ON m.node = s.rowid AND +m.scope IN ({marks(len(scopes))}) AND {condition} "
+                    "LEFT JOIN node n ON n.pk = m.node",
+                    [*weights, match, count, *scopes, *params],
+                ),
+                count,
+            )
+            start = self._judge_on(hits, limit)
+            batch = max(limit - len(hits), 1) * 4
         while len(hits) < limit:
             ranked, every = self._text_scores(match, weights, start + min(batch, 500))
             part = ranked[start : start + min(batch, 500)]
@@ -188,6 +220,41 @@ class ItemReads:
         self._judged = (key, hits, start)
         return hits[:limit]
 
+    def _judge_on(self, hits: list[TextHit], limit: int) -> int:
+        """Read on from the open statement that scores the best matches and judges each
+        one's row as it comes (a LEFT JOIN: a row that does not pass comes with its
+        columns NULL; importance never is), adding to `hits` until `limit` pass or the
+        statement ends; keep the scores read with the query's (`_scored`). How many of the
+        scored matches have been judged.
+
+        One statement instead of two (the scores, then the best looked up by pk in an IN
+        list, whose parameters, text and the index SQLite builds of it are spared), and a
+        row is joined only when a pool reaches it. The scored matches come in the
+        subquery's order: SQLite runs it as a co-routine the joins loop over."""
+        assert self._judging is not None and self._scored is not None
+        cursor, count = self._judging[1], self._judging[2]
+        ranked = self._scored[1]
+        kept = self._contents_read
+        if kept is None or kept[0] != self.conn.total_changes:
+            kept = self._contents_read = (self.conn.total_changes, {})
+        contents = kept[1]
+        ended = False
+        while len(hits) < limit and not ended:
+            wanted = limit - len(hits)
+            rows = cursor.fetchmany(wanted)
+            ended = len(rows) < wanted
+            for pk, score, importance, created_at, content in rows:
+                ranked.append((pk, score))
+                if importance is not None:
+                    # Made as `rows_as` makes records, without the named tuple's own `__new__`.
+                    hits.append(tuple.__new__(TextHit, (pk, score, importance, created_at)))
+                    contents[pk] = content
+        if ended or len(ranked) >= count:
+            # Read to its end: every match when the sort held fewer than it could.
+            self.end_scoring()
+            self._scored = (self._scored[0], ranked, len(ranked) < count, count)
+        return len(ranked)
+
     def _text_scores(self, match: str, weights: MemoryFieldWeights, least: int) -> tuple[list[tuple[int, float]], bool]:
         """The best memories matching the FTS5 query `match`, with their scores, best first
         (ties by pk): at least the first `least`, or every match; and whether they are
@@ -198,21 +265,56 @@ class ItemReads:
         best in its own top-N sort, and the rest never become rows in Python (at 100,000
         memories a query matches about 1,100)."""
         key = (match, tuple(weights), self.conn.total_changes)
-        if self._scored is not None and self._scored[0] == key:
-            ranked, every = self._scored[1], self._scored[2]
+        scored = self._scored
+        if scored is not None and scored[0] == key:
+            ranked, every, count = scored[1], scored[2], scored[3]
             if every or len(ranked) >= least:
                 return ranked, every
+            pending = self._scoring
+            if pending is not None:
+                # The statement's sort holds `count` rows: the rows past those read are
+                # read from it, not scored again.
+                ranked += pending.fetchmany(min(least, count) - len(ranked))
+                every = len(ranked) < min(least, count)
+                if every or len(ranked) == count:
+                    self.end_scoring()
+                self._scored = (key, ranked, every, count)
+                if every or len(ranked) >= least:
+                    return ranked, every
+        self.end_scoring()
         # Twice what is asked: a ranking that widens its pool (from 64 to 128 memories)
         # seldom scores every match again.
         count = max(2 * least, _SCORED_LEAST)
-        ranked = self.conn.execute(
+        cursor = self.conn.execute(
             "SELECT rowid, -bm25(memory_fts, ?, ?, ?) AS score FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY score DESC, rowid LIMIT ?",
             [*weights, match, count],
-        ).fetchall()
-        every = len(ranked) < count
-        self._scored = (key, ranked, every)
+        )
+        if self.reads_lazily:
+            # Only the rows asked for become rows in Python (the pool of 64 at first): the
+            # sort is done either way, and a wider pool reads on from where this stopped
+            # (`end_scoring` closes the statement when the transaction ends).
+            ranked = cursor.fetchmany(least)
+            every = len(ranked) < least
+            if not every:
+                self._scoring = cursor
+        else:
+            ranked = cursor.fetchall()
+            every = len(ranked) < count
+        self._scored = (key, ranked, every, count)
         return ranked, every
+
+    def end_scoring(self) -> None:
+        """Close the text-score statement still open in this transaction, if any: a
+        statement left open would hold the read's snapshot past its end."""
+        pending = self._scoring
+        if pending is not None:
+            self._scoring = None
+            pending.close()
+        judging = self._judging
+        if judging is not None:
+            self._judging = None
+            judging[1].close()
 
     def filtered_tagged(
         self, tags: Sequence[str], scopes: Sequence[str], limit: int, where: ItemFilter, at: int

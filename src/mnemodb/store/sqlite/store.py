@@ -123,6 +123,10 @@ class SqliteReadTx(
     """Read methods over one connection (each role's in its own module). Every method is a
     few indexed statements."""
 
+    # A read closes what a search left open at its end (`_Read.__exit__`): the best text
+    # matches may be read part way and on.
+    reads_lazily = True
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
@@ -138,6 +142,9 @@ class SqliteWriteTx(
     LogWrites,
 ):
     """Write methods. Only ever used inside `SqliteStore.write()`."""
+
+    # Its statements are read to their end: nothing closes them before the commit.
+    reads_lazily = False
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         super().__init__(conn)
@@ -206,7 +213,7 @@ class _Read:
     rather than a generator: a point read opens one per call, and a generator's context
     manager cost about twice as much (each read of the native `get` and `explore` pays it)."""
 
-    __slots__ = ("conn", "facts", "lock", "store")
+    __slots__ = ("conn", "facts", "lock", "store", "tx")
 
     def __init__(
         self,
@@ -219,6 +226,7 @@ class _Read:
         self.conn = conn
         self.lock = lock
         self.facts = facts
+        self.tx: SqliteReadTx | None = None
 
     def __enter__(self) -> SqliteReadTx:
         conn = self.conn
@@ -235,7 +243,7 @@ class _Read:
             if self.lock is not None:
                 self.lock.release()
             raise
-        tx = SqliteReadTx(conn)
+        tx = self.tx = SqliteReadTx(conn)
         tx.kept_facts = self.facts
         return tx
 
@@ -244,6 +252,9 @@ class _Read:
     ) -> None:
         conn = self.conn
         try:
+            if self.tx is not None:
+                self.tx.end_scoring()
+                self.tx = None
             # Ending a read changes nothing; on a damaged file it may fail again, which
             # must not hide the error that got here.
             if conn.in_transaction:

@@ -5,7 +5,8 @@ One command measures every system on the same seeded workload at each size (10,0
 mnemodb / topodb-mcp and mnemodb / server-memory, in time and in server CPU:
 
 - mnemodb `serve --profile native`, `--profile topodb`, `--profile knowledge-graph` and
-  `--profile memdb` (its search only), each spawned as `python -m mnemodb serve` over stdio;
+  `--profile memdb` (its search only), each spawned as `python -m mnemodb serve` over stdio
+  with `--embedder none` (words only, as topodb-mcp runs, whatever models are installed);
 - topodb-mcp (`--topodb PATH`, its platform binary, run with `--embeddings off`);
 - server-memory (`--server-memory PATH`, its `dist/index.js`, run with node and
   MEMORY_FILE_PATH).
@@ -378,7 +379,13 @@ class Mnemodb(System):
         self.db = directory / self.db_name
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "mnemodb", "serve", "--profile", self.profile, "--db", str(self.db)]
+        # Words only, as topodb-mcp runs (`--embeddings off`) and as the workload asks: with
+        # the local model installed, `auto` would give the native profile an embedder, whose
+        # query embedding and background vectors would be measured instead of the search.
+        return [
+            sys.executable, "-m", "mnemodb", "serve", "--profile", self.profile, "--db", str(self.db),
+            "--embedder", "none",
+        ]  # fmt: skip
 
     def env(self) -> dict[str, str]:
         # No MEMORY_FILE_PATH either: mnemodb imports that server-memory file on start.

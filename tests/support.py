@@ -10,7 +10,8 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,14 @@ class RawServer(JsonRpcPeer):
             self.proc.kill()
             self.proc.wait()
             raise AssertionError("server did not exit after stdin closed") from None
+
+
+def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
+    """Whether `condition` came true within `seconds`, polled: a guard against hanging, not
+    a timing (the condition is what a test asserts)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False

@@ -12,8 +12,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from mnemodb.engine.items import Note
 from mnemodb.model.records import NewMemory
 from mnemodb.store.sqlite import SqliteStore, checkpoint
 from mnemodb.store.sqlite.segments import INDEXES, SPARE_SEGMENTS, levels, merge, needs_merge
+from support import wait_for
 
 WORDS = [
     "amber",
@@ -92,16 +91,6 @@ def _check_indexes(db: Path) -> None:
             conn.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
 
 
-def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> bool:
-    """A guard against hanging, not a timing: the condition is what is tested."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
-
-
 NEVER_S = 1e9
 """A pause the writes of a test never reach."""
 
@@ -160,7 +149,7 @@ def test_the_segments_are_merged_once_the_writes_pause(tmp_path: Path, eager: No
         for k in range(1, 5):
             _write_in_bulk(engine, 1000 * k, 100)
         _write_singly(engine, 0, SINGLES)
-        assert _wait_for(lambda: not _unmerged(db))
+        assert wait_for(lambda: not _unmerged(db), 60.0)
         assert _merge_steps(engine) > 0
         assert engine.stats().memories == 4 * 100 + SINGLES
     _check_indexes(db)
@@ -210,7 +199,7 @@ def test_many_small_writes_end_in_few_segments(tmp_path: Path, eager: None) -> N
         for k in range(1, 9):
             _write_in_bulk(engine, 1000 * k, 200)
         _write_singly(engine, 0, 300)
-        assert _wait_for(lambda: not _unmerged(db))
+        assert wait_for(lambda: not _unmerged(db), 60.0)
         assert engine.stats().memories == 8 * 200 + 300
     structure = _structure(db)
     for index in INDEXES:
@@ -322,7 +311,7 @@ def test_a_merge_left_between_steps_is_whole_and_finished_by_the_next_store(
     # The next store merges at its first pause, which no write delays here.
     monkeypatch.setattr(checkpoint, "MERGE_PAUSE_S", 0.0)
     with Engine.open(str(db)) as engine:
-        assert _wait_for(lambda: not _unmerged(db))
+        assert wait_for(lambda: not _unmerged(db), 60.0)
         assert engine.stats().memories == SINGLES + 600
     assert _found(db) == before
     _check_indexes(db)

@@ -9,14 +9,13 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from mnemodb.engine import Engine
 from mnemodb.engine.items import Note
 from mnemodb.model.records import NewMemory
 from mnemodb.store.sqlite.checkpoint import FALLBACK_PAGES, PAGES, Checkpointer
+from support import wait_for
 
 THREAD = "mnemodb-checkpoint"
 PAGE = 4096
@@ -40,15 +39,6 @@ def _remember(engine: Engine, start: int, count: int) -> None:
     )
 
 
-def _wait_for(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def test_the_thread_copies_the_log_once_it_passes_the_mark(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     before = _threads()
@@ -65,7 +55,7 @@ def test_the_thread_copies_the_log_once_it_passes_the_mark(tmp_path: Path) -> No
             # Without another write, the log's pages are copied into the file: by the thread,
             # since the writer's own mark is four times higher.
             assert len(_threads()) == len(before) + 1
-            assert _wait_for(lambda: (probe.pending() or 0) < PAGES)
+            assert wait_for(lambda: (probe.pending() or 0) < PAGES, 30.0)
             assert engine.stats().memories == written
         finally:
             probe.close()

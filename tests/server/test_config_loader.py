@@ -184,7 +184,7 @@ def test_embedding_settings_flag_then_variable_then_default() -> None:
     from_env = serve(env=env).embedding
     assert from_env.embedder == "none"
     assert from_env.fusion != DEFAULT_FUSION
-    flagged = serve("--embedder", "auto", "--search-weights", "vector=0.25", env=env).embedding
+    flagged = serve("--embedder", "auto", "--search-weights", "vector=0.15", env=env).embedding
     assert (flagged.embedder, flagged.fusion) == ("auto", DEFAULT_FUSION)
     with pytest.raises(config.ConfigError, match="the http embedder needs --embed-url"):
         serve("--embedder", "http")

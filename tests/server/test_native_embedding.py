@@ -93,9 +93,9 @@ def test_recall_why_shows_words_and_vector_when_both_match(srv: Native, pets: di
     for item in items[:2]:
         why = item["why"]
         assert set(why) == {"words", "vector", "fused"}
-        # The default weights (FusionWeights): words 1, vector 0.25, k 20.
-        assert why["words"]["weight"] == 1.0 and why["vector"]["weight"] == 0.25
-        expected = 1 / (20 + why["words"]["rank"]) + 0.25 / (20 + why["vector"]["rank"])
+        # The default weights (FusionWeights): words 1, vector 0.15, k 20.
+        assert why["words"]["weight"] == 1.0 and why["vector"]["weight"] == 0.15
+        expected = 1 / (20 + why["words"]["rank"]) + 0.15 / (20 + why["vector"]["rank"])
         assert why["fused"] == pytest.approx(expected, abs=1e-6)
         assert item["score"] == why["fused"]
     # Without why, no explanation.

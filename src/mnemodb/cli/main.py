@@ -762,7 +762,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
         "--search-weights",
         metavar="NAME=VALUE,...",
         help="native search: rank fusion weights words, vector, k and access (default: "
-        "words=1,vector=0.25,k=20,access=0; or $MNEMODB_SEARCH_WEIGHTS)",
+        "words=1,vector=0.15,k=20,access=0; or $MNEMODB_SEARCH_WEIGHTS)",
     )
     http = serve.add_argument_group("Streamable HTTP (a shared team server)")
     http.add_argument("--http", action="store_true", help="serve MCP over Streamable HTTP at /mcp instead of stdio")

@@ -130,12 +130,18 @@ def _spare(structure: list[tuple[int, bool]]) -> int:
     return sum(segments - 1 for segments, _ in structure if segments > 1)
 
 
+def _write_a_stream(engine: Engine) -> None:
+    """Four bulk writes of 100 memories, then `SINGLES` one at a time: many small segments
+    in every full-text index."""
+    for k in range(1, 5):
+        _write_in_bulk(engine, 1000 * k, 100)
+    _write_singly(engine, 0, SINGLES)
+
+
 def test_a_steady_stream_of_writes_sees_no_merge_step(tmp_path: Path, unmerging: None) -> None:
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
-        for k in range(1, 5):
-            _write_in_bulk(engine, 1000 * k, 100)
-        _write_singly(engine, 0, SINGLES)
+        _write_a_stream(engine)
         # Searches' access statistics are flushed as writes too: they do not end the pause.
         for _ in range(20):
             engine.store.bump_access({1: (1, 0)})
@@ -146,9 +152,7 @@ def test_a_steady_stream_of_writes_sees_no_merge_step(tmp_path: Path, unmerging:
 def test_the_segments_are_merged_once_the_writes_pause(tmp_path: Path, eager: None) -> None:
     db = tmp_path / "memory.db"
     with Engine.open(str(db)) as engine:
-        for k in range(1, 5):
-            _write_in_bulk(engine, 1000 * k, 100)
-        _write_singly(engine, 0, SINGLES)
+        _write_a_stream(engine)
         assert wait_for(lambda: not _unmerged(db), 60.0)
         assert _merge_steps(engine) > 0
         assert engine.stats().memories == 4 * 100 + SINGLES

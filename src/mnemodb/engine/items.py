@@ -22,7 +22,7 @@ from mnemodb.engine.changes import ends_readable
 from mnemodb.engine.graph import NewEntity
 from mnemodb.engine.properties import SetEmbedding
 from mnemodb.graph.paths import shortest_path
-from mnemodb.graph.traversal import Expansion, expand
+from mnemodb.graph.traversal import expand
 from mnemodb.model import ops
 from mnemodb.model.checks import check_props, check_query, check_text
 from mnemodb.model.errors import Conflict, InvalidArgument, NotFound
@@ -1531,21 +1531,18 @@ class Items:
                             admitted.add(pk)
                 return admitted
 
-            if hops == 1:
-                reached = self._one_hop([s.pk for s in seeds], direction, limit + 1, step, met, labels, ids, reads)
-            else:
-                reached = expand(
-                    tx,
-                    [s.pk for s in seeds],
-                    hops,
-                    direction=direction,
-                    valid_at=None if include_closed else at,
-                    edge_scopes=reads,
-                    edge_types=types,
-                    admit=admit,
-                    limit=limit + 1,
-                    step=step,
-                )
+            reached = expand(
+                tx,
+                [s.pk for s in seeds],
+                hops,
+                direction=direction,
+                valid_at=None if include_closed else at,
+                edge_scopes=reads,
+                edge_types=types,
+                admit=admit,
+                limit=limit + 1,
+                step=step,
+            )
             # The nodes to read, by label (`admit` let in only memories and entities).
             memories: list[int] = []
             entities: dict[int, str] = {}
@@ -1602,56 +1599,6 @@ class Items:
         if as_of is None:
             engine.record_access(kept)
         return Neighbourhood(tuple(shown), tuple(edges), depths, truncated=len(reached.depth) > limit)
-
-    @staticmethod
-    def _one_hop(
-        seeds: Sequence[int],
-        direction: Direction,
-        limit: int,
-        step: Callable[[list[int]], list[Edge]],
-        met: Mapping[int, NodeReached],
-        labels: dict[int, str],
-        ids: dict[int, str],
-        reads: Sequence[str],
-    ) -> Expansion:
-        """`expand` of one hop with `explore`'s `admit`, in one loop over the nodes reached:
-        the same nodes, edges and order, without the general expansion's calls and sets for
-        each hop (most walks are of one hop)."""
-        depth: dict[int, int] = {}
-        for pk in seeds:
-            if len(depth) >= limit:
-                break
-            depth.setdefault(pk, 0)
-        frontier = list(depth)
-        if len(depth) >= limit:
-            return Expansion(depth, [], set(), [])
-        edges = step(frontier)
-        expanded = set(frontier)
-        out, into = direction != "in", direction != "out"
-        reached: dict[int, list[Edge]] = {}
-        for edge in edges:
-            if out and edge.src_pk in expanded:
-                reached.setdefault(edge.dst_pk, []).append(edge)
-            if into and edge.dst_pk in expanded:
-                reached.setdefault(edge.src_pk, []).append(edge)
-        followed: dict[int, Edge] = {}
-        # Newer before older, as `expand` enters them; each node admitted as `admit` does.
-        for pk in sorted(reached, reverse=True):
-            node = met[pk]
-            label = node.label
-            if label not in (MEMORY, ENTITY) or node.scope not in reads:
-                continue
-            labels[pk] = label
-            ids[pk] = node.id
-            if node.entered and label == MEMORY:
-                continue
-            if pk not in depth:
-                if len(depth) >= limit:
-                    continue  # left out: so are the edges that lead to it
-                depth[pk] = 1
-            for edge in reached[pk]:
-                followed.setdefault(edge.pk, edge)
-        return Expansion(depth, list(followed.values()), expanded, edges)
 
     def _as_of(self, tx: ReadTx, item: Item, at: int) -> Item:
         """`item` as it was at `at`, replayed from its change-log entries (`model.history`):

@@ -58,6 +58,7 @@ def expand(
     expanded: set[int] = set()
     read: list[Edge] = []
     frontier = list(depth)
+    out, into = direction != "in", direction != "out"
     for hop in range(1, max_depth + 1):
         if not frontier or (limit is not None and len(depth) >= limit):
             break
@@ -70,12 +71,11 @@ def expand(
         frontier_set = set(frontier)
         reached: dict[int, list[Edge]] = {}
         for edge in edges:
-            if direction in ("out", "both") and edge.src_pk in frontier_set:
+            if out and edge.src_pk in frontier_set:
                 reached.setdefault(edge.dst_pk, []).append(edge)
-            if direction in ("in", "both") and edge.dst_pk in frontier_set:
+            if into and edge.dst_pk in frontier_set:
                 reached.setdefault(edge.src_pk, []).append(edge)
-        candidates = set(reached)
-        allowed = admit(candidates) if admit is not None else candidates
+        allowed = admit(reached) if admit is not None else reached
         next_frontier = []
         for pk in sorted(allowed, reverse=True):
             if pk not in depth:

@@ -167,9 +167,8 @@ class Checkpointer:
     def committed(self, writer: sqlite3.Connection, pauses_merging: bool = True) -> None:
         """After a commit on `writer`, outside its transaction: wake the thread once the log
         holds `PAGES` pages to copy, or every `MERGE_COMMITS` commits to merge at the next
-        pause of the writes; past
-        `FALLBACK_PAGES` in all, copy them on `writer`, once the thread's checkpoint (if
-        one runs) is over. A commit with `pauses_merging` false (the access statistics'
+        pause of the writes; past `FALLBACK_PAGES` in all, copy them on `writer`, once the
+        thread's checkpoint (if one runs) is over. A commit with `pauses_merging` false (the access statistics'
         flush, which writes no text) neither asks for a merge nor starts the pause again."""
         index = self._index()
         if index is None or self._stopping:

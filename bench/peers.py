@@ -277,6 +277,21 @@ class System:
         """Set disk_bytes: what the store takes on disk, with the server stopped."""
         raise NotImplementedError
 
+    def store_files(self) -> list[Path]:
+        """The files the server reads its store from (`--warm-files`)."""
+        return sorted(path for path in self.dir.rglob("*") if path.is_file())
+
+
+def read_through(paths: Sequence[Path]) -> float:
+    """Read each file to its end, so that the machine's file cache holds it (`--warm-files`);
+    the seconds it took. A file that is gone is passed over."""
+    started = time.perf_counter()
+    for path in paths:
+        with contextlib.suppress(OSError), path.open("rb", buffering=0) as file:
+            while file.read(1 << 20):
+                pass
+    return time.perf_counter() - started
+
 
 def _stat_bytes(*paths: Path) -> int:
     total = 0
@@ -395,6 +410,10 @@ class Mnemodb(System):
 
     def measure_disk(self) -> None:
         self.disk_bytes = _stat_bytes(self.db, Path(f"{self.db}-wal"))
+
+    def store_files(self) -> list[Path]:
+        # Each mnemodb profile has a file of its own in the one directory.
+        return [path for path in (self.db, Path(f"{self.db}-wal")) if path.exists()]
 
 
 class MnemodbTopodb(Mnemodb, TopodbShaped):
@@ -526,6 +545,9 @@ class ServerMemory(KnowledgeGraphShaped):
 
     def measure_disk(self) -> None:
         self.disk_bytes = _stat_bytes(self.file)
+
+    def store_files(self) -> list[Path]:
+        return [self.file] if self.file.exists() else []
 
 
 # -- measuring -------------------------------------------------------------------------------------
@@ -740,6 +762,9 @@ class Run:
             total = len(self.work.bulk_names)
             for number in range(self.args.rounds):
                 _progress(f"size {self.size:,}: round {number + 1} of {self.args.rounds}")
+                if self.args.warm_files:
+                    seconds = read_through([path for system in self.systems for path in system.store_files()])
+                    _progress(f"size {self.size:,}: every store's files read through in {seconds:.1f} s")
                 for key in self._shuffled([key for key, _ in OPERATIONS]):
                     for system in self._shuffled(self.systems):
                         if key in system.operations:
@@ -941,7 +966,9 @@ def _header(run: Run, trees: Sequence[Tree]) -> str:
     return (
         f"### {run.size:,} entities — {mnemodb}\n\n"
         f"{time.strftime('%Y-%m-%d')}, {_cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"SQLite {sqlite3.sqlite_version}; {peers}. {run.args.rounds} interleaved rounds; load average {load}. "
+        f"SQLite {sqlite3.sqlite_version}; {peers}. {run.args.rounds} interleaved rounds"
+        + ("; every store's files read through before each round" if run.args.warm_files else "")
+        + f"; load average {load}. "
         "Times are round trips over stdio; ratios are mnemodb ÷ the peer (lower is better)."
     )
 
@@ -984,6 +1011,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a round's trivial reads on one system after this long (server-memory at 100k)",
     )
     parser.add_argument("--bulk", type=_positive, default=2000, help="entities (and relations) bulk-inserted")
+    parser.add_argument(
+        "--warm-files",
+        action="store_true",
+        help="read every system's store files through before each round, so that each round starts "
+        "with them in the file cache (a machine that reclaims its file cache otherwise has the "
+        "servers that read their files as they go read some pages from disk)",
+    )
     parser.add_argument(
         "--topodb",
         default=os.environ.get("TOPODB_MCP"),

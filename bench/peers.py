@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import hashlib
 import json
+import mmap
 import os
 import platform
 import random
@@ -291,6 +293,41 @@ def read_through(paths: Sequence[Path]) -> float:
             while file.read(1 << 20):
                 pass
     return time.perf_counter() - started
+
+
+def cached_share(paths: Sequence[Path]) -> float | None:
+    """The share of the files' pages that the machine's file cache holds now, from
+    mincore(2) over a mapping of each that is never read (so it takes nothing into the
+    cache), or None where that cannot be asked."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    cached = pages = 0
+    for path in paths:
+        try:
+            size = path.stat().st_size
+            if size == 0:
+                continue
+            with path.open("rb") as file:
+                address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, file.fileno(), 0)
+        except OSError:
+            return None
+        if address is None or address == ctypes.c_void_p(-1).value:
+            return None
+        try:
+            count = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+            vector = (ctypes.c_ubyte * count)()
+            if libc.mincore(address, size, vector) != 0:
+                return None
+            cached += sum(byte & 1 for byte in vector)
+            pages += count
+        finally:
+            libc.munmap(address, size)
+    return cached / pages if pages else None
 
 
 def _stat_bytes(*paths: Path) -> int:
@@ -612,6 +649,8 @@ class Result:
     ops: dict[str, Measured] = field(default_factory=dict)
     spawn_s: list[float] = field(default_factory=list)
     rss_mb: float | None = None
+    cached_share: float | None = None
+    """The share of the store's files in the machine's file cache, read with the RSS."""
     disk_bytes: int | None = None
     bulk_entities: Bulk = field(default_factory=Bulk)
     bulk_relations: Bulk = field(default_factory=Bulk)
@@ -773,6 +812,7 @@ class Run:
                     # Before the last part of the bulk insert, as the servers were before it.
                     for system in self.systems:
                         self.results[system.label].rss_mb = rss_mb(clients[system.label].proc.pid)[0]
+                        self.results[system.label].cached_share = cached_share(system.store_files())
                 part = slice(total * number // self.args.rounds, total * (number + 1) // self.args.rounds)
                 for system in self._shuffled(self.systems):
                     if isinstance(system, MnemodbMemdb):
@@ -889,6 +929,7 @@ def render(run: Run, header: str) -> tuple[str, dict[str, Any]]:
         "system",
         "spawn → initialize s (median)",
         "server RSS MiB",
+        "store in file cache",
         "disk MB",
         "bytes/entity",
         "bulk entities/s",
@@ -906,6 +947,7 @@ def render(run: Run, header: str) -> tuple[str, dict[str, Any]]:
             "spawn_median_s": spawn,
             "spawn_all_s": result.spawn_s,
             "rss_mb": result.rss_mb,
+            "cached_share": result.cached_share,
             "disk_bytes": result.disk_bytes,
             "bytes_per_entity": result.disk_bytes / run.size if result.disk_bytes else None,
             "bulk_entities": ents,
@@ -918,6 +960,7 @@ def render(run: Run, header: str) -> tuple[str, dict[str, Any]]:
                 system.label,
                 f"{spawn:.3f}" if spawn is not None else "—",
                 f"{result.rss_mb:.0f}" if result.rss_mb is not None else "—",
+                f"{result.cached_share:.0%}" if result.cached_share is not None else "—",
                 f"{result.disk_bytes / 1e6:.1f}" if result.disk_bytes else "—",
                 f"{result.disk_bytes / run.size:,.0f}" if result.disk_bytes else "—",
                 f"{ents['per_s']:,.0f}" if ents.get("per_s") else "—",

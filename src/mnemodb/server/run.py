@@ -60,6 +60,9 @@ def serve(settings: Settings, *, on_listening: Callable[[str], None] | None = No
         log.error("%s", _unprotected(settings))
         engine.close()
         return 1
+    # The file into the machine's cache while the server starts answering: its first
+    # searches need not wait on the disk (see store/sqlite/warming.py).
+    engine.store.warm()
     metrics = None
     if settings.http is not None:
         from mnemodb.server.http import Metrics

@@ -1207,6 +1207,13 @@ class Admin(Protocol):
         """The space the data takes (files, or the database's own figure)."""
         ...
 
+    def warm(self, *, wait: bool = False) -> None:
+        """Ask the machine to bring the data's files into its file cache, so that the first
+        reads after a start do not wait on the disk: on a thread of the store's own, or on
+        the caller's with `wait`. Nothing for a database server (it keeps its own cache),
+        an in-memory database, or files too large for the memory available."""
+        ...
+
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""
         ...

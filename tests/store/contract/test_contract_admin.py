@@ -46,6 +46,27 @@ def test_the_data_outlives_closing_the_store(tmp_path: Path) -> None:
     assert memory is not None and memory.content == "still here"
 
 
+def test_warming_the_files_changes_nothing_and_leaves_the_store_usable(store: Store) -> None:
+    with store.write() as tx:
+        pk = add_memory(tx, "read after warming")
+    size = store.size_bytes()
+    store.warm(wait=True)
+    store.warm()  # on a thread of the store's own: returns at once
+    with store.read() as tx:
+        memory = tx.memory_by_pk(pk)
+    assert memory is not None and memory.content == "read after warming"
+    with store.write() as tx:
+        add_memory(tx, "written after warming")
+    assert store.size_bytes() >= size
+
+
+def test_warming_a_closed_store_does_nothing(tmp_path: Path) -> None:
+    closed = open_store(store_location(tmp_path / "closed" / "store.db"))
+    closed.close()
+    closed.warm(wait=True)
+    closed.warm()
+
+
 def test_a_closed_store_is_unusable(tmp_path: Path) -> None:
     closing = open_store(store_location(tmp_path / "closed" / "store.db"))
     closing.close()

@@ -185,6 +185,9 @@ class PostgresStore:
     def size_bytes(self) -> int:
         return admin.size_bytes(self)
 
+    def warm(self, *, wait: bool = False) -> None:
+        """The database server keeps its own cache: nothing to ask of this machine's."""
+
     def close(self) -> None:
         self.database.close()
 

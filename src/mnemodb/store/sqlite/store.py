@@ -42,6 +42,7 @@ from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSI
 from mnemodb.store.sqlite.segments import INDEXES, needs_merge
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 from mnemodb.store.sqlite.transfer import TransferReads, TransferWrites
+from mnemodb.store.sqlite.warming import warm_files
 
 __all__ = ["SqliteStore"]
 
@@ -705,6 +706,17 @@ class SqliteStore:
             with contextlib.suppress(OSError):
                 total += os.path.getsize(self._path + suffix)
         return total
+
+    def warm(self, *, wait: bool = False) -> None:
+        if self._in_memory or self._closed:
+            return
+        paths = [self._path, f"{self._path}-wal"]
+        if wait:
+            warm_files(paths, lambda: self._closed, read=True)
+            return
+        threading.Thread(
+            target=warm_files, args=(paths, lambda: self._closed), name="mnemodb-warm", daemon=True
+        ).start()
 
     def close(self) -> None:
         if self._closed:

@@ -113,6 +113,12 @@ def test_a_missing_file_is_passed_over(tmp_path: Path, cold_file: Path) -> None:
     assert asked == cold_file.stat().st_size
 
 
+def test_a_fifo_in_a_files_place_is_passed_over_without_waiting(tmp_path: Path, cold_file: Path) -> None:
+    fifo = tmp_path / "memory.db-wal"
+    os.mkfifo(fifo)
+    assert warming.warm_files([str(fifo), str(cold_file)], lambda: False) == cold_file.stat().st_size
+
+
 def test_without_the_memory_available_nothing_is_asked(cold_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(warming, "memory_available", lambda: None)
     assert warming.warm_files([str(cold_file)], lambda: False) == 0

@@ -20,6 +20,7 @@ of it would not stay. Where the kernel cannot be asked (no `posix_fadvise`, or n
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Sequence
 
 __all__ = ["WINDOW", "memory_available", "warm_files"]
@@ -46,10 +47,10 @@ def memory_available() -> int | None:
 
 def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool = False) -> int:
     """Ask the kernel to read each of `paths` into its file cache, in turn, a window at a
-    time, until `stopped()`; a file that is missing, or would take the files past their
-    share of the memory available, is passed over. The kernel reads what it is asked for
-    after the call returns; with `read`, each window is read here instead, so the files
-    are in the cache on return. The bytes asked for."""
+    time, until `stopped()`; a file that is missing, is not a regular file, or would take
+    the files past their share of the memory available is passed over. The kernel reads
+    what it is asked for after the call returns; with `read`, each window is read here
+    instead, so the files are in the cache on return. The bytes asked for."""
     fadvise = getattr(os, "posix_fadvise", None)
     available = memory_available()
     if fadvise is None or available is None:
@@ -58,12 +59,14 @@ def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool 
     asked = 0
     for path in paths:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            # Not blocking: opening a FIFO put in a file's place would wait for a writer.
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except OSError:
             continue
         try:
-            size = os.fstat(fd).st_size
-            if asked + size > budget:
+            status = os.fstat(fd)
+            size = status.st_size
+            if not stat.S_ISREG(status.st_mode) or asked + size > budget:
                 continue
             for offset in range(0, size, WINDOW):
                 if stopped():

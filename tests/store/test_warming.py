@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -127,6 +128,33 @@ def test_without_the_memory_available_nothing_is_asked(cold_file: Path, monkeypa
 def test_the_memory_available_is_read_from_the_kernel() -> None:
     available = warming.memory_available()
     assert available is not None and available > 0
+
+
+def test_warming_keeps_the_locks_sqlite_holds_on_the_file(tmp_path: Path) -> None:
+    """Closing any descriptor of a file releases the process's locks on it: warming must
+    not, or another process closing its last connection takes itself for the file's last
+    user and deletes the log under this one's feet."""
+    db = tmp_path / "memory.db"
+    store = open_store(str(db))
+    try:
+        with store.write() as tx:
+            tx.set_meta("warmed", "no")
+        with store.read() as tx:
+            assert tx.get_meta("warmed") == "no"
+        store.warm(wait=True)
+        store.warm(wait=True)
+        other = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('SELECT count(*) FROM node').fetchone(); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other, str(db)], check=True, timeout=60)
+        assert Path(f"{db}-wal").exists(), "another process deleted the log this store still uses"
+        with store.write() as tx:
+            tx.set_meta("warmed", "yes")
+        with store.read() as tx:
+            assert tx.get_meta("warmed") == "yes"
+    finally:
+        store.close()
 
 
 def test_an_in_memory_database_has_nothing_to_warm() -> None:

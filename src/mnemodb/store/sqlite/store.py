@@ -710,7 +710,7 @@ class SqliteStore:
     def warm(self, *, wait: bool = False) -> None:
         if self._in_memory or self._closed:
             return
-        paths = [self._path, f"{self._path}-wal"]
+        paths = [self._path]
         if wait:
             warm_files(paths, lambda: self._closed, read=True)
             return

@@ -11,6 +11,16 @@ own, so that the server answers at once and the reads overlap its first calls. W
 from the same cold file, the first `recall` took 12.8-20.7 ms and the first twenty
 4.7-5.6 ms p50.
 
+The descriptors opened for this are never closed. POSIX ties a process's record locks to
+the file, not to a descriptor: closing any descriptor of a file releases every lock the
+process holds on it, SQLite's included. A server's connections hold a shared lock on
+the database file while they are open; with it gone, another process that closed its
+last connection on the file took itself for the last user, checkpointed and deleted the
+log, and the server no longer saw that process's later commits (a revoked token
+reopened by `mnemodb token reopen` stayed refused). So one descriptor per file is kept
+until the process ends; only the database file is warmed, since its log is small, just
+written, and deleted and made again as connections come and go.
+
 Files that would take more than a quarter of the memory available are left alone:
 reading them through would push out what the machine caches for other programs, and most
 of it would not stay. Where the kernel cannot be asked (no `posix_fadvise`, or no
@@ -21,6 +31,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Callable, Sequence
 
 __all__ = ["WINDOW", "memory_available", "warm_files"]
@@ -30,6 +41,9 @@ WINDOW = 8 << 20
 265 MB file came in per call, 2 ms each)."""
 _SHARE = 4
 """The files warmed take at most 1 / `_SHARE` of the memory available."""
+_descriptors: dict[tuple[int, int], int] = {}
+"""This process's descriptors of the files it warmed, by (device, inode): never closed."""
+_lock = threading.Lock()
 
 
 def memory_available() -> int | None:
@@ -45,6 +59,34 @@ def memory_available() -> int | None:
     return None
 
 
+def _descriptor(path: str) -> int | None:
+    """This process's descriptor of the regular file at `path`, opened on first need and
+    kept open (see the module's note on locks); None for a path that names no regular
+    file."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    key = (status.st_dev, status.st_ino)
+    with _lock:
+        fd = _descriptors.get(key)
+        if fd is None:
+            try:
+                # Not blocking: a FIFO put in the file's place since it was looked at would
+                # wait for a writer.
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            except OSError:
+                return None
+            opened = os.fstat(fd)
+            # Kept whatever it turned out to be: closing it is what must never happen.
+            _descriptors[(opened.st_dev, opened.st_ino)] = fd
+            if (opened.st_dev, opened.st_ino) != key or not stat.S_ISREG(opened.st_mode):
+                return None
+        return fd
+
+
 def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool = False) -> int:
     """Ask the kernel to read each of `paths` into its file cache, in turn, a window at a
     time, until `stopped()`; a file that is missing, is not a regular file, or would take
@@ -58,15 +100,12 @@ def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool 
     budget = available // _SHARE
     asked = 0
     for path in paths:
-        try:
-            # Not blocking: opening a FIFO put in a file's place would wait for a writer.
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except OSError:
+        fd = _descriptor(path)
+        if fd is None:
             continue
         try:
-            status = os.fstat(fd)
-            size = status.st_size
-            if not stat.S_ISREG(status.st_mode) or asked + size > budget:
+            size = os.fstat(fd).st_size
+            if asked + size > budget:
                 continue
             for offset in range(0, size, WINDOW):
                 if stopped():
@@ -78,6 +117,4 @@ def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool 
             asked += size
         except OSError:
             continue
-        finally:
-            os.close(fd)
     return asked

@@ -8,12 +8,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 from mnemodb.engine import Engine
 from mnemodb.engine.items import Note
 from mnemodb.model.records import NewMemory
+from mnemodb.store import open_store
 from mnemodb.store.sqlite.checkpoint import FALLBACK_PAGES, PAGES, Checkpointer
 from support import wait_for
 
@@ -94,3 +97,52 @@ def test_a_store_that_cannot_write_has_no_thread(tmp_path: Path) -> None:
         assert engine.stats().memories == 10
         assert _threads() == before
     assert Checkpointer.open(str(tmp_path / "none.db"), lambda: sqlite3.connect(":memory:")) is None
+
+
+# SQLite's unix VFS: the byte of the log's index every connection using it holds a shared
+# lock on, so that a process opening the file can tell it is not the first (and must not
+# rebuild the index under the others).
+_INDEX_IN_USE_BYTE = 128
+
+
+def _index_in_use_elsewhere(shm: Path) -> bool:
+    """Whether another process finds the index's in-use byte locked."""
+    probe = (
+        "import fcntl, os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "try:\n"
+        f"    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, {_INDEX_IN_USE_BYTE})\n"
+        "except OSError:\n"
+        "    print('held')\n"
+        "else:\n"
+        "    print('free')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(shm)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip() == "held"
+
+
+def test_closing_one_store_keeps_the_locks_of_another_on_the_same_file(tmp_path: Path) -> None:
+    """Closing any descriptor of a file releases every lock the process holds on it: a
+    store that closes must leave another store of the process on the same file its locks
+    on the log's index, or a process opening the file next takes itself for the first and
+    rebuilds the index under the open store."""
+    db = tmp_path / "memory.db"
+    staying = open_store(str(db))
+    try:
+        with staying.write() as tx:
+            tx.set_meta("state", "before")
+        assert _index_in_use_elsewhere(Path(f"{db}-shm"))
+        leaving = open_store(str(db))
+        with leaving.read() as tx:
+            assert tx.get_meta("state") == "before"
+        leaving.close()
+        assert _index_in_use_elsewhere(Path(f"{db}-shm")), "closing one store released the other's locks"
+        with staying.write() as tx:
+            tx.set_meta("state", "after")
+        with staying.read() as tx:
+            assert tx.get_meta("state") == "after"
+    finally:
+        staying.close()

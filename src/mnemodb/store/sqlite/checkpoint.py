@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import ClassVar
 
 from mnemodb.store.sqlite.segments import INDEXES, merge
 
@@ -71,6 +72,9 @@ its writes see no merge; short enough that searches read merged indexes soon aft
 writes stop: a file seeded with 10,000 entities is merged 0.4 s after the last write (12
 steps), one of 100,000 after 1.4 s (188 steps). A writer that comes back while a merge
 runs waits for one step at most (about 1.5 ms at 100,000 entities)."""
+_OPEN_TRIES = 50
+_OPEN_RETRY_S = 0.001
+"""How often, and how far apart, `Checkpointer.open` reads an index being rewritten."""
 _TURN_WAIT_S = 0.05
 """How long the thread waits for the store's write lock before a merge step: an access
 flush may hold it (a caller's commit in the meantime ends the merge anyway)."""
@@ -105,6 +109,8 @@ class Checkpointer:
         self._path = path
         self._connect = connect
         self._index_fd = index_fd
+        self._index_key: tuple[int, int] | None = None
+        """The descriptor's key in `_IndexDescriptors`, until it is given back."""
         self._turn = turn
         """The store's write lock, when the thread merges the full-text indexes."""
         self._merge_pause_s = MERGE_PAUSE_S if merge_pause_s is None else merge_pause_s
@@ -136,15 +142,20 @@ class Checkpointer:
         read (then the writer keeps SQLite's automatic checkpoint as it is). With `turn`
         (the store's write lock), it also merges the full-text indexes' segments, once no
         commit has come for `merge_pause_s` (default `MERGE_PAUSE_S`)."""
-        try:
-            fd = os.open(path + "-shm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
+        index = _IndexDescriptors.take(path + "-shm")
+        if index is None:
             return None
-        checkpointer = cls(path, connect, fd, turn, merge_pause_s)
-        if checkpointer.pending() is None:
-            os.close(fd)
-            return None
-        return checkpointer
+        checkpointer = cls(path, connect, index[0], turn, merge_pause_s)
+        checkpointer._index_key = index[1]
+        # The index's two header copies differ while another process rewrites it: read
+        # again for a while before giving up, since giving up may close the descriptor
+        # (see `_IndexDescriptors`) while the store's connections use the index.
+        for _ in range(_OPEN_TRIES):
+            if checkpointer.pending() is not None:
+                return checkpointer
+            time.sleep(_OPEN_RETRY_S)
+        checkpointer.close_index()
+        return None
 
     def pending(self) -> int | None:
         """Pages in the log not yet copied into the database; None if the index cannot be
@@ -299,12 +310,76 @@ class Checkpointer:
         # again by the same thread would not let it); its commit then ends the merge.
         time.sleep(_YIELD_S)
 
-    def close(self) -> None:
-        """Stop the thread (after the checkpoint it is running, if any) and close its connection."""
+    def close(self, *, keep_index: bool = False) -> None:
+        """Stop the thread (after the checkpoint it is running, if any) and close its
+        connection and, unless `keep_index`, its descriptor of the log's index. A store
+        keeps the descriptor until its own connections are closed (`close_index`):
+        closing it releases every POSIX lock the process holds on the index, theirs too."""
         with self._lock:
             self._stopping = True
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
-        with contextlib.suppress(OSError):
-            os.close(self._index_fd)
+        if not keep_index:
+            self.close_index()
+
+    def close_index(self) -> None:
+        """Give up the descriptor of the log's index (once the store's connections are
+        closed); the last checkpointer of the process on it closes it."""
+        key, self._index_key = self._index_key, None
+        if key is not None:
+            _IndexDescriptors.give_back(key)
+
+
+class _IndexDescriptors:
+    """This process's descriptors of logs' indexes (`-shm` files), one per file, shared by
+    the checkpointers of every store open on it and closed when the last is done.
+
+    Closing any descriptor of a file releases every POSIX lock the process holds on it.
+    SQLite's connections hold their locks on the index while they are open; had each
+    checkpointer a descriptor of its own, closing one store would release the locks of
+    another store's connections on the same file in this process."""
+
+    _open: ClassVar[dict[tuple[int, int], list[int]]] = {}
+    """(device, inode) -> [users, descriptor, descriptors opened on it by a race]."""
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def take(cls, path: str) -> tuple[int, tuple[int, int]] | None:
+        """A descriptor of the file at `path` and its key, or None if it cannot be opened."""
+        with cls._lock:
+            try:
+                status = os.stat(path)
+            except OSError:
+                return None
+            entry = cls._open.get((status.st_dev, status.st_ino))
+            if entry is None:
+                try:
+                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                except OSError:
+                    return None
+                opened = os.fstat(fd)
+                key = (opened.st_dev, opened.st_ino)
+                entry = cls._open.get(key)
+                if entry is None:
+                    entry = cls._open[key] = [0, fd]
+                else:  # the file was replaced since it was looked at: kept with the other
+                    entry.append(fd)
+            else:
+                key = (status.st_dev, status.st_ino)
+            entry[0] += 1
+            return entry[1], key
+
+    @classmethod
+    def give_back(cls, key: tuple[int, int]) -> None:
+        with cls._lock:
+            entry = cls._open.get(key)
+            if entry is None:
+                return
+            entry[0] -= 1
+            if entry[0] > 0:
+                return
+            del cls._open[key]
+            for fd in entry[1:]:
+                with contextlib.suppress(OSError):
+                    os.close(fd)

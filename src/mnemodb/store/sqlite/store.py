@@ -42,7 +42,7 @@ from mnemodb.store.sqlite.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSI
 from mnemodb.store.sqlite.segments import INDEXES, needs_merge
 from mnemodb.store.sqlite.tokens import TokenReads, TokenWrites
 from mnemodb.store.sqlite.transfer import TransferReads, TransferWrites
-from mnemodb.store.sqlite.warming import warm_files
+from mnemodb.store.sqlite.warming import kept_descriptor, warm_files
 
 __all__ = ["SqliteStore"]
 
@@ -176,9 +176,11 @@ def _with_sidecars(path: str) -> list[str]:
 
 def _foreign_format(path: str) -> str:
     """A hint when the file is another memory server's own format."""
+    # Through a descriptor kept open: this process may have other connections on the file,
+    # and closing any descriptor of it would release their locks (see warming.py).
+    fd = kept_descriptor(path)
     try:
-        with open(path, "rb") as file:
-            head = file.read(4)
+        head = b"" if fd is None else os.pread(fd, 4, 0)
     except OSError:
         return ""
     if head == b"redb":
@@ -729,10 +731,14 @@ class SqliteStore:
                         conn.close()
                 self._readers.clear()
             # Before the writer, which is then the file's last connection in this process
-            # and folds the log into the file as it closes.
+            # and folds the log into the file as it closes. Its descriptor of the log's
+            # index is closed after the writer: closing it releases the process's locks on
+            # the index, the writer's among them.
             if self._checkpointer is not None:
-                self._checkpointer.close()
+                self._checkpointer.close(keep_index=True)
             self._writer.close()
+            if self._checkpointer is not None:
+                self._checkpointer.close_index()
 
 
 def _read_only_uri(file: Path) -> str:

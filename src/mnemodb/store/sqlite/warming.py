@@ -34,7 +34,7 @@ import stat
 import threading
 from collections.abc import Callable, Sequence
 
-__all__ = ["WINDOW", "memory_available", "warm_files"]
+__all__ = ["WINDOW", "kept_descriptor", "memory_available", "warm_files"]
 
 WINDOW = 8 << 20
 """Bytes asked for in one call: as much as Linux reads ahead for one (8 MB of a cold
@@ -59,7 +59,7 @@ def memory_available() -> int | None:
     return None
 
 
-def _descriptor(path: str) -> int | None:
+def kept_descriptor(path: str) -> int | None:
     """This process's descriptor of the regular file at `path`, opened on first need and
     kept open (see the module's note on locks); None for a path that names no regular
     file."""
@@ -100,7 +100,7 @@ def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool 
     budget = available // _SHARE
     asked = 0
     for path in paths:
-        fd = _descriptor(path)
+        fd = kept_descriptor(path)
         if fd is None:
             continue
         try:

@@ -7,9 +7,13 @@ the disk: the first native `recall` took 101-104 ms and the first twenty 22.6-23
 p50, against 17 ms and 5.7-6.2 ms with the file cached. `warm_files` asks the kernel to
 read the files ahead (`posix_fadvise` with WILLNEED), a window at a time, since Linux
 reads no more than a few megabytes for one call; the store runs it on a thread of its
-own, so that the server answers at once and the reads overlap its first calls. With it,
-from the same cold file, the first `recall` took 12.8-20.7 ms and the first twenty
-4.7-5.6 ms p50.
+own, so that the server answers at once. From the same cold file, with the first call a
+second after the start (a model's first tool call comes later still): the first `recall`
+18.7-19.1 ms and the first twenty 6.1-6.3 ms p50, against 91.6-102 and 18.9-20.4 ms
+without. A call that comes at once may wait behind the reads asked for: the first took
+12-21 ms in half the tries and 160-221 ms in the others (81-104 ms without), the next
+nineteen were faster either way (3.5-5.6 ms p50). Reading a window at a time instead of
+asking for it all did not spare the first call.
 
 The descriptors opened for this are never closed. POSIX ties a process's record locks to
 the file, not to a descriptor: closing any descriptor of a file releases every lock the

@@ -11,7 +11,7 @@ own, so that the server answers at once. From the same cold file, with the first
 second after the start (a model's first tool call comes later still): the first `recall`
 18.7-19.1 ms and the first twenty 6.1-6.3 ms p50, against 91.6-102 and 18.9-20.4 ms
 without. A call that comes at once may wait behind the reads asked for: the first took
-12-21 ms in half the tries and 160-221 ms in the others (81-104 ms without), the next
+12-21 ms in half the tries and 160-216 ms in the others (81-104 ms without), the next
 nineteen were faster either way (3.5-5.6 ms p50). Reading a window at a time instead of
 asking for it all did not spare the first call.
 

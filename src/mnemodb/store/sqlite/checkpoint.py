@@ -48,8 +48,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import ClassVar
 
+from mnemodb.store.sqlite import descriptors
 from mnemodb.store.sqlite.segments import INDEXES, merge
 
 __all__ = ["FALLBACK_PAGES", "MERGE_COMMITS", "MERGE_PAUSE_S", "PAGES", "Checkpointer"]
@@ -110,7 +110,7 @@ class Checkpointer:
         self._connect = connect
         self._index_fd = index_fd
         self._index_key: tuple[int, int] | None = None
-        """The descriptor's key in `_IndexDescriptors`, until it is given back."""
+        """The descriptor's key in `descriptors`, until it is given back."""
         self._turn = turn
         """The store's write lock, when the thread merges the full-text indexes."""
         self._merge_pause_s = MERGE_PAUSE_S if merge_pause_s is None else merge_pause_s
@@ -142,14 +142,14 @@ class Checkpointer:
         read (then the writer keeps SQLite's automatic checkpoint as it is). With `turn`
         (the store's write lock), it also merges the full-text indexes' segments, once no
         commit has come for `merge_pause_s` (default `MERGE_PAUSE_S`)."""
-        index = _IndexDescriptors.take(path + "-shm")
+        index = descriptors.take(path + "-shm")
         if index is None:
             return None
         checkpointer = cls(path, connect, index[0], turn, merge_pause_s)
         checkpointer._index_key = index[1]
         # The index's two header copies differ while another process rewrites it: read
         # again for a while before giving up, since giving up may close the descriptor
-        # (see `_IndexDescriptors`) while the store's connections use the index.
+        # (see `descriptors.py`) while the store's connections use the index.
         for _ in range(_OPEN_TRIES):
             if checkpointer.pending() is not None:
                 return checkpointer
@@ -328,58 +328,4 @@ class Checkpointer:
         closed); the last checkpointer of the process on it closes it."""
         key, self._index_key = self._index_key, None
         if key is not None:
-            _IndexDescriptors.give_back(key)
-
-
-class _IndexDescriptors:
-    """This process's descriptors of logs' indexes (`-shm` files), one per file, shared by
-    the checkpointers of every store open on it and closed when the last is done.
-
-    Closing any descriptor of a file releases every POSIX lock the process holds on it.
-    SQLite's connections hold their locks on the index while they are open; had each
-    checkpointer a descriptor of its own, closing one store would release the locks of
-    another store's connections on the same file in this process."""
-
-    _open: ClassVar[dict[tuple[int, int], list[int]]] = {}
-    """(device, inode) -> [users, descriptor, descriptors opened on it by a race]."""
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-
-    @classmethod
-    def take(cls, path: str) -> tuple[int, tuple[int, int]] | None:
-        """A descriptor of the file at `path` and its key, or None if it cannot be opened."""
-        with cls._lock:
-            try:
-                status = os.stat(path)
-            except OSError:
-                return None
-            entry = cls._open.get((status.st_dev, status.st_ino))
-            if entry is None:
-                try:
-                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                except OSError:
-                    return None
-                opened = os.fstat(fd)
-                key = (opened.st_dev, opened.st_ino)
-                entry = cls._open.get(key)
-                if entry is None:
-                    entry = cls._open[key] = [0, fd]
-                else:  # the file was replaced since it was looked at: kept with the other
-                    entry.append(fd)
-            else:
-                key = (status.st_dev, status.st_ino)
-            entry[0] += 1
-            return entry[1], key
-
-    @classmethod
-    def give_back(cls, key: tuple[int, int]) -> None:
-        with cls._lock:
-            entry = cls._open.get(key)
-            if entry is None:
-                return
-            entry[0] -= 1
-            if entry[0] > 0:
-                return
-            del cls._open[key]
-            for fd in entry[1:]:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            descriptors.give_back(key)

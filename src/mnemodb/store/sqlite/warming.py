@@ -34,9 +34,9 @@ of it would not stay. Where the kernel cannot be asked (no `posix_fadvise`, or n
 from __future__ import annotations
 
 import os
-import stat
-import threading
 from collections.abc import Callable, Sequence
+
+from mnemodb.store.sqlite import descriptors
 
 __all__ = ["WINDOW", "kept_descriptor", "memory_available", "warm_files"]
 
@@ -45,9 +45,6 @@ WINDOW = 8 << 20
 265 MB file came in per call, 2 ms each)."""
 _SHARE = 4
 """The files warmed take at most 1 / `_SHARE` of the memory available."""
-_descriptors: dict[tuple[int, int], int] = {}
-"""This process's descriptors of the files it warmed, by (device, inode): never closed."""
-_lock = threading.Lock()
 
 
 def memory_available() -> int | None:
@@ -64,31 +61,10 @@ def memory_available() -> int | None:
 
 
 def kept_descriptor(path: str) -> int | None:
-    """This process's descriptor of the regular file at `path`, opened on first need and
-    kept open (see the module's note on locks); None for a path that names no regular
-    file."""
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(status.st_mode):
-        return None
-    key = (status.st_dev, status.st_ino)
-    with _lock:
-        fd = _descriptors.get(key)
-        if fd is None:
-            try:
-                # Not blocking: a FIFO put in the file's place since it was looked at would
-                # wait for a writer.
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            except OSError:
-                return None
-            opened = os.fstat(fd)
-            # Kept whatever it turned out to be: closing it is what must never happen.
-            _descriptors[(opened.st_dev, opened.st_ino)] = fd
-            if (opened.st_dev, opened.st_ino) != key or not stat.S_ISREG(opened.st_mode):
-                return None
-        return fd
+    """This process's descriptor of the regular file at `path`, kept open until the process
+    ends (see the module's note on locks); None for a path that names no regular file."""
+    taken = descriptors.take(path)  # never given back
+    return None if taken is None else taken[0]
 
 
 def warm_files(paths: Sequence[str], stopped: Callable[[], bool], *, read: bool = False) -> int:

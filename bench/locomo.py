@@ -531,6 +531,7 @@ RANKING_RULES = {
     "asks": "question_turn",
     "when": "time_told",
     "told": "date_told",
+    "sitting": "sitting",
 }
 """The ranking's rules added after the retrieval issue's baseline (search.ranking.RankWeights
 fields), each reported switched off alone and all together (the old ranking) with

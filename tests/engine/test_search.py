@@ -521,3 +521,55 @@ def test_a_question_asking_when_raises_a_turn_that_says_when(tmp_path: Path) -> 
         page = eng.items.search("Were they mentored by a business owner", kinds=["memory"], explain=True)
         assert page_contents(page)[0].startswith("Gina")
         assert all("time" not in signals for signals in word_signals(page))
+
+
+# -- the sitting a memory was written in -----------------------------------------------------------
+
+
+def test_a_memory_whose_sitting_holds_more_of_the_question_ranks_above_an_equal_match(tmp_path: Path) -> None:
+    day = 86_400_000
+    clock = Clock(1_700_000_000_000)
+    with open_engine_at(tmp_path / "sittings.db", clock=clock) as eng:
+        # One conversation about the ridge trail: three turns, a minute apart ...
+        eng.memories.store("Jon: we walked the ridge trail at dawn")
+        clock.now += 60_000
+        eng.memories.store("Gina: the ridge was windy")
+        clock.now += 60_000
+        eng.memories.store("Jon: the trail was muddy after the rain")
+        # ... and, days later, a turn that names it in passing, as strongly as the first.
+        clock.now += 5 * day
+        eng.memories.store("Gina: we walked the ridge trail at noon")
+        clock.now += 30 * day
+        question = "Which trail on the ridge did they walk?"
+        eng.weights = replace(eng.weights, sitting=0.0)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        # Equal by their words, the newer of the two ranks first without the rule ...
+        assert page_contents(page)[:2] == [
+            "Gina: we walked the ridge trail at noon",
+            "Jon: we walked the ridge trail at dawn",
+        ]
+        assert all("sitting" not in signals for signals in word_signals(page))
+        # ... and below the turn whose conversation holds more of the question with it.
+        eng.weights = replace(eng.weights, sitting=0.2)
+        page = eng.items.search(question, kinds=["memory"], explain=True)
+        assert page_contents(page)[:2] == [
+            "Jon: we walked the ridge trail at dawn",
+            "Gina: we walked the ridge trail at noon",
+        ]
+        signals = [signals["sitting"] for signals in word_signals(page)]
+        # The three turns of the conversation share the mean of their three scores; the turn
+        # alone in its half hour gets its own score over three (the missing two count 0), and
+        # a share of 0.2 of that is added to it.
+        assert signals[0] == signals[2] == signals[3] > signals[1] == pytest.approx(0.75 / 3, abs=1e-4)
+        assert [f.score for f in page.found][1] == pytest.approx(0.75 + 0.2 * 0.75 / 3)
+
+
+def test_memories_written_in_one_sitting_are_not_told_apart_by_it(tmp_path: Path) -> None:
+    clock = Clock(1_700_000_000_000)
+    with open_engine_at(tmp_path / "one-sitting.db", clock=clock) as eng:
+        for text in ("we walked the ridge trail at dawn", "the ridge was windy", "the trail was muddy"):
+            eng.memories.store(text)
+            clock.now += 60_000
+        page = eng.items.search("the ridge trail", kinds=["memory"], explain=True)
+        assert len(page.found) == 3
+        assert all("sitting" not in signals for signals in word_signals(page))

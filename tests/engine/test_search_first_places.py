@@ -11,7 +11,7 @@ import pytest
 
 from mnemodb.engine import Engine
 from mnemodb.engine.graph import NewEntity
-from mnemodb.engine.items import RANKED_POOL, ItemPage
+from mnemodb.engine.items import RANKED_POOL, ItemPage, _settled
 from mnemodb.model.records import ItemFilter, Memory
 from mnemodb.search.ranking import DAY_MS
 from support import Clock
@@ -70,7 +70,11 @@ def _pad(words: int) -> str:
 def _strong_then_weak(eng: Engine, clock: Clock, best: int, best_importance: int, late: str, late_words: int) -> None:
     """`best` memories that match best, written long ago with `best_importance`; 150 a
     little weaker, of importance 0 and as old; and `late`, weaker than the first hundred
-    of all these by text, of importance 10 and written now: the first pool leaves it out."""
+    of all these by text, of importance 10 and written now: the first pool leaves it out.
+
+    The scores these tests name are the other rules': the sitting rule, which would add to
+    each a share of its sitting's best, is off (it is on in the tests of pages under it)."""
+    eng.weights = replace(eng.weights, sitting=0.0)
     for i in range(best):
         eng.memories.store(f"lantern melanie {_pad(2)} top{i}", (), best_importance)
     for i in range(150):
@@ -145,6 +149,39 @@ def test_a_memory_telling_of_the_time_named_is_lifted_from_past_the_first_pool(e
     assert isinstance(late, Memory) and late.content.startswith("last month ")
     assert [f.score for f in whole.found[1:11]] == [1.0] * 10
     assert _placed(first) == _placed(whole)[:10]
+
+
+@pytest.mark.parametrize(
+    ("best", "importance", "late", "late_words", "query"),
+    [
+        (11, 2, "Melanie: ", 39, "lantern Melanie"),
+        (50, 0, "", 22, "lantern harbor"),
+        (11, 2, "Melanie: yesterday ", 39, "when did Melanie light the lantern"),
+    ],
+)
+def test_pages_under_the_sitting_rule_are_slices_of_the_whole_ranking(
+    eng: Engine, clock: Clock, best: int, importance: int, late: str, late_words: int, query: str
+) -> None:
+    # The same stores, written in two sittings a month apart, with the sitting rule on:
+    # a memory left out of the first pool could change what it adds to the first places,
+    # so the ranking reads on until they are those of the whole pool.
+    _strong_then_weak(eng, clock, best=best, best_importance=importance, late=late, late_words=late_words)
+    eng.weights = replace(eng.weights, sitting=0.2)
+    first, whole = _first_and_whole(eng, query)
+    assert any("sitting" in (f.why or {}).get("words", {}) for f in eng.items.search(query, explain=True).found)
+    assert _placed(first) == _placed(whole)[:10]
+
+
+def test_under_the_sitting_rule_the_first_places_are_settled_only_when_all_fifty_are() -> None:
+    # Ten strong memories and forty weak ones: without the sitting rule the first ten are
+    # sure (lowered the most, they beat the most a memory left out can be raised to); with
+    # it they are not, for a memory left out could enter the fifty the rule reads and
+    # change what it adds to them.
+    ranking = [(pk, 1.0) for pk in range(10)] + [(pk, 0.2) for pk in range(10, 50)]
+    assert _settled(ranking, 10, 0.3, 0.8, 1.5)
+    assert not _settled(ranking, 10, 0.3, 0.8, 1.5, sitting=True)
+    # Once the fiftieth beats what a memory left out scores, the fifty are those of the pool.
+    assert _settled(ranking, 10, 0.1, 0.8, 1.5, sitting=True)
 
 
 @pytest.fixture

@@ -51,10 +51,12 @@ from mnemodb.search.ranking import (
     ACCESS_SATURATION,
     AUTHOR_POOL,
     MEMORY_FIELD_WEIGHTS,
+    SITTING_MS,
     FusionWeights,
     RankWeights,
     relevance,
     relevance_scorer,
+    sitting_means,
     text_strengths,
 )
 from mnemodb.store.base import AccessStats
@@ -934,6 +936,10 @@ class Items:
         # `_settled`): the first places are then those of the whole pool.
         pool = RANKED_POOL if top is None else min(RANKED_POOL, max(top, _FIRST_POOL))
         most_important: int | None = None  # read once, when the stop test first needs it
+        # Whether the sitting rule may apply (also read once, when the stop test first needs
+        # it): not when every memory of the scopes was written within one half hour, for
+        # then the first places, wherever the pool stops, are of one sitting.
+        sittings: bool | None = None if weights.sitting > 0 else False
         # What the rules on the first places' text (`_by_text`) can make of a score.
         lowest, highest = _text_rule_factors(weights, query)
         # The time the question names, if any: its matches are searched on their own too,
@@ -1003,12 +1009,15 @@ class Items:
                 bound = score(*at_most, window is not None and len(by_date) >= RANKED_POOL)
                 if told is not None:
                     bound = max(bound, score(*at_most, False) + weights.date_told)
-                if _settled(ranking, top, bound, lowest, highest):
+                if sittings is None:
+                    oldest, newest = tx.memory_time_range(reads)
+                    sittings = oldest is not None and newest is not None and newest - oldest > SITTING_MS
+                if _settled(ranking, top, bound, lowest, highest, sittings):
                     break
             pool = min(RANKED_POOL, pool * 2)
-        if ranking and (lowest < 1.0 or highest > 1.0 or told is not None):
+        if ranking and (lowest < 1.0 or highest > 1.0 or told is not None or weights.sitting > 0):
             dates = None if told is None else _ToldDates(told, created, dated, weights.date_told)
-            ranking = _by_text(tx, ranking, query, weights, parts if notes is not None else None, dates)
+            ranking = _by_text(tx, ranking, query, weights, created, parts if notes is not None else None, dates)
         if notes is not None:
             notes["words"].update(parts)
         return ranking
@@ -1685,7 +1694,7 @@ def _text_rule_factors(weights: RankWeights, query: str) -> tuple[float, float]:
     return 1.0 - weights.question_turn, highest
 
 
-def _settled(ranking: Ranking, top: int, bound: float, lowest: float, highest: float) -> bool:
+def _settled(ranking: Ranking, top: int, bound: float, lowest: float, highest: float, sitting: bool = False) -> bool:
     """Whether the first `top` places of `ranking` (scores before the rules on their
     text) are those of the whole pool, when no memory left out of it scores above `bound`.
 
@@ -1697,12 +1706,16 @@ def _settled(ranking: Ranking, top: int, bound: float, lowest: float, highest: f
     memory left out nor one it pushes out (which scores no more than it) can reach the
     first `top` places, and the `top` memories above them keep at least that score, so
     those that can score above `bound` keep their places. Floats round monotonically, so
-    the comparisons hold for the scores as computed."""
-    ruled = lowest < 1.0 or highest > 1.0
+    the comparisons hold for the scores as computed.
+
+    With the sitting rule (`sitting`), only the first: what it adds to each of the first
+    places depends on which others are among them, so a memory left out that would have
+    entered them could change any of their scores."""
+    ruled = lowest < 1.0 or highest > 1.0 or sitting
     places = max(top, AUTHOR_POOL) if ruled else top
     if len(ranking) >= places and ranking[places - 1][1] > bound:
         return True
-    return ruled and ranking[top - 1][1] * lowest > bound * highest
+    return ruled and not sitting and ranking[top - 1][1] * lowest > bound * highest
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -1731,6 +1744,7 @@ def _by_text(
     ranking: Ranking,
     query: str,
     weights: RankWeights,
+    created: Mapping[int, int],
     parts: dict[int, dict[str, float]] | None,
     dates: _ToldDates | None = None,
 ) -> Ranking:
@@ -1738,10 +1752,13 @@ def _by_text(
     `author_match` of their score when their opening label names someone the query names,
     lowered by `question_turn` when they end by asking, raised by `time_told` when the
     query asks when and they say when, and, with `dates` (the query names a time), given
-    `date_told` when they were not written in that time but say they tell of it (see
-    `search.ranking`). With `parts`, each of those memories' explanation tells which rules
-    it met: `author` and `asks` (1 or 0), `time` when the query asks when, and `told`
-    when it names a time and the memory was not written then."""
+    `date_told` when they were not written in that time but say they tell of it; then,
+    when they were not all written in one half hour, each given `sitting` of the mean of
+    the best scores so made among those written near it (`created` holds when each was
+    written; see `search.ranking`). With `parts`, each of those memories' explanation
+    tells which rules it met: `author` and `asks` (1 or 0), `time` when the query asks
+    when, `told` when it names a time and the memory was not written then, and `sitting`
+    (the mean it was given a share of) when the sitting rule applied."""
     named = set(words(query)) - STOPWORDS if weights.author_match > 0 else set()
     when = weights.time_told > 0 and asks_when(query)
     head = ranking[:AUTHOR_POOL]
@@ -1784,6 +1801,15 @@ def _by_text(
             if when:
                 signals["time"] = 1.0 if timed else 0.0
             parts[pk].update(signals)
+    if weights.sitting > 0:
+        means = sitting_means(out, created)
+        if means is not None:
+            share = weights.sitting
+            out = [(pk, score + share * means[pk]) for pk, score in out]
+            if parts is not None:
+                for pk, mean in means.items():
+                    if pk in parts:
+                        parts[pk]["sitting"] = mean
     return _best_first(out) + ranking[AUTHOR_POOL:]
 
 

@@ -70,3 +70,37 @@ def test_no_memory_row_is_judged_twice_in_one_search(alike: Engine) -> None:
     judged = [int(pk) for s in judging for pk in re.search(r"m\.node IN \(([\d,]+)\)", s).group(1).split(",")]  # type: ignore[union-attr]
     assert len(judged) == len(set(judged))
     assert not set(judged) & set(judged_first)
+
+
+@pytest.mark.parametrize("written_today", [False, True])
+def test_a_store_written_long_ago_bounds_a_memory_left_out_by_its_newest(
+    eng: Engine, clock: Clock, written_today: bool
+) -> None:
+    # The `alike` memories, read a month after the last of them was written: no memory
+    # of the store can have the recency one written now would, and the first cut settles
+    # the first page. One memory written today (whatever it says) could be left out with
+    # that recency, and the cut is widened.
+    store = eng.store
+    if not isinstance(store, SqliteStore):
+        pytest.skip("reads the SQLite store's statements")
+    rng = random.Random(7)
+    for i in range(MEMORIES):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 12))]
+        eng.memories.store(" ".join(words) + f" entry{i}", (), rng.randint(0, 10))
+        clock.now += rng.randint(0, DAY_MS // 12)
+    clock.now += 30 * DAY_MS
+    if written_today:
+        eng.memories.store("an unrelated note")
+    for query in ("harbor", "harbor lantern", "copper meadow signal"):
+        statements: list[str] = []
+        with store.read() as tx:
+            tx.conn.set_trace_callback(statements.append)
+        try:
+            page = eng.items.search(query, kinds=["memory"], limit=10)
+        finally:
+            with store.read() as tx:
+                tx.conn.set_trace_callback(None)
+        widened = any("FROM memory m CROSS JOIN node n ON n.pk = m.node WHERE m.node IN" in s for s in statements)
+        assert widened == written_today, query
+        whole = eng.items.search(query, kinds=["memory"], limit=RANKED_POOL - 1)
+        assert _placed(page) == _placed(whole)[:10]

@@ -1,5 +1,6 @@
 """What a SQLite read connection keeps of each scope between reads (store/sqlite/facts.py):
-whether a memory there has a tag, and the highest importance. A search of a store that
+whether a memory there has a tag, the highest importance, and when its first and last
+memory were written. A search of a store that
 tags nothing runs no tag statement, and what is kept follows every commit: this process's
 writer's, another connection's on the same file (as another process's would be), and a
 tag or a memory taken away as well as added."""
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mnemodb.model.records import ItemFilter
+from mnemodb.store.base import TimeRange
 from mnemodb.store.sqlite import SqliteStore
 from mnemodb.store.sqlite.store import SqliteReadTx
 from store.contract.rows import T0, A, B, add_memory
@@ -103,3 +105,25 @@ def test_a_read_transaction_keeps_its_snapshot(store: SqliteStore, other: Sqlite
         assert tx.most_important([A]) == 2
     with store.read() as tx:
         assert tx.most_important([A]) == 7
+
+
+@pytest.mark.parametrize("writer", ["this store", "another connection"])
+def test_the_time_range_kept_follows_each_commit(store: SqliteStore, other: SqliteStore, writer: str) -> None:
+    writes = store if writer == "this store" else other
+    with store.write() as tx:
+        first = add_memory(tx, "the south road", at=T0)
+    for _ in range(2):  # the first read finds it out, the next knows it
+        span, statements = traced(store, lambda tx: tx.memory_time_range([A, B]))
+        assert span == TimeRange(T0, T0)
+    assert not [s for s in statements if "created_at" in s], statements
+    with writes.write() as tx:
+        add_memory(tx, "the north road", at=T0 + 5_000)
+        add_memory(tx, "the west road", scope=B, at=T0 - 9_000)
+    with store.read() as read:
+        assert read.memory_time_range([A]) == TimeRange(T0, T0 + 5_000)
+        assert read.memory_time_range([A, B]) == TimeRange(T0 - 9_000, T0 + 5_000)
+        assert read.memory_time_range(["nobody's"]) == TimeRange(None, None)
+    with writes.write() as tx:
+        tx.delete_node(first)
+    with store.read() as read:
+        assert read.memory_time_range([A]) == TimeRange(T0 + 5_000, T0 + 5_000)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemodb.model.records import Memory, MemoryView, memory_of
-from mnemodb.store.base import MemoryCandidates, TextHit, TimeRange
+from mnemodb.store.base import MemoryCandidates, TextHit
 from mnemodb.store.sqlite.sql import KEYS_FIRST, chunks, fts_any, json_arrays, json_keys, marks, props_of, rows_as
 
 __all__ = ["MemoryReads", "MemoryWrites", "archived_in"]
@@ -382,23 +382,6 @@ class MemoryReads:
             f"SELECT COUNT(DISTINCT tag) FROM tag_count WHERE scope IN ({marks(len(scopes))})", scopes
         ).fetchone()
         return int(row[0])
-
-    def memory_time_range(self, scopes: Sequence[str]) -> TimeRange:
-        # One scope at a time: MIN and MAX then read one end of the (label, scope,
-        # created_at) index each, instead of scanning every memory.
-        oldest: int | None = None
-        newest: int | None = None
-        for scope in scopes:
-            low = self.conn.execute(
-                "SELECT MIN(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
-            ).fetchone()[0]
-            high = self.conn.execute(
-                "SELECT MAX(created_at) FROM node WHERE label = 'Memory' AND scope = ?", [scope]
-            ).fetchone()[0]
-            if low is not None:
-                oldest = low if oldest is None else min(oldest, low)
-                newest = high if newest is None else max(newest, high)
-        return TimeRange(oldest, newest)
 
 
 class MemoryWrites(MemoryReads):

@@ -23,16 +23,21 @@ def _placed(page: ItemPage) -> list[tuple[int, float | None]]:
     return [(f.item.pk, f.score) for f in page.found]
 
 
-@pytest.fixture
-def alike(eng: Engine, clock: Clock) -> Engine:
-    """Many memories of nearly equal text strength, of every importance and age, some
-    tagged with a query word while their text holds it once among many words."""
+def _store_alike(eng: Engine, clock: Clock, *, tagged: bool) -> None:
+    """Many memories of nearly equal text strength, of every importance and age; with
+    `tagged`, some tagged with a query word while their text holds it once among many words."""
     rng = random.Random(7)
     for i in range(MEMORIES):
         words = [rng.choice(WORDS) for _ in range(rng.randint(3, 12))]
-        tags = ("harbor",) if i % 9 == 0 else ()
+        tags = ("harbor",) if tagged and i % 9 == 0 else ()
         eng.memories.store(" ".join(words) + f" entry{i}", tags, rng.randint(0, 10))
         clock.now += rng.randint(0, DAY_MS // 12)
+
+
+@pytest.fixture
+def alike(eng: Engine, clock: Clock) -> Engine:
+    """`_store_alike`'s memories, some tagged."""
+    _store_alike(eng, clock, tagged=True)
     return eng
 
 
@@ -76,18 +81,14 @@ def test_no_memory_row_is_judged_twice_in_one_search(alike: Engine) -> None:
 def test_a_store_written_long_ago_bounds_a_memory_left_out_by_its_newest(
     eng: Engine, clock: Clock, written_today: bool
 ) -> None:
-    # The `alike` memories, read a month after the last of them was written: no memory
+    # The `alike` memories untagged, read a month after the last of them was written: no memory
     # of the store can have the recency one written now would, and the first cut settles
     # the first page. One memory written today (whatever it says) could be left out with
     # that recency, and the cut is widened.
     store = eng.store
     if not isinstance(store, SqliteStore):
         pytest.skip("reads the SQLite store's statements")
-    rng = random.Random(7)
-    for i in range(MEMORIES):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(3, 12))]
-        eng.memories.store(" ".join(words) + f" entry{i}", (), rng.randint(0, 10))
-        clock.now += rng.randint(0, DAY_MS // 12)
+    _store_alike(eng, clock, tagged=False)
     clock.now += 30 * DAY_MS
     if written_today:
         eng.memories.store("an unrelated note")
